@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs every fuzz target in the module for the given time each (default 60s).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t="${1:-60s}"
+for pkg in $(go list ./...); do
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  for f in $(grep -hoE '^func (Fuzz[A-Za-z0-9_]+)' "$dir"/*_test.go 2>/dev/null | awk '{print $2}'); do
+    echo "== $pkg $f ($t)"
+    go test -run='^$' -fuzz="^$f\$" -fuzztime="$t" "$pkg"
+  done
+done

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"berth.dev/berth/internal/output"
+)
+
+// env is what the process gives the CLI; tests supply their own.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// globals holds the flags every command shares.
+type globals struct {
+	env
+	output  string
+	root    string
+	verbose int
+	noColor bool
+	log     *slog.Logger
+}
+
+func (g *globals) format(allowed ...output.Format) (output.Format, error) {
+	f, err := output.ParseFormat(g.output, allowed...)
+	if err != nil {
+		return "", usageErr(err)
+	}
+	return f, nil
+}
+
+func (g *globals) color() bool { return output.ColorEnabled(g.stdout, g.noColor, g.getenv) }
+
+func newRootCmd(e *env) *cobra.Command {
+	g := &globals{env: *e}
+	cmd := &cobra.Command{
+		Use:   "berth",
+		Short: "Can this node run sandboxed and confidential containers, and on which platform?",
+		Long: `berth discovers what a host has, evaluates it against sandboxed and
+confidential-container platforms (Kata Containers, Confidential Containers,
+Contrast), explains every blocker with a remedy, and configures and installs
+only what the chosen platform needs.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelWarn
+			switch {
+			case g.verbose >= 2:
+				level = slog.LevelDebug
+			case g.verbose == 1:
+				level = slog.LevelInfo
+			}
+			g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+			return nil
+		},
+	}
+	cmd.SetIn(e.stdin)
+	cmd.SetOut(e.stdout)
+	cmd.SetErr(e.stderr)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	pf := cmd.PersistentFlags()
+	pf.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
+	pf.StringVar(&g.root, "root", "/", "host root to inspect: a directory or a snapshot .tar.gz")
+	pf.CountVarP(&g.verbose, "verbose", "v", "log more (-v info, -vv debug) to stderr")
+	pf.BoolVar(&g.noColor, "no-color", false, "never colour the output (NO_COLOR is honoured too)")
+
+	cmd.AddCommand(newVersionCmd(g))
+	return cmd
+}
+
+// noArgs rejects positional arguments with a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErr(fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args))
+	}
+	return nil
+}

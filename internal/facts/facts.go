@@ -1,0 +1,493 @@
+// Package facts defines the document that discovery produces and checks
+// consume: everything berth knows about one host, small, versioned and
+// JSON-serialisable. A value that could not be determined is left empty
+// (nil pointer, empty string) and listed in Unknown with the reason, so that
+// a check can tell "absent" from "not known".
+package facts
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// SchemaVersion is bumped on every incompatible change to Facts.
+const SchemaVersion = 1
+
+// Reasons used in Unknown entries. Free text may follow after ": ".
+const (
+	ReasonOffline     = "offline root"
+	ReasonMissing     = "missing"
+	ReasonPermission  = "permission denied"
+	ReasonUnparseable = "unparseable"
+	ReasonNotRun      = "not run"
+)
+
+// Facts is all that was discovered about one host.
+type Facts struct {
+	SchemaVersion int       `json:"schemaVersion"`
+	Root          string    `json:"root"`
+	Live          bool      `json:"live"`
+	CollectedAt   time.Time `json:"collectedAt"`
+
+	CPU          CPU          `json:"cpu"`
+	Virt         Virt         `json:"virt"`
+	Kernel       Kernel       `json:"kernel"`
+	Devices      Devices      `json:"devices"`
+	IOMMU        IOMMU        `json:"iommu"`
+	PCI          []PCIDevice  `json:"pci,omitempty"`
+	GPUs         []GPU        `json:"gpus,omitempty"`
+	Memory       Memory       `json:"memory"`
+	Cgroups      Cgroups      `json:"cgroups"`
+	Limits       Limits       `json:"limits"`
+	OS           OS           `json:"os"`
+	TEE          TEE          `json:"tee"`
+	Runtimes     Runtimes     `json:"runtimes"`
+	Distribution Distribution `json:"distribution"`
+	Binaries     []Binary     `json:"binaries,omitempty"`
+	QEMUProbe    *QEMUProbe   `json:"qemuProbe,omitempty"`
+	Storage      Storage      `json:"storage"`
+	Network      Network      `json:"network"`
+	Plugins      Plugins      `json:"plugins,omitzero"`
+
+	// Unknown lists every fact that could not be determined, by dotted
+	// field path (as in the JSON document), with the reason.
+	Unknown []Missing `json:"unknown,omitempty"`
+}
+
+// Missing records why one fact is unknown.
+type Missing struct {
+	// Field is the dotted JSON path of the fact, e.g. "tee.snp.firmwareVersion".
+	Field string `json:"field"`
+	// Reason starts with one of the Reason constants, optionally followed by
+	// ": " and detail such as "proc/cpuinfo:12: expected key: value".
+	Reason string `json:"reason"`
+}
+
+// UnknownReason returns why field (or a parent of it) is unknown.
+func (f *Facts) UnknownReason(field string) (string, bool) {
+	for _, m := range f.Unknown {
+		if m.Field == field || strings.HasPrefix(field, m.Field+".") {
+			return m.Reason, true
+		}
+	}
+	return "", false
+}
+
+// SortUnknown puts Unknown in a stable order so that documents diff cleanly.
+func (f *Facts) SortUnknown() {
+	sort.Slice(f.Unknown, func(i, j int) bool {
+		if f.Unknown[i].Field != f.Unknown[j].Field {
+			return f.Unknown[i].Field < f.Unknown[j].Field
+		}
+		return f.Unknown[i].Reason < f.Unknown[j].Reason
+	})
+}
+
+// CPU describes the processor.
+type CPU struct {
+	Arch      string `json:"arch,omitempty"`
+	VendorID  string `json:"vendorId,omitempty"` // GenuineIntel, AuthenticAMD
+	Vendor    string `json:"vendor,omitempty"`   // intel, amd, other
+	Family    *int   `json:"family,omitempty"`
+	Model     *int   `json:"model,omitempty"`
+	Stepping  *int   `json:"stepping,omitempty"`
+	ModelName string `json:"modelName,omitempty"`
+	// ProductLine is the server generation derived from family and model:
+	// naples, rome, milan, genoa, bergamo, siena, turin; sapphire-rapids,
+	// emerald-rapids, granite-rapids, sierra-forest; empty when not a known
+	// server part.
+	ProductLine string `json:"productLine,omitempty"`
+	// Flags are the cpuinfo flags that matter to berth, sorted.
+	Flags       []string `json:"flags,omitempty"`
+	LogicalCPUs int      `json:"logicalCpus,omitempty"`
+	// CPUID is the processor's own view on a live x86 host, to tell a flag
+	// the kernel hid from one the CPU lacks.
+	CPUID *CPUID `json:"cpuid,omitempty"`
+}
+
+// HasFlag reports whether cpuinfo listed flag.
+func (c CPU) HasFlag(flag string) bool {
+	for _, f := range c.Flags {
+		if f == flag {
+			return true
+		}
+	}
+	return false
+}
+
+// CPUID is what the CPUID instruction reports on a live host.
+type CPUID struct {
+	// HypervisorVendor is the leaf 0x40000000 signature, empty on bare metal.
+	HypervisorVendor string `json:"hypervisorVendor,omitempty"`
+	// Features are the CPUID feature names that matter (VMX, SVM, SEV,
+	// SEV_ES, SEV_SNP, TDX_GUEST, HYPERVISOR ...), sorted.
+	Features []string `json:"features,omitempty"`
+}
+
+// Virt says whether this host is itself a virtual machine.
+type Virt struct {
+	// Guest is true in a VM, false on bare metal, nil when unknown.
+	Guest *bool `json:"guest,omitempty"`
+	// Hypervisor names the hypervisor under us when Guest: kvm, qemu,
+	// microsoft, vmware, xen, firecracker, cloud-hypervisor, amazon,
+	// google, virtualbox, bhyve, unknown.
+	Hypervisor string `json:"hypervisor,omitempty"`
+	// Evidence lists what the verdict rests on, e.g. "cpuinfo flag hypervisor".
+	Evidence []string `json:"evidence,omitempty"`
+	DMI      DMI      `json:"dmi,omitzero"`
+	// SMBIOSVMBit is bit 4 of BIOS characteristics extension byte 2.
+	SMBIOSVMBit       *bool  `json:"smbiosVmBit,omitempty"`
+	SysHypervisorType string `json:"sysHypervisorType,omitempty"`
+}
+
+// DMI holds the identifying strings from sys/class/dmi/id.
+type DMI struct {
+	SysVendor   string `json:"sysVendor,omitempty"`
+	ProductName string `json:"productName,omitempty"`
+	BoardVendor string `json:"boardVendor,omitempty"`
+	BIOSVendor  string `json:"biosVendor,omitempty"`
+	BIOSVersion string `json:"biosVersion,omitempty"`
+}
+
+// Kernel describes the running kernel.
+type Kernel struct {
+	Release string `json:"release,omitempty"`
+	Cmdline string `json:"cmdline,omitempty"`
+	// Modules holds the modules that matter (kvm, kvm_amd, kvm_intel, vhost*,
+	// vfio*, ccp, tun, ...), loaded or built in, by name.
+	Modules map[string]Module `json:"modules,omitempty"`
+	// Config holds the kernel-config options that matter, by name without
+	// the CONFIG_ prefix: "y", "m", or "n" when the config was read but the
+	// option is not set.
+	Config       map[string]string `json:"config,omitempty"`
+	ConfigSource string            `json:"configSource,omitempty"`
+	// BootLog holds the boot-log lines that matter (kvm, SEV, TDX, IOMMU,
+	// ccp, vfio), in order, without timestamps.
+	BootLog       []string `json:"bootLog,omitempty"`
+	BootLogSource string   `json:"bootLogSource,omitempty"`
+}
+
+// Module is one kernel module.
+type Module struct {
+	Loaded  bool `json:"loaded,omitempty"`
+	Builtin bool `json:"builtin,omitempty"`
+	// Params are the module's parameters from sys/module/<m>/parameters,
+	// trimmed.
+	Params map[string]string `json:"params,omitempty"`
+}
+
+// Present reports whether the module is loaded or built in.
+func (m Module) Present() bool { return m.Loaded || m.Builtin }
+
+// Devices describes device nodes and the live KVM probe.
+type Devices struct {
+	// Nodes are the device nodes that matter keyed by path relative to the
+	// root ("dev/kvm", "dev/sev", "dev/vhost-vsock", ...); absent ones are
+	// listed with Exists false.
+	Nodes map[string]DeviceNode `json:"nodes,omitempty"`
+	// KVM is the result of opening /dev/kvm on a live root.
+	KVM *KVMProbe `json:"kvm,omitempty"`
+}
+
+// DeviceNode is one /dev entry.
+type DeviceNode struct {
+	Exists bool   `json:"exists"`
+	Mode   string `json:"mode,omitempty"` // e.g. "crw-rw----"
+	UID    *int   `json:"uid,omitempty"`
+	GID    *int   `json:"gid,omitempty"`
+	Group  string `json:"group,omitempty"`
+	// Accessible is whether the invoking user can open it read-write (live
+	// root only).
+	Accessible *bool `json:"accessible,omitempty"`
+}
+
+// KVMProbe is the outcome of KVM_GET_API_VERSION and KVM_CREATE_VM.
+type KVMProbe struct {
+	Opened     bool   `json:"opened"`
+	APIVersion int    `json:"apiVersion,omitempty"`
+	CreateVM   bool   `json:"createVm"`
+	Errno      string `json:"errno,omitempty"` // e.g. "EBUSY", "ENOENT", "EACCES"
+	Error      string `json:"error,omitempty"`
+	Recorded   bool   `json:"recorded,omitempty"`
+}
+
+// IOMMU describes the host's IOMMU.
+type IOMMU struct {
+	// ACPITable is "DMAR" (Intel) or "IVRS" (AMD) when present.
+	ACPITable string `json:"acpiTable,omitempty"`
+	// Groups is the number of IOMMU groups; 0 means the IOMMU is off.
+	Groups int `json:"groups"`
+	// CmdlineFlags are the IOMMU-related kernel parameters given
+	// (intel_iommu=on, amd_iommu=on, iommu=pt ...).
+	CmdlineFlags []string `json:"cmdlineFlags,omitempty"`
+	// VFIODMAEntryLimit is vfio_iommu_type1's dma_entry_limit.
+	VFIODMAEntryLimit *int `json:"vfioDmaEntryLimit,omitempty"`
+}
+
+// PCIDevice is one device from sys/bus/pci/devices.
+type PCIDevice struct {
+	Address    string   `json:"address"` // 0000:41:00.0
+	Vendor     string   `json:"vendor"`  // 10de (lower-case hex, no 0x)
+	Device     string   `json:"device"`  // 2330
+	Class      string   `json:"class"`   // 030200
+	VendorName string   `json:"vendorName,omitempty"`
+	DeviceName string   `json:"deviceName,omitempty"`
+	Driver     string   `json:"driver,omitempty"`
+	IOMMUGroup *int     `json:"iommuGroup,omitempty"`
+	NUMANode   *int     `json:"numaNode,omitempty"`
+	SRIOVTotal *int     `json:"sriovTotalVfs,omitempty"`
+	SRIOVNum   *int     `json:"sriovNumVfs,omitempty"`
+	VGPUTypes  []string `json:"vgpuTypes,omitempty"`
+}
+
+// GPU summarises one GPU for passthrough decisions.
+type GPU struct {
+	Address  string `json:"address"`
+	Vendor   string `json:"vendor"` // nvidia, amd, intel, or the hex id
+	Model    string `json:"model,omitempty"`
+	DeviceID string `json:"deviceId"`
+	// ConfidentialCapable is true for models that support confidential
+	// computing (NVIDIA Hopper, Blackwell).
+	ConfidentialCapable bool   `json:"confidentialCapable"`
+	Driver              string `json:"driver,omitempty"`
+	VFIOBound           bool   `json:"vfioBound"`
+	IOMMUGroup          *int   `json:"iommuGroup,omitempty"`
+	// GroupIsolated is true when every other member of the IOMMU group is
+	// bound to vfio-pci or is a PCI bridge; nil when there is no group.
+	GroupIsolated *bool `json:"groupIsolated,omitempty"`
+	// GroupMembers lists the other devices in the group that are neither
+	// vfio-bound nor bridges.
+	GroupMembers []string `json:"groupMembers,omitempty"`
+}
+
+// Memory describes host memory.
+type Memory struct {
+	TotalKiB     uint64     `json:"totalKiB,omitempty"`
+	AvailableKiB uint64     `json:"availableKiB,omitempty"`
+	HugePages    []HugePage `json:"hugePages,omitempty"`
+	NUMANodes    int        `json:"numaNodes,omitempty"`
+}
+
+// HugePage is one huge-page pool.
+type HugePage struct {
+	SizeKiB uint64 `json:"sizeKiB"`
+	Total   uint64 `json:"total"`
+	Free    uint64 `json:"free"`
+}
+
+// Cgroups describes the cgroup hierarchy.
+type Cgroups struct {
+	Version     int      `json:"version,omitempty"` // 1 or 2
+	Controllers []string `json:"controllers,omitempty"`
+	// MiscCapacity is sys/fs/cgroup/misc.capacity: sev, sev_es, tdx, ...
+	MiscCapacity map[string]int64 `json:"miscCapacity,omitempty"`
+}
+
+// Limits are kernel limits that sandboxes hit.
+type Limits struct {
+	InotifyMaxUserInstances *int `json:"inotifyMaxUserInstances,omitempty"`
+	InotifyMaxUserWatches   *int `json:"inotifyMaxUserWatches,omitempty"`
+}
+
+// OS is the operating system from os-release.
+type OS struct {
+	ID         string `json:"id,omitempty"`
+	VersionID  string `json:"versionId,omitempty"`
+	PrettyName string `json:"prettyName,omitempty"`
+}
+
+// TEE groups the confidential-computing facts.
+type TEE struct {
+	SNP SNP `json:"snp"`
+	TDX TDX `json:"tdx"`
+	SGX SGX `json:"sgx"`
+}
+
+// Range is an inclusive range of integers, e.g. ASIDs 1-99.
+type Range struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// SNP holds the AMD SEV-SNP host facts.
+type SNP struct {
+	// KVM parameters of kvm_amd: sev, sev_es, sev_snp.
+	KVMSEV    *bool `json:"kvmSev,omitempty"`
+	KVMSEVES  *bool `json:"kvmSevEs,omitempty"`
+	KVMSEVSNP *bool `json:"kvmSevSnp,omitempty"`
+	// FirmwareVersion is the SEV-SNP API version from the boot log ("1.55").
+	FirmwareVersion string `json:"firmwareVersion,omitempty"`
+	FirmwareBuild   *int   `json:"firmwareBuild,omitempty"`
+	// FirmwareTooOld is set when the kernel said SNP needs newer firmware.
+	FirmwareTooOld bool `json:"firmwareTooOld,omitempty"`
+	// RMPReserved is from the boot log: true on "RMP table physical range",
+	// false on "has not been reserved by BIOS", nil without a boot log.
+	RMPReserved *bool  `json:"rmpReserved,omitempty"`
+	SNPASIDs    *Range `json:"snpAsids,omitempty"`
+	SEVASIDs    *Range `json:"sevAsids,omitempty"`
+	SEVESASIDs  *Range `json:"sevEsAsids,omitempty"`
+	// IOMMUSNP is from "AMD-Vi: IOMMU SNP support enabled".
+	IOMMUSNP *bool `json:"iommuSnp,omitempty"`
+}
+
+// TDX holds the Intel TDX host facts.
+type TDX struct {
+	KVMTDX *bool `json:"kvmTdx,omitempty"`
+	// BIOSKeyIDs is the private KeyID range the BIOS reserved, nil when the
+	// boot log does not say (TDX off in BIOS, or no boot log).
+	BIOSKeyIDs *Range `json:"biosKeyIds,omitempty"`
+	// ModuleInitialized is true on "module initialized", false on a
+	// failure line.
+	ModuleInitialized *bool  `json:"moduleInitialized,omitempty"`
+	ModuleError       string `json:"moduleError,omitempty"` // e.g. "Hibernation support is enabled"
+	ModuleVersion     string `json:"moduleVersion,omitempty"`
+	// Sysfs holds sys/firmware/tdx/tdx_module/* on kernels that have it.
+	Sysfs map[string]string `json:"sysfs,omitempty"`
+}
+
+// SGX holds the facts needed for TDX attestation quotes.
+type SGX struct {
+	Enclave   bool  `json:"enclave"`
+	Provision bool  `json:"provision"`
+	KVMSGX    *bool `json:"kvmSgx,omitempty"`
+}
+
+// Runtimes holds the container runtimes found.
+type Runtimes struct {
+	Containerd *ContainerRuntime `json:"containerd,omitempty"`
+	CRIO       *ContainerRuntime `json:"crio,omitempty"`
+}
+
+// ContainerRuntime is containerd or CRI-O as found on the host.
+type ContainerRuntime struct {
+	Binary  string `json:"binary,omitempty"`
+	Version string `json:"version,omitempty"`
+	// ConfigPath is the config file the detected distribution uses.
+	ConfigPath   string `json:"configPath,omitempty"`
+	ConfigExists bool   `json:"configExists"`
+	// ConfigVersion is containerd's top-level `version` (2, 3, 4); 0 for CRI-O.
+	ConfigVersion int `json:"configVersion,omitempty"`
+	// ConfigError says why the config did not parse, with line and column.
+	ConfigError string `json:"configError,omitempty"`
+	// Template is the distribution's config template (k3s, RKE2, microk8s)
+	// when present.
+	Template string `json:"template,omitempty"`
+	// Imports are containerd's `imports` globs; for CRI-O the drop-in
+	// directory.
+	Imports      []string  `json:"imports,omitempty"`
+	DropIns      []string  `json:"dropIns,omitempty"`
+	Handlers     []Handler `json:"handlers,omitempty"`
+	Snapshotters []string  `json:"snapshotters,omitempty"`
+	Socket       string    `json:"socket,omitempty"`
+	SocketExists bool      `json:"socketExists"`
+}
+
+// Handler is one runtime handler configured in a container runtime.
+type Handler struct {
+	Name                         string   `json:"name"`
+	RuntimeType                  string   `json:"runtimeType,omitempty"`
+	RuntimePath                  string   `json:"runtimePath,omitempty"`
+	ConfigPath                   string   `json:"configPath,omitempty"`
+	Snapshotter                  string   `json:"snapshotter,omitempty"`
+	PodAnnotations               []string `json:"podAnnotations,omitempty"`
+	PrivilegedWithoutHostDevices bool     `json:"privilegedWithoutHostDevices,omitempty"`
+	// Source is the file that defined it.
+	Source string `json:"source,omitempty"`
+}
+
+// Distribution is the Kubernetes distribution detected on the host.
+type Distribution struct {
+	// Name is kubeadm, k3s, rke2, k0s, microk8s, aks, openshift, or empty
+	// when no distribution was recognised.
+	Name     string   `json:"name,omitempty"`
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// Binary is one hypervisor or helper found on the host.
+type Binary struct {
+	// Name is the logical component: qemu, cloud-hypervisor, firecracker,
+	// virtiofsd, nydus-snapshotter, kata-shim, kata-runtime, containerd, crio.
+	Name    string `json:"name"`
+	Path    string `json:"path"`
+	Version string `json:"version,omitempty"`
+	// Vendor notes a distributor build recognised from the version string
+	// (e.g. "Debian", "kata-static", "AMDESE snp").
+	Vendor   string `json:"vendor,omitempty"`
+	Recorded bool   `json:"recorded,omitempty"`
+}
+
+// QEMUProbe is what a QEMU started with no guest said over QMP.
+type QEMUProbe struct {
+	Binary  string `json:"binary"`
+	Ran     bool   `json:"ran"`
+	Version string `json:"version,omitempty"`
+	Package string `json:"package,omitempty"`
+	// KVMPresent and KVMEnabled are from query-kvm.
+	KVMPresent bool `json:"kvmPresent"`
+	KVMEnabled bool `json:"kvmEnabled"`
+	// ConfidentialTypes are the confidential-guest object types compiled in
+	// (sev-guest, sev-snp-guest, tdx-guest).
+	ConfidentialTypes []string `json:"confidentialTypes,omitempty"`
+	// SEVCapabilities is set when query-sev-capabilities answered.
+	SEVCapabilities bool   `json:"sevCapabilities,omitempty"`
+	Error           string `json:"error,omitempty"`
+	DurationMS      int64  `json:"durationMs,omitempty"`
+	Recorded        bool   `json:"recorded,omitempty"`
+}
+
+// Storage describes block devices.
+type Storage struct {
+	BlockDevices []BlockDevice `json:"blockDevices,omitempty"`
+}
+
+// BlockDevice is one entry of sys/block.
+type BlockDevice struct {
+	Name       string `json:"name"`
+	Rotational bool   `json:"rotational"`
+	// Transport is nvme, virtio, scsi, iscsi, nbd, rbd, loop, dm, md, or other.
+	Transport string `json:"transport"`
+	Remote    bool   `json:"remote"`
+	SizeBytes uint64 `json:"sizeBytes,omitempty"`
+}
+
+// Network describes what VM networking needs.
+type Network struct {
+	// SRIOVNICs are network interfaces that can create virtual functions.
+	SRIOVNICs []SRIOVNIC `json:"sriovNics,omitempty"`
+}
+
+// SRIOVNIC is one SR-IOV capable NIC.
+type SRIOVNIC struct {
+	Interface string `json:"interface"`
+	TotalVFs  int    `json:"totalVfs"`
+	NumVFs    int    `json:"numVfs"`
+}
+
+// Plugins holds what host plug-ins contributed.
+type Plugins struct {
+	// Features are key=value facts from /etc/berth/features.d.
+	Features map[string]string `json:"features,omitempty"`
+	// Errors describes feature files or executable checks that could not
+	// be used, one per plug-in.
+	Errors []PluginError `json:"errors,omitempty"`
+	// Findings are what executable checks returned, as raw JSON findings
+	// validated by the plugin package.
+	Findings []PluginFinding `json:"findings,omitempty"`
+}
+
+// PluginError is a plug-in that could not be used.
+type PluginError struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+}
+
+// PluginFinding is one finding reported by an executable check.
+type PluginFinding struct {
+	Plugin  string `json:"plugin"`
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Title   string `json:"title,omitempty"`
+	Message string `json:"message,omitempty"`
+	Remedy  string `json:"remedy,omitempty"`
+}
