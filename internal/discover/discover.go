@@ -1,0 +1,136 @@
+// Package discover reads a host root into Facts. Each subsystem lives in its
+// own file, writes only its own section of Facts, and records what it could
+// not determine as unknown with a reason; no error aborts discovery.
+// Discovery knows nothing of platforms: it reports what is there.
+package discover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"time"
+
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
+)
+
+// Options configure one discovery run.
+type Options struct {
+	// Now is the clock; tests pass a fixed one.
+	Now func() time.Time
+	// Probe enables live probes that start processes (the QEMU probe).
+	// Cheap live probes (KVM ioctls) run on every live root.
+	Probe bool
+}
+
+// subsystem fills its own part of f.
+type subsystem struct {
+	name string
+	run  func(ctx context.Context, s *session, f *facts.Facts)
+}
+
+// Run discovers the facts of root.
+func Run(ctx context.Context, root hostfs.Root, opt Options) *facts.Facts {
+	now := time.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	f := &facts.Facts{
+		SchemaVersion: facts.SchemaVersion,
+		Root:          root.Path(),
+		Live:          root.Live(),
+		CollectedAt:   now().UTC(),
+	}
+	s := &session{root: root, opt: opt}
+	var wg sync.WaitGroup
+	for _, sub := range subsystems() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sub.run(ctx, s, f)
+		}()
+	}
+	wg.Wait()
+	f.Unknown = s.unknown
+	f.SortUnknown()
+	return f
+}
+
+// session is shared by the subsystems of one run: the root, memoised reads
+// that several subsystems need, and the unknown-facts collector.
+type session struct {
+	root hostfs.Root
+	opt  Options
+
+	mu      sync.Mutex
+	unknown []facts.Missing
+
+	bootOnce sync.Once
+	bootLog  []string
+	bootSrc  string
+	bootErr  string
+}
+
+// unknownf records that field could not be determined.
+func (s *session) unknownf(field, reason string, args ...any) {
+	if len(args) > 0 {
+		reason = fmt.Sprintf(reason, args...)
+	}
+	s.mu.Lock()
+	s.unknown = append(s.unknown, facts.Missing{Field: field, Reason: reason})
+	s.mu.Unlock()
+}
+
+// readFile reads a file of the root. On failure it records field as
+// unknown with the reason (missing, permission denied, ...) and returns
+// ok=false. Pass field "" to read quietly (for optional files).
+func (s *session) readFile(field, path string) ([]byte, bool) {
+	b, err := s.root.FS().ReadFile(path)
+	if err != nil {
+		if field != "" {
+			s.unknownf(field, "%s", ReadReason(path, err))
+		}
+		return nil, false
+	}
+	return b, true
+}
+
+// readString reads a sysfs-style file and trims the trailing newline and
+// surrounding spaces.
+func (s *session) readString(field, path string) (string, bool) {
+	b, ok := s.readFile(field, path)
+	if !ok {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
+}
+
+// exists reports whether path exists in the root (without following a
+// final symlink).
+func (s *session) exists(path string) bool {
+	_, err := s.root.FS().Lstat(path)
+	return err == nil
+}
+
+// ReadReason turns a read error into an unknown-fact reason.
+func ReadReason(path string, err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return facts.ReasonMissing + ": " + path
+	case errors.Is(err, fs.ErrPermission):
+		return facts.ReasonPermission + ": " + path
+	default:
+		return fmt.Sprintf("unreadable: %s: %v", path, err)
+	}
+}
+
+// unparseable formats a parse failure reason naming the file and line.
+func unparseable(path string, line int, what string) string {
+	if line > 0 {
+		return fmt.Sprintf("%s: %s:%d: %s", facts.ReasonUnparseable, path, line, what)
+	}
+	return fmt.Sprintf("%s: %s: %s", facts.ReasonUnparseable, path, what)
+}
