@@ -13,6 +13,7 @@ envfile=.ci/tools.env
 # Debian packages the tests use.
 pkgs=()
 [ -f /usr/share/misc/pci.ids ] || pkgs+=(pci.ids)
+command -v qemu-system-x86_64 >/dev/null || pkgs+=(qemu-system-x86)
 if ((${#pkgs[@]})); then
   if [ "$(id -u)" != 0 ]; then
     echo "tools.sh: need root to install: ${pkgs[*]}" >&2; exit 1
