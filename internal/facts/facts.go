@@ -430,10 +430,13 @@ type QEMUProbe struct {
 	// (sev-guest, sev-snp-guest, tdx-guest).
 	ConfidentialTypes []string `json:"confidentialTypes,omitempty"`
 	// SEVCapabilities is set when query-sev-capabilities answered.
-	SEVCapabilities bool   `json:"sevCapabilities,omitempty"`
-	Error           string `json:"error,omitempty"`
-	DurationMS      int64  `json:"durationMs,omitempty"`
-	Recorded        bool   `json:"recorded,omitempty"`
+	SEVCapabilities bool `json:"sevCapabilities,omitempty"`
+	// SEVError is query-sev-capabilities' error reply ("SEV is not enabled
+	// in KVM", "The command query-sev-capabilities has not been found").
+	SEVError   string `json:"sevError,omitempty"`
+	Error      string `json:"error,omitempty"`
+	DurationMS int64  `json:"durationMs,omitempty"`
+	Recorded   bool   `json:"recorded,omitempty"`
 }
 
 // Storage describes block devices.
@@ -466,8 +469,16 @@ type SRIOVNIC struct {
 
 // Plugins holds what host plug-ins contributed.
 type Plugins struct {
-	// Features are key=value facts from /etc/berth/features.d.
+	// Features are key=value facts from /etc/berth/features.d and from the
+	// "facts" of executable checks in /etc/berth/checks.d (which win).
 	Features map[string]string `json:"features,omitempty"`
+	// FeatureSources names where each feature came from, by key: the
+	// feature file ("etc/berth/features.d/10-site") or the executable check
+	// ("etc/berth/checks.d/attest") that set it last.
+	FeatureSources map[string]string `json:"featureSources,omitempty"`
+	// Notes are plug-ins ignored on purpose (an expired feature file), for
+	// the record; they are not failures.
+	Notes []PluginError `json:"notes,omitempty"`
 	// Errors describes feature files or executable checks that could not
 	// be used, one per plug-in.
 	Errors []PluginError `json:"errors,omitempty"`
