@@ -1,0 +1,325 @@
+package platform
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Rule is one constraint on platforms, with a stable ID that errors, docs
+// and tests refer to, a one-line summary and the public source it rests on.
+type Rule struct {
+	ID      string `json:"id"`
+	Summary string `json:"summary"`
+	Source  string `json:"source"`
+}
+
+// The rules. IDs are stable: they appear in error messages and scripts may
+// match on them. Where sources disagree the stricter reading is taken and
+// the comment says so.
+var (
+	// Not a compatibility rule: the input is not a platform name at all.
+	ruleSyntax = Rule{ID: "syntax",
+		Summary: "a platform is written dist-hypervisor-tee[-productline][+gpu][+debug][+snapshotter], key=value,... or a Kata/Contrast alias",
+		Source:  "berth platform model"}
+
+	ruleSpecComplete = Rule{ID: "spec-complete",
+		Summary: "distribution, hypervisor and TEE must be set; a zero value means the field was forgotten",
+		Source:  "berth platform model"}
+
+	// AMD publishes VCEKs and SNP firmware per product line (KDS URL path
+	// /vcek/v1/{Milan,Genoa,Turin}/); Intel's PCS has no such split, and
+	// Kata/Contrast only distinguish product lines for SNP.
+	ruleProductLineSNP = Rule{ID: "productline-snp-only",
+		Summary: "a product line (milan, genoa, turin) can only pin an SNP platform",
+		Source:  "AMD KDS VCEK API (/vcek/v1/{product}); Contrast SNP reference values per product line"}
+
+	// Firecracker has no virtio-fs, so the rootfs must be a block device;
+	// Kata's Firecracker guide sets up the devmapper snapshotter, and
+	// blockfile works the same way. erofs also yields block devices but is
+	// only wired up for QEMU/CLH in Kata: stricter, not allowed.
+	ruleFCBlock = Rule{ID: "fc-block-snapshotter",
+		Summary: "Firecracker has no shared filesystem: use the devmapper or blockfile snapshotter",
+		Source:  "kata-containers docs/how-to/how-to-use-kata-containers-with-firecracker.md; FACTS.md §6"}
+
+	// Firecracker supports neither SEV-SNP nor TDX, and kata-deploy ships
+	// no kata-fc-snp / kata-fc-tdx class.
+	ruleFCNoTEE = Rule{ID: "fc-no-tee",
+		Summary: "Firecracker has no confidential-VM (SNP/TDX) support",
+		Source:  "Firecracker docs (no SEV/TDX); kata-deploy runtime classes (only kata-fc)"}
+
+	// Kata ships GPU passthrough only as kata-qemu-nvidia-gpu[-snp|-tdx].
+	// Cloud Hypervisor can do VFIO upstream, but Kata ships no CLH GPU
+	// class; Firecracker has no VFIO at all. Stricter reading: QEMU only.
+	ruleGPUQEMU = Rule{ID: "gpu-qemu-only",
+		Summary: "GPU passthrough is only shipped for QEMU (kata-qemu-nvidia-gpu*)",
+		Source:  "kata-containers docs/use-cases/NVIDIA-GPU-passthrough-and-Kata-QEMU.md; kata-deploy runtime classes"}
+
+	// Kata's CLH TDX/SNP paths are not shipped by kata-deploy (no
+	// kata-clh-snp/-tdx), and Contrast's only CLH platform is AKS-CLH-SNP
+	// on Hyper-V. Stricter reading: CLH+TEE exists only on AKS.
+	ruleCLHTEE = Rule{ID: "clh-tee-aks-only",
+		Summary: "Cloud Hypervisor runs confidential guests only on AKS (SNP on Hyper-V); use QEMU elsewhere",
+		Source:  "kata-deploy runtime classes (no kata-clh-snp/-tdx); Contrast platforms (AKS-CLH-SNP only)"}
+
+	// AKS runs Kata pods with Cloud Hypervisor on the Hyper-V root
+	// partition (/dev/mshv); its confidential flavour (Confidential
+	// Containers on AKS, Contrast AKS-CLH-SNP) is SEV-SNP only.
+	ruleAKS = Rule{ID: "aks-clh-snp",
+		Summary: "on AKS, Kata means Cloud Hypervisor on Hyper-V with SEV-SNP",
+		Source:  "Microsoft Learn: Confidential Containers on AKS; Contrast platform AKS-CLH-SNP"}
+
+	// The AKS confidential-container node sizes (DCas_cc_v5, ECas_cc_v5)
+	// are AMD EPYC 7763v, i.e. Milan; no other pin can match.
+	ruleAKSMilan = Rule{ID: "aks-milan",
+		Summary: "AKS confidential-container nodes are Milan: pin milan or nothing",
+		Source:  "Azure DCas_cc_v5/ECas_cc_v5 VM sizes (3rd gen AMD EPYC 7763v)"}
+
+	// A confidential guest must not trust a rootfs the host prepared, so
+	// images are pulled and verified in the guest. Two paths do that: the
+	// nydus snapshotter in guest-pull mode (kata-deploy's default for
+	// qemu-snp/-tdx/-coco-dev), or overlayfs with Kata's
+	// experimental_force_guest_pull, which needs no extra snapshotter
+	// (and is what CRI-O's runtime_pull_image gives). Decision: both are
+	// allowed, nydus is the default on containerd. Block snapshotters
+	// (devmapper, blockfile) and erofs hand the guest host-built layers:
+	// not allowed (erofs's CoCo tar-index mode is not released).
+	ruleGuestPull = Rule{ID: "confidential-guest-pull",
+		Summary: "SNP/TDX need guest pull: the nydus snapshotter, or overlayfs with Kata's forced guest pull",
+		Source:  "kata-containers docs/how-to/how-to-pull-images-in-guest-with-kata.md; Kata experimental_force_guest_pull"}
+
+	// Guest pull without a TEE is the coco-dev flavour; kata-deploy ships it
+	// only as kata-qemu-coco-dev (no CLH, no GPU variant).
+	ruleCocoDev = Rule{ID: "guest-pull-dev-qemu-only",
+		Summary: "nydus guest pull without a TEE is kata-qemu-coco-dev: QEMU only, no GPU",
+		Source:  "kata-deploy runtime classes (kata-qemu-coco-dev)"}
+
+	// CRI-O has no containerd snapshotters: images live in
+	// containers/storage (overlay driver). The distribution's Runtime field
+	// decides this, so it follows from the layout table.
+	ruleCRIO = Rule{ID: "crio-overlay-only",
+		Summary: "CRI-O has no containerd snapshotters: only overlayfs (containers/storage) is possible",
+		Source:  "CRI-O crio.conf(5), containers-storage.conf(5); FACTS.md §5"}
+)
+
+// Rules returns every rule in evaluation order.
+func Rules() []Rule {
+	out := []Rule{ruleSyntax, ruleSpecComplete}
+	for _, c := range checks() {
+		out = append(out, c.rule)
+	}
+	return out
+}
+
+// RuleByID returns the rule with that ID.
+func RuleByID(id string) (Rule, bool) {
+	for _, r := range Rules() {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+type check struct {
+	rule Rule
+	ok   func(Platform) bool
+}
+
+// checks lists the compatibility rules in the order they are evaluated;
+// the first broken one is reported, so more specific rules come first.
+func checks() []check {
+	return []check{
+		{ruleProductLineSNP, func(p Platform) bool { return p.pl == AnyProductLine || p.tee == SNP }},
+		{ruleAKS, func(p Platform) bool { return p.dist != AKS || (p.hv == CloudHypervisor && p.tee == SNP) }},
+		{ruleAKSMilan, func(p Platform) bool { return p.dist != AKS || p.pl == AnyProductLine || p.pl == Milan }},
+		{ruleFCNoTEE, func(p Platform) bool { return p.hv != Firecracker || p.tee == NoTEE }},
+		{ruleGPUQEMU, func(p Platform) bool { return !p.gpu || p.hv == QEMU }},
+		{ruleCLHTEE, func(p Platform) bool { return p.hv != CloudHypervisor || p.tee == NoTEE || p.dist == AKS }},
+		{ruleCRIO, func(p Platform) bool { return p.dist.Runtime() != CRIO || p.snap == Overlayfs }},
+		{ruleFCBlock, func(p Platform) bool { return p.hv != Firecracker || p.snap == Devmapper || p.snap == Blockfile }},
+		{ruleGuestPull, func(p Platform) bool { return p.tee == NoTEE || p.snap == Nydus || p.snap == Overlayfs }},
+		{ruleCocoDev, func(p Platform) bool { return p.snap != Nydus || p.tee != NoTEE || (p.hv == QEMU && !p.gpu) }},
+	}
+}
+
+// AppliesTo returns the compatibility rules that constrain p (those whose
+// subject matches it), for explanations; all of them hold, p being valid.
+func AppliesTo(p Platform) []Rule {
+	p.must()
+	var out []Rule
+	add := func(r Rule, cond bool) {
+		if cond {
+			out = append(out, r)
+		}
+	}
+	add(ruleProductLineSNP, p.tee == SNP)
+	add(ruleAKS, p.dist == AKS)
+	add(ruleAKSMilan, p.dist == AKS)
+	add(ruleFCNoTEE, p.hv == Firecracker)
+	add(ruleGPUQEMU, p.gpu)
+	add(ruleCLHTEE, p.hv == CloudHypervisor)
+	add(ruleCRIO, p.dist.Runtime() == CRIO)
+	add(ruleFCBlock, p.hv == Firecracker)
+	add(ruleGuestPull, p.tee != NoTEE)
+	add(ruleCocoDev, p.snap == Nydus && p.tee == NoTEE)
+	return out
+}
+
+// ValidationError says which rule an input broke and which valid platforms
+// are nearest to what was asked for.
+type ValidationError struct {
+	Rule  Rule
+	Input string
+	// Suggestions are canonical names of valid platforms, nearest first.
+	Suggestions []string
+	// Detail is extra context for syntax errors (which token was wrong).
+	Detail string
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "platform %q is invalid [%s]: %s", e.Input, e.Rule.ID, e.Rule.Summary)
+	if e.Detail != "" {
+		fmt.Fprintf(&b, " (%s)", e.Detail)
+	}
+	if len(e.Suggestions) > 0 {
+		fmt.Fprintf(&b, "; did you mean %s?", strings.Join(e.Suggestions, ", "))
+	}
+	return b.String()
+}
+
+const maxSuggestions = 3
+
+// newValidationError builds the error for a spec that broke rule, with
+// suggestions: the valid platforms one dimension away from s, ranked by
+// edit distance of the canonical form; if none exist, the nearest valid
+// platforms overall.
+func newValidationError(rule Rule, s Spec, input string) *ValidationError {
+	return &ValidationError{Rule: rule, Input: input, Suggestions: suggest(s)}
+}
+
+func suggest(s Spec) []string {
+	target := formatSpec(s)
+	var cands []string
+	seen := map[string]bool{}
+	try := func(c Spec) {
+		if p, rule := build(c); rule == nil {
+			n := p.String()
+			if !seen[n] && n != target {
+				seen[n] = true
+				cands = append(cands, n)
+			}
+		}
+	}
+	base := s
+	if !base.Distribution.Valid() {
+		base.Distribution = Kubeadm
+	}
+	if !base.Hypervisor.Valid() {
+		base.Hypervisor = QEMU
+	}
+	if !base.TEE.Valid() {
+		base.TEE = NoTEE
+	}
+	if !base.ProductLine.Valid() {
+		base.ProductLine = AnyProductLine
+	}
+	if base.Snapshotter != 0 && !base.Snapshotter.Valid() {
+		base.Snapshotter = 0
+	}
+	try(base)
+	for _, d := range Distributions() {
+		c := base
+		c.Distribution = d
+		try(c)
+	}
+	for _, h := range Hypervisors() {
+		c := base
+		c.Hypervisor = h
+		try(c)
+		c.Snapshotter = 0 // a hypervisor change may need its own default
+		try(c)
+	}
+	for _, t := range TEEs() {
+		c := base
+		c.TEE = t
+		if t != SNP {
+			c.ProductLine = AnyProductLine
+		}
+		try(c)
+		c.Snapshotter = 0
+		try(c)
+	}
+	for _, pl := range append([]ProductLine{AnyProductLine}, ProductLines()...) {
+		c := base
+		c.ProductLine = pl
+		try(c)
+	}
+	for _, sn := range append([]Snapshotter{0}, Snapshotters()...) {
+		c := base
+		c.Snapshotter = sn
+		try(c)
+	}
+	for _, c := range []Spec{base, base} {
+		c.GPU = !base.GPU
+		try(c)
+		c.Snapshotter = 0
+		try(c)
+	}
+	if len(cands) == 0 {
+		for _, p := range All() {
+			cands = append(cands, p.String())
+		}
+	}
+	return nearest(target, cands, maxSuggestions)
+}
+
+// nearest returns up to n candidates by increasing edit distance to target,
+// ties broken by the candidates' order.
+func nearest(target string, cands []string, n int) []string {
+	type scored struct {
+		s string
+		d int
+		i int
+	}
+	sc := make([]scored, len(cands))
+	for i, c := range cands {
+		sc[i] = scored{c, levenshtein(target, c), i}
+	}
+	slices.SortFunc(sc, func(a, b scored) int {
+		if a.d != b.d {
+			return a.d - b.d
+		}
+		return a.i - b.i
+	})
+	out := make([]string, 0, n)
+	for _, x := range sc {
+		if len(out) == n {
+			break
+		}
+		out = append(out, x.s)
+	}
+	return out
+}
+
+// levenshtein is the edit distance between two ASCII strings.
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
