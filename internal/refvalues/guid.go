@@ -35,10 +35,10 @@ const (
 
 	// The SEV hashes table written by QEMU for measured direct boot: the
 	// table itself and one entry per component.
-	guidHashTable     = "9438d606-4f22-4cc9-b479-a793d411fd21"
-	guidHashCmdline   = "97d02dd8-bd20-4c94-aa78-e7714d36ab2a"
-	guidHashInitrd    = "44baf731-3a2f-4bd7-9af1-41e29169781d"
-	guidHashKernel    = "4de79437-abd2-427f-b835-d5b172d2045b"
+	guidHashTable   = "9438d606-4f22-4cc9-b479-a793d411fd21"
+	guidHashCmdline = "97d02dd8-bd20-4c94-aa78-e7714d36ab2a"
+	guidHashInitrd  = "44baf731-3a2f-4bd7-9af1-41e29169781d"
+	guidHashKernel  = "4de79437-abd2-427f-b835-d5b172d2045b"
 )
 
 // ParseGUID parses the canonical textual form

@@ -151,8 +151,10 @@ func parseSEVMetadata(fw []byte, off uint32) ([]SEVSection, error) {
 		default:
 			return nil, fmt.Errorf("SEV metadata section %d: unknown type %#x", i, uint32(s.Type))
 		}
-		if s.Size == 0 || s.GPA%pageSize != 0 || s.Size%pageSize != 0 {
-			return nil, fmt.Errorf("SEV metadata section %d (%s): GPA %#x size %#x, expected non-empty and %d-byte aligned", i, s.Type, s.GPA, s.Size, pageSize)
+		// OVMF emits unused sections (for example SVSM_CAA in builds
+		// without an SVSM) with size 0; QEMU measures nothing for them.
+		if s.GPA%pageSize != 0 || s.Size%pageSize != 0 {
+			return nil, fmt.Errorf("SEV metadata section %d (%s): GPA %#x size %#x, expected %d-byte aligned", i, s.Type, s.GPA, s.Size, pageSize)
 		}
 		if s.GPA+s.Size > fourGiB-uint64(len(fw)) {
 			return nil, fmt.Errorf("SEV metadata section %d (%s): [%#x, %#x) reaches into the firmware mapped at %#x", i, s.Type, s.GPA, s.GPA+s.Size, fourGiB-uint64(len(fw)))
@@ -168,7 +170,8 @@ func parseSEVMetadata(fw []byte, off uint32) ([]SEVSection, error) {
 }
 
 // checkOverlap reports the first two of n ranges [gpa, gpa+size) that
-// overlap.
+// overlap. Ranges sorted by start overlap exactly when one starts before
+// its predecessor ends.
 func checkOverlap(n int, at func(int) (gpa, size uint64, name string)) error {
 	idx := make([]int, n)
 	for i := range idx {
@@ -179,12 +182,19 @@ func checkOverlap(n int, at func(int) (gpa, size uint64, name string)) error {
 		gb, _, _ := at(idx[b])
 		return ga < gb
 	})
-	for k := 1; k < n; k++ {
-		pg, ps, pn := at(idx[k-1])
-		g, _, name := at(idx[k])
-		if g < pg+ps {
-			return fmt.Errorf("%s at %#x overlaps %s [%#x, %#x)", name, g, pn, pg, pg+ps)
+	prev := -1
+	for _, k := range idx {
+		g, s, name := at(k)
+		if s == 0 {
+			continue // an empty range overlaps nothing
 		}
+		if prev >= 0 {
+			pg, ps, pn := at(prev)
+			if g < pg+ps {
+				return fmt.Errorf("%s [%#x, %#x) overlaps %s [%#x, %#x)", name, g, g+s, pn, pg, pg+ps)
+			}
+		}
+		prev = k
 	}
 	return nil
 }

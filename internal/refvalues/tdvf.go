@@ -51,6 +51,11 @@ const (
 	TDVFAttrPageAug = 1 << 1
 )
 
+// maxTDVFBuildMemory bounds the memory the VMM adds page by page before the
+// TD starts; real images add a few MiB, and an absurd value would make MRTD
+// hash for minutes.
+const maxTDVFBuildMemory = 1 << 32
+
 // TDVFSection is one section descriptor of the TDVF metadata.
 type TDVFSection struct {
 	DataOffset uint32 // where the raw data starts in the image
@@ -144,6 +149,15 @@ func parseTDVFMetadata(fw []byte, off uint32) ([]TDVFSection, error) {
 			return nil, fmt.Errorf("%s: attributes %#x ask to measure memory that is only accepted later (MR.EXTEND with PAGE.AUG)", name, s.Attributes)
 		}
 		secs[i] = s
+	}
+	var added uint64
+	for _, s := range secs {
+		if s.Attributes&TDVFAttrPageAug == 0 {
+			added += s.MemSize
+		}
+	}
+	if added > maxTDVFBuildMemory {
+		return nil, fmt.Errorf("TDVF metadata sections add %d bytes of memory at build time, more than the %d bytes a firmware can need", added, uint64(maxTDVFBuildMemory))
 	}
 	if err := checkOverlap(len(secs), func(i int) (uint64, uint64, string) {
 		return secs[i].GPA, secs[i].MemSize, fmt.Sprintf("TDVF metadata section %d (%s)", i, secs[i].Type)

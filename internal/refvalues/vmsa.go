@@ -20,16 +20,16 @@ const bspEIP = 0xfffffff0
 // save area for SEV-ES").
 const (
 	vmsaES, vmsaCS, vmsaSS, vmsaDS, vmsaFS, vmsaGS = 0x000, 0x010, 0x020, 0x030, 0x040, 0x050
-	vmsaGDTR, vmsaLDTR, vmsaIDTR, vmsaTR          = 0x060, 0x070, 0x080, 0x090
-	vmsaEFER                                      = 0x0d0
-	vmsaCR4, vmsaCR0, vmsaDR7, vmsaDR6            = 0x148, 0x158, 0x160, 0x168
-	vmsaRFLAGS, vmsaRIP                           = 0x170, 0x178
-	vmsaGPAT                                      = 0x268
-	vmsaRDX                                       = 0x310
-	vmsaSEVFeatures                               = 0x3b0
-	vmsaXCR0                                      = 0x3e8
-	vmsaMXCSR                                     = 0x408
-	vmsaX87FCW                                    = 0x410
+	vmsaGDTR, vmsaLDTR, vmsaIDTR, vmsaTR           = 0x060, 0x070, 0x080, 0x090
+	vmsaEFER                                       = 0x0d0
+	vmsaCR4, vmsaCR0, vmsaDR7, vmsaDR6             = 0x148, 0x158, 0x160, 0x168
+	vmsaRFLAGS, vmsaRIP                            = 0x170, 0x178
+	vmsaGPAT                                       = 0x268
+	vmsaRDX                                        = 0x310
+	vmsaSEVFeatures                                = 0x3b0
+	vmsaXCR0                                       = 0x3e8
+	vmsaMXCSR                                      = 0x408
+	vmsaX87FCW                                     = 0x410
 )
 
 // buildVMSA returns the initial VMSA page of a vCPU that starts at eip: the
