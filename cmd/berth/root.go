@@ -72,6 +72,7 @@ only what the chosen platform needs.`,
 	pf.BoolVar(&g.noColor, "no-color", false, "never colour the output (NO_COLOR is honoured too)")
 
 	cmd.AddCommand(newVersionCmd(g))
+	cmd.AddCommand(newRefvaluesCmd(g))
 	return cmd
 }
 
