@@ -1,22 +1,25 @@
 package discover
 
 import (
-	"regexp"
 	"strings"
+
+	"berth.dev/berth/internal/hostfs"
 )
 
-// bootLogSources are tried in order on an offline root: a snapshot stores
+// bootLogFiles are tried in order on an offline root: a snapshot stores
 // the kernel ring buffer as "dmesg" at its top; distributions keep a copy
-// of the boot messages in var/log/dmesg.
-var bootLogSources = []string{"dmesg", "var/log/dmesg", "var/log/kern.log"}
+// of the boot messages in var/log/dmesg. A live root reads dev/kmsg first
+// and falls back to the saved copies (never to a top-level "dmesg", which
+// on a real host is nobody's boot log).
+var bootLogFiles = []string{"dmesg", "var/log/dmesg", "var/log/kern.log"}
 
-// bootLogInteresting selects the lines berth keeps: KVM, SEV/SNP, TDX, SGX,
-// IOMMU, PSP (ccp) and VFIO messages.
-var bootLogInteresting = regexp.MustCompile(`(?i)(kvm|SEV|SNP|RMP|tdx|sgx|AMD-Vi|DMAR|IOMMU|ccp|vfio|hibernat)`)
+// bootLogKeywords select the lines berth keeps: KVM, SEV/SNP, TDX, SGX,
+// IOMMU, PSP (ccp) and VFIO messages, and hibernation (which blocks TDX).
+// Lower case: lines are matched case-insensitively.
+var bootLogKeywords = []string{"kvm", "sev", "snp", "rmp", "tdx", "sgx", "amd-vi", "dmar", "iommu", "ccp", "vfio", "hibernat", "memory encryption"}
 
-// dmesgPrefix matches a leading "[   12.345678] " timestamp or a kmsg
-// "6,1234,5678,-;" header.
-var dmesgPrefix = regexp.MustCompile(`^(\[\s*\d+\.\d+\]\s*|<\d+>|\d+,\d+,\d+,[^;]*;)`)
+// maxBootLines caps the kept lines so that a huge log cannot bloat Facts.
+const maxBootLines = 200
 
 // bootLines returns the boot-log lines that matter, without timestamps, and
 // where they came from. ok is false when no boot log could be read; the
@@ -24,6 +27,17 @@ var dmesgPrefix = regexp.MustCompile(`^(\[\s*\d+\.\d+\]\s*|<\d+>|\d+,\d+,\d+,[^;
 func (s *session) bootLines() (lines []string, source string, ok bool) {
 	s.bootOnce.Do(func() {
 		var reasons []string
+		if s.root.Live() {
+			if kl, isKL := s.root.(hostfs.KernelLogReader); isKL {
+				b, err := kl.KernelLog()
+				if err == nil {
+					s.bootLog = filterBootLog(string(b))
+					s.bootSrc = "dev/kmsg"
+					return
+				}
+				reasons = append(reasons, ReadReason("dev/kmsg", err))
+			}
+		}
 		for _, p := range s.bootLogCandidates() {
 			b, err := s.root.FS().ReadFile(p)
 			if err != nil {
@@ -41,23 +55,106 @@ func (s *session) bootLines() (lines []string, source string, ok bool) {
 }
 
 func (s *session) bootLogCandidates() []string {
-	return bootLogSources
+	if s.root.Live() {
+		return bootLogFiles[1:]
+	}
+	return bootLogFiles
 }
 
-// filterBootLog keeps the interesting lines of a dmesg text, stripped of
-// timestamps, capped so that a huge log cannot bloat Facts.
+// filterBootLog keeps the interesting lines of a dmesg, kmsg or syslog
+// text, stripped of their timestamp or record header, at most maxBootLines.
 func filterBootLog(text string) []string {
-	const maxLines = 200
 	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		l = strings.TrimSpace(dmesgPrefix.ReplaceAllString(strings.TrimRight(l, "\r"), ""))
-		if l == "" || !bootLogInteresting.MatchString(l) {
+	for len(text) > 0 && len(out) < maxBootLines {
+		var l string
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			l, text = text[:i], text[i+1:]
+		} else {
+			l, text = text, ""
+		}
+		if len(l) > 0 && (l[0] == ' ' || l[0] == '\t') {
+			// kmsg dictionary continuation ("SUBSYSTEM=pci").
+			continue
+		}
+		l = strings.TrimSpace(stripLogPrefix(strings.TrimRight(l, "\r")))
+		if l == "" || !interestingBootLine(l) {
 			continue
 		}
 		out = append(out, l)
-		if len(out) == maxLines {
-			break
-		}
 	}
 	return out
+}
+
+// interestingBootLine reports whether l mentions one of bootLogKeywords,
+// ignoring case, without allocating for ASCII lines.
+func interestingBootLine(l string) bool {
+	for _, k := range bootLogKeywords {
+		if containsFold(l, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold is strings.Contains ignoring ASCII case; k is lower case.
+func containsFold(s, k string) bool {
+	n := len(k)
+outer:
+	for i := 0; i+n <= len(s); i++ {
+		for j := 0; j < n; j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != k[j] {
+				continue outer
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// stripLogPrefix removes a leading "[   12.345678] " dmesg timestamp, a
+// "<6>" priority, or a "6,1234,5678,-;" kmsg header.
+func stripLogPrefix(l string) string {
+	switch {
+	case strings.HasPrefix(l, "<"):
+		if i := strings.IndexByte(l, '>'); i > 1 && allDigits(l[1:i]) {
+			l = l[i+1:]
+		}
+	case len(l) > 0 && l[0] >= '0' && l[0] <= '9':
+		// kmsg: three comma-separated numbers, flags, ';'.
+		if i := strings.IndexByte(l, ';'); i > 0 {
+			f := strings.SplitN(l[:i], ",", 4)
+			if len(f) >= 3 && allDigits(f[0]) && allDigits(f[1]) && allDigits(f[2]) {
+				return l[i+1:]
+			}
+		}
+		return l
+	}
+	if strings.HasPrefix(l, "[") {
+		if i := strings.IndexByte(l, ']'); i > 1 && isTimestamp(strings.TrimSpace(l[1:i])) {
+			return l[i+1:]
+		}
+	}
+	return l
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isTimestamp accepts "12.345678".
+func isTimestamp(s string) bool {
+	a, b, ok := strings.Cut(s, ".")
+	return ok && allDigits(a) && allDigits(b)
 }

@@ -24,6 +24,9 @@ type Options struct {
 	// Probe enables live probes that start processes (the QEMU probe).
 	// Cheap live probes (KVM ioctls) run on every live root.
 	Probe bool
+	// PCIIDs is a pci.ids database on the machine berth runs on, used when
+	// the host root has none; empty means none (PCI names stay empty).
+	PCIIDs string
 }
 
 // subsystem fills its own part of f.
@@ -72,6 +75,26 @@ type session struct {
 	bootLog  []string
 	bootSrc  string
 	bootErr  string
+
+	cpuinfoOnce sync.Once
+	cpuinfo     cpuInfo
+	cpuinfoOK   bool
+
+	cmdlineOnce sync.Once
+	cmdline     string
+	cmdlineOK   bool
+
+	cpuidOnce sync.Once
+	cpuid     *facts.CPUID
+}
+
+// procCmdline returns the kernel command line, read once per run. The
+// reason it is missing is recorded under kernel.cmdline.
+func (s *session) procCmdline() (string, bool) {
+	s.cmdlineOnce.Do(func() {
+		s.cmdline, s.cmdlineOK = s.readString("kernel.cmdline", "proc/cmdline")
+	})
+	return s.cmdline, s.cmdlineOK
 }
 
 // unknownf records that field could not be determined.

@@ -3,5 +3,12 @@ package discover
 // subsystems is the fixed list of discovery steps; each runs concurrently.
 // Each subsystem file adds one line here; keep the list sorted by name.
 func subsystems() []subsystem {
-	return []subsystem{}
+	return []subsystem{
+		{"cgroups", runCgroups},
+		{"cpu", runCPU},
+		{"kernel", runKernel},
+		{"memory", runMemory},
+		{"os", runOSRelease},
+		{"virt", runVirt},
+	}
 }

@@ -47,18 +47,24 @@ func OpenDir(dir string) (*Dir, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("opening host root %s: not a directory", dir)
 	}
-	d := &Dir{path: dir, fsys: os.DirFS(dir).(FS)}
+	return openDirFS(dir, os.DirFS(dir).(FS))
+}
+
+// openDirFS serves fsys as an offline root described as path, loading its
+// recorded outputs.
+func openDirFS(path string, fsys FS) (*Dir, error) {
+	d := &Dir{path: path, fsys: fsys}
 	b, err := d.fsys.ReadFile(RecordedFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, fmt.Errorf("reading %s in %s: %w", RecordedFile, dir, err)
+		return nil, fmt.Errorf("reading %s in %s: %w", RecordedFile, path, err)
 	default:
 		if err := json.Unmarshal(b, &d.recorded); err != nil {
-			return nil, fmt.Errorf("parsing %s in %s: %w", RecordedFile, dir, err)
+			return nil, fmt.Errorf("parsing %s in %s: %w", RecordedFile, path, err)
 		}
 		if d.recorded.SchemaVersion != RecordedSchemaVersion {
-			return nil, fmt.Errorf("parsing %s in %s: schemaVersion %d, expected %d", RecordedFile, dir, d.recorded.SchemaVersion, RecordedSchemaVersion)
+			return nil, fmt.Errorf("parsing %s in %s: schemaVersion %d, expected %d", RecordedFile, path, d.recorded.SchemaVersion, RecordedSchemaVersion)
 		}
 	}
 	return d, nil

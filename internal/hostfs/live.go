@@ -1,0 +1,232 @@
+package hostfs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// DefaultTimeout bounds every command run on a live root: discovery must
+// stay fast even when a host binary hangs.
+const DefaultTimeout = 2 * time.Second
+
+// maxOutput caps what is kept of a command's stdout and of its stderr, so
+// that a chatty binary cannot bloat Facts or memory.
+const maxOutput = 64 << 10
+
+// commandEnv is the whole environment of a command: the caller's
+// environment (proxies, tokens, locale) must not leak into or change what a
+// host binary prints.
+func commandEnv() []string {
+	return []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"LC_ALL=C",
+		"HOME=/",
+	}
+}
+
+// Live is a live host root: the running system at "/", or the running host
+// mounted elsewhere (the DaemonSet mounts it at /host) when the user says it
+// is live. Commands on a root other than "/" run chrooted into it, so that
+// the host's own binaries and libraries answer.
+type Live struct {
+	path string
+	fsys FS
+	// Timeout bounds each command; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// NewLive returns the live root at dir ("/" or a mounted host).
+func NewLive(dir string) (*Live, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening live root %s: %w", dir, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("opening live root: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("opening live root %s: not a directory", abs)
+	}
+	return &Live{path: abs, fsys: os.DirFS(abs).(FS)}, nil
+}
+
+// FS implements Root.
+func (l *Live) FS() FS { return l.fsys }
+
+// Live implements Root.
+func (l *Live) Live() bool { return true }
+
+// Path implements Root.
+func (l *Live) Path() string { return l.path }
+
+// Probe implements Root: on a live root the caller performs the probe.
+func (l *Live) Probe(string, any) error { return ErrOffline }
+
+// Run implements Root. argv[0] must be an absolute, clean path inside the
+// root; on a root other than "/" the command runs chrooted into the root so
+// that neither the path nor the libraries can resolve outside it. The
+// command gets a minimal environment, no stdin, capped output, and its whole
+// process group is killed when the timeout expires.
+func (l *Live) Run(ctx context.Context, argv ...string) (CommandResult, error) {
+	res := CommandResult{Argv: argv}
+	bin, err := checkArgv0(argv)
+	if err != nil {
+		res.Error = err.Error()
+		return res, err
+	}
+	timeout := l.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if l.path != "/" {
+		attr.Chroot = l.path
+	}
+	cmd := exec.CommandContext(ctx, bin, argv[1:]...)
+	// exec.Command resolves relative names with LookPath on our PATH;
+	// argv[0] is absolute so it is used as is, inside the chroot.
+	cmd.Path = bin
+	cmd.Dir = "/"
+	cmd.Env = commandEnv()
+	cmd.SysProcAttr = attr
+	var stdout, stderr cappedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Cancel = func() error {
+		// Negative pid: the whole group, so that children of a shell
+		// wrapper die too.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = 200 * time.Millisecond
+
+	err = cmd.Run()
+	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil:
+		res.Error = fmt.Sprintf("timed out after %s", timeout)
+		return res, fmt.Errorf("running %s: %s", bin, res.Error)
+	case errors.As(err, &exitErr):
+		// A non-zero exit is an answer, not a failure to run.
+		return res, nil
+	default:
+		res.Error = err.Error()
+		return res, fmt.Errorf("running %s: %w", bin, err)
+	}
+}
+
+// checkArgv0 insists on an absolute, clean path without "..", so that a
+// command is always resolved inside the root (with chroot the kernel
+// enforces the rest).
+func checkArgv0(argv []string) (string, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return "", errors.New("running command: empty argv")
+	}
+	bin := argv[0]
+	if !path.IsAbs(bin) || path.Clean(bin) != bin {
+		return "", fmt.Errorf("running %q: argv[0] must be an absolute clean path inside the root", bin)
+	}
+	return bin, nil
+}
+
+// cappedBuffer keeps the first maxOutput bytes and drops the rest while
+// still accepting writes, so the child never blocks on a full pipe.
+type cappedBuffer struct {
+	buf       bytes.Buffer
+	truncated bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if room := maxOutput - c.buf.Len(); room > 0 {
+		if len(p) > room {
+			c.buf.Write(p[:room])
+			c.truncated = true
+		} else {
+			c.buf.Write(p)
+		}
+	} else if len(p) > 0 {
+		c.truncated = true
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) String() string {
+	if c.truncated {
+		return c.buf.String() + "\n[output truncated]"
+	}
+	return c.buf.String()
+}
+
+// KernelLogReader is implemented by live roots that can read the kernel
+// ring buffer directly (/dev/kmsg) rather than a saved copy.
+type KernelLogReader interface {
+	// KernelLog returns the message text of every record currently in the
+	// ring buffer, one per line, without kmsg headers.
+	KernelLog() ([]byte, error)
+}
+
+// maxKernelLog caps what is read from /dev/kmsg.
+const maxKernelLog = 4 << 20
+
+// KernelLog implements KernelLogReader by reading dev/kmsg of the root
+// without blocking: each read returns one record; EAGAIN means the end of
+// the buffer was reached.
+func (l *Live) KernelLog() ([]byte, error) {
+	p := filepath.Join(l.path, "dev/kmsg")
+	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: "dev/kmsg", Err: err}
+	}
+	defer syscall.Close(fd)
+	var out bytes.Buffer
+	rec := make([]byte, 8192)
+	for out.Len() < maxKernelLog {
+		n, err := syscall.Read(fd, rec)
+		switch {
+		case err == syscall.EAGAIN:
+			return out.Bytes(), nil
+		case err == syscall.EPIPE:
+			// The record we were about to read was overwritten: carry on
+			// with the next one.
+			continue
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return nil, &os.PathError{Op: "read", Path: "dev/kmsg", Err: err}
+		case n == 0:
+			return out.Bytes(), nil
+		}
+		appendKmsgRecord(&out, rec[:n])
+	}
+	return out.Bytes(), nil
+}
+
+// appendKmsgRecord writes the message of one kmsg record
+// ("pri,seq,usec,flags;text\n KEY=value\n...") followed by a newline;
+// continuation (dictionary) lines are dropped.
+func appendKmsgRecord(out *bytes.Buffer, rec []byte) {
+	if i := bytes.IndexByte(rec, ';'); i >= 0 {
+		rec = rec[i+1:]
+	}
+	if i := bytes.IndexByte(rec, '\n'); i >= 0 {
+		rec = rec[:i]
+	}
+	out.Write(rec)
+	out.WriteByte('\n')
+}

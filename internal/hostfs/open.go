@@ -1,0 +1,80 @@
+package hostfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Open opens the host root named by path:
+//
+//   - "" or "/": the live system;
+//   - a directory with live set: a live host mounted there (commands run
+//     chrooted into it);
+//   - a directory: an offline root (fixture tree, mounted disk);
+//   - a file: a snapshot archive (.tar.gz), unpacked safely into a temporary
+//     directory and served offline.
+//
+// cleanup releases what Open created (the unpacked snapshot) and is never
+// nil, even on error.
+func Open(path string, live bool) (Root, func(), error) {
+	noop := func() {}
+	if path == "" || filepath.Clean(path) == "/" {
+		l, err := NewLive("/")
+		return l, noop, err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, noop, fmt.Errorf("opening host root: %w", err)
+	}
+	if !st.IsDir() {
+		if live {
+			return nil, noop, fmt.Errorf("opening host root %s: --live needs a directory where a running host is mounted, not a snapshot file", path)
+		}
+		return OpenSnapshot(path, SnapshotLimits{})
+	}
+	if live {
+		l, err := NewLive(path)
+		return l, noop, err
+	}
+	d, err := OpenDir(path)
+	if err != nil {
+		return nil, noop, err
+	}
+	return d, noop, nil
+}
+
+// OpenSnapshot unpacks the snapshot archive file into a temporary
+// directory and opens it as an offline root whose Path is file. Reads
+// cannot leave the unpacked tree, even through symlinks.
+func OpenSnapshot(file string, lim SnapshotLimits) (Root, func(), error) {
+	noop := func() {}
+	tmp, err := os.MkdirTemp("", "berth-snapshot-")
+	if err != nil {
+		return nil, noop, fmt.Errorf("opening snapshot %s: %w", file, err)
+	}
+	cleanup := func() { _ = os.RemoveAll(tmp) }
+	if err := ExtractSnapshot(file, tmp, lim); err != nil {
+		cleanup()
+		return nil, noop, err
+	}
+	r, err := os.OpenRoot(tmp)
+	if err != nil {
+		cleanup()
+		return nil, noop, fmt.Errorf("opening snapshot %s: %w", file, err)
+	}
+	fsys, ok := r.FS().(FS)
+	if !ok {
+		_ = r.Close()
+		cleanup()
+		return nil, noop, errors.New("opening snapshot: os.Root.FS lacks ReadLink/ReadDir/Stat")
+	}
+	d, err := openDirFS(file, fsys)
+	if err != nil {
+		_ = r.Close()
+		cleanup()
+		return nil, noop, fmt.Errorf("opening snapshot %s: %w", file, err)
+	}
+	return d, func() { _ = r.Close(); cleanup() }, nil
+}
