@@ -123,6 +123,9 @@ type CPUID struct {
 	// Features are the CPUID feature names that matter (VMX, SVM, SEV,
 	// SEV_ES, SEV_SNP, TDX_GUEST, HYPERVISOR ...), sorted.
 	Features []string `json:"features,omitempty"`
+	// Recorded is true when the values come from a snapshot's recorded
+	// probe rather than from executing CPUID now.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // Virt says whether this host is itself a virtual machine.
@@ -139,6 +142,9 @@ type Virt struct {
 	// SMBIOSVMBit is bit 4 of BIOS characteristics extension byte 2.
 	SMBIOSVMBit       *bool  `json:"smbiosVmBit,omitempty"`
 	SysHypervisorType string `json:"sysHypervisorType,omitempty"`
+	// ACPIOEMID is the OEM ID of the ACPI tables ("FIRECK" in Firecracker
+	// guests, which have ACPI but no DMI).
+	ACPIOEMID string `json:"acpiOemId,omitempty"`
 }
 
 // DMI holds the identifying strings from sys/class/dmi/id.
@@ -316,11 +322,16 @@ type SNP struct {
 	KVMSEV    *bool `json:"kvmSev,omitempty"`
 	KVMSEVES  *bool `json:"kvmSevEs,omitempty"`
 	KVMSEVSNP *bool `json:"kvmSevSnp,omitempty"`
-	// FirmwareVersion is the SEV-SNP API version from the boot log ("1.55").
+	// FirmwareVersion is the SEV-SNP API version from the boot log ("1.55");
+	// when the kernel printed no SEV-SNP line (firmware too old for SNP) it
+	// is the SEV API version of the same firmware.
 	FirmwareVersion string `json:"firmwareVersion,omitempty"`
 	FirmwareBuild   *int   `json:"firmwareBuild,omitempty"`
 	// FirmwareTooOld is set when the kernel said SNP needs newer firmware.
 	FirmwareTooOld bool `json:"firmwareTooOld,omitempty"`
+	// FirmwareInitError is the PSP's failure to initialise SEV/SNP as the
+	// boot log printed it ("SEV: INIT failed 0x13, rc -5").
+	FirmwareInitError string `json:"firmwareInitError,omitempty"`
 	// RMPReserved is from the boot log: true on "RMP table physical range",
 	// false on "has not been reserved by BIOS", nil without a boot log.
 	RMPReserved *bool  `json:"rmpReserved,omitempty"`
@@ -341,7 +352,11 @@ type TDX struct {
 	// failure line.
 	ModuleInitialized *bool  `json:"moduleInitialized,omitempty"`
 	ModuleError       string `json:"moduleError,omitempty"` // e.g. "Hibernation support is enabled"
-	ModuleVersion     string `json:"moduleVersion,omitempty"`
+	// ModuleVersion is "1.5" (kernels that print major/minor) or
+	// "1.5.06.00" (kernels that print the full version).
+	ModuleVersion   string `json:"moduleVersion,omitempty"`
+	ModuleBuildNum  *int   `json:"moduleBuildNum,omitempty"`
+	ModuleBuildDate string `json:"moduleBuildDate,omitempty"` // as printed: "20240725" or "0134d817"
 	// Sysfs holds sys/firmware/tdx/tdx_module/* on kernels that have it.
 	Sysfs map[string]string `json:"sysfs,omitempty"`
 }
