@@ -1,0 +1,176 @@
+// Package check is the preflight framework: the Check type (a small pure
+// function over facts.Facts with a stable dotted ID, a title, why it
+// matters, the platforms it applies to and its severity there, the fact
+// fields it reads and a remedy), the evaluator that runs a catalogue of
+// checks as a tree against one or more platforms, and the verdicts.
+//
+// Checks never touch files: everything they know comes from Facts. The
+// evaluator, not each check, enforces that a check whose declared evidence
+// is unknown never passes.
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/platform"
+)
+
+// Status is the result of one check.
+type Status string
+
+// The results a finding can have. The order of severity for display is
+// fail, warn, unknown, skip, pass.
+const (
+	// Pass: the requirement is met.
+	Pass Status = "pass"
+	// Warn: not blocking, but worth a look (or a failure demoted by the
+	// check's severity on this platform or by --ignore).
+	Warn Status = "warn"
+	// Fail: the platform cannot run here until this is fixed.
+	Fail Status = "fail"
+	// Skip: a prerequisite failed, so the check was not evaluated.
+	Skip Status = "skip"
+	// Unknown: the evidence is missing (offline root, unreadable file):
+	// never a pass.
+	Unknown Status = "unknown"
+)
+
+// Severity is how much a failed check matters on a platform.
+type Severity string
+
+// Severities. A check that fails with severity Warning is reported as a
+// warning on that platform.
+const (
+	Blocking Severity = "fail"
+	Warning  Severity = "warn"
+)
+
+// Evidence is one fact a check read and the value it had.
+type Evidence struct {
+	// Field is the dotted JSON path in Facts, e.g. "devices.kvm.createVm".
+	Field string `json:"field"`
+	// Value is the value read, rendered for humans; for an unknown fact it
+	// is "unknown (<reason>)".
+	Value string `json:"value"`
+}
+
+// Result is what a check function returns. Status is Pass when the
+// requirement is met, Fail when it is not (the evaluator turns that into a
+// warning where the check's severity on the platform is Warning), Warn for
+// an advisory that never blocks, Unknown when the check itself cannot tell.
+type Result struct {
+	Status   Status
+	Message  string
+	Evidence []Evidence
+	Remedy   string
+}
+
+// Ok returns a passing result.
+func Ok(msg string, ev ...Evidence) Result { return Result{Status: Pass, Message: msg, Evidence: ev} }
+
+// Failed returns a failing result with a remedy.
+func Failed(msg, remedy string, ev ...Evidence) Result {
+	return Result{Status: Fail, Message: msg, Remedy: remedy, Evidence: ev}
+}
+
+// Warned returns an advisory result with a remedy.
+func Warned(msg, remedy string, ev ...Evidence) Result {
+	return Result{Status: Warn, Message: msg, Remedy: remedy, Evidence: ev}
+}
+
+// Unsure returns an unknown result.
+func Unsure(msg string, ev ...Evidence) Result {
+	return Result{Status: Unknown, Message: msg, Evidence: ev}
+}
+
+// Ev builds one piece of evidence, formatting the value with %v.
+func Ev(field string, value any) Evidence {
+	switch v := value.(type) {
+	case string:
+		if v == "" {
+			v = `""`
+		}
+		return Evidence{Field: field, Value: v}
+	case *bool:
+		if v == nil {
+			return Evidence{Field: field, Value: "not reported"}
+		}
+		return Evidence{Field: field, Value: fmt.Sprint(*v)}
+	case *int:
+		if v == nil {
+			return Evidence{Field: field, Value: "not reported"}
+		}
+		return Evidence{Field: field, Value: fmt.Sprint(*v)}
+	case []string:
+		return Evidence{Field: field, Value: "[" + strings.Join(v, " ") + "]"}
+	}
+	return Evidence{Field: field, Value: fmt.Sprint(value)}
+}
+
+// Check is one entry of the catalogue.
+type Check struct {
+	// ID is stable and dotted: area.subject.property, e.g.
+	// "kvm.device.usable". Users pass it to --ignore and explain.
+	ID string
+	// Title completes "Checking ..." in the table, e.g. "for hardware
+	// virtualization".
+	Title string
+	// Why says in one or two sentences why the check matters.
+	Why string
+	// Parent is the ID of the check this one depends on: when the parent
+	// fails (or was skipped) this one is skipped, as in snphost.
+	Parent string
+	// Reads declares the fact fields the check reads, as dotted JSON paths.
+	// If any is unknown in Facts.Unknown the result is Unknown.
+	Reads []string
+	// Platforms describes for humans which platforms the check applies to.
+	Platforms string
+	// Remedies lists what a person can do when the check fails, for
+	// `berth check explain`.
+	Remedies []string
+	// Applies returns the check's severity on p, and false when the check
+	// does not apply to p.
+	Applies func(p platform.Platform) (Severity, bool)
+	// Run evaluates a check whose result does not depend on the platform;
+	// the evaluator runs it once per host. Exactly one of Run and RunFor
+	// is set.
+	Run func(f *facts.Facts) Result
+	// RunFor evaluates a check whose result depends on the platform (its
+	// hypervisor, memory overhead, handler name ...).
+	RunFor func(f *facts.Facts, p platform.Platform) Result
+}
+
+// Validate reports a malformed catalogue entry; the catalogue test calls
+// it for every check.
+func (c *Check) Validate() error {
+	switch {
+	case c.ID == "" || strings.ToLower(c.ID) != c.ID || !strings.Contains(c.ID, "."):
+		return fmt.Errorf("check %q: ID must be lower-case and dotted", c.ID)
+	case c.Title == "":
+		return fmt.Errorf("check %s: no title", c.ID)
+	case c.Why == "":
+		return fmt.Errorf("check %s: no why", c.ID)
+	case c.Applies == nil:
+		return fmt.Errorf("check %s: no Applies predicate", c.ID)
+	case (c.Run == nil) == (c.RunFor == nil):
+		return fmt.Errorf("check %s: exactly one of Run and RunFor must be set", c.ID)
+	case len(c.Remedies) == 0:
+		return fmt.Errorf("check %s: no remedies", c.ID)
+	case c.Platforms == "":
+		return fmt.Errorf("check %s: no description of the platforms it applies to", c.ID)
+	}
+	return nil
+}
+
+// Always applies a check to every platform with severity s.
+func Always(s Severity) func(platform.Platform) (Severity, bool) {
+	return func(platform.Platform) (Severity, bool) { return s, true }
+}
+
+// When applies a check with severity s to the platforms for which pred
+// holds.
+func When(s Severity, pred func(platform.Platform) bool) func(platform.Platform) (Severity, bool) {
+	return func(p platform.Platform) (Severity, bool) { return s, pred(p) }
+}

@@ -1,0 +1,141 @@
+// Package checks is berth's catalogue of preflight checks, one file per
+// area. Every check is a small pure function over facts.Facts: it never
+// reads a file. See package check for the framework.
+package checks
+
+import (
+	"strconv"
+	"strings"
+
+	"berth.dev/berth/internal/check"
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/platform"
+)
+
+// All returns the static catalogue in tree order (every parent before its
+// children). It builds a fresh slice on every call: there is no shared
+// mutable catalogue.
+func All() []check.Check {
+	var all []check.Check
+	for _, area := range [][]check.Check{
+		virtChecks(), kvmChecks(), deviceChecks(), cmdlineChecks(),
+		cgroupChecks(), memoryChecks(), limitChecks(),
+		iommuChecks(), gpuChecks(), snpChecks(), tdxChecks(),
+		hypervisorChecks(), sharedFSChecks(),
+		runtimeChecks(), snapshotterChecks(), distributionChecks(),
+	} {
+		all = append(all, area...)
+	}
+	return all
+}
+
+// For returns the catalogue for one host: All plus one check per host
+// plug-in error and plug-in finding.
+func For(f *facts.Facts) []check.Check {
+	return append(All(), pluginChecks(f)...)
+}
+
+// Platform predicates used by Applies.
+
+func anyPlatform(platform.Platform) bool      { return true }
+func isQEMU(p platform.Platform) bool         { return p.Hypervisor() == platform.QEMU }
+func isConfidential(p platform.Platform) bool { return p.Confidential() }
+func isSNP(p platform.Platform) bool          { return p.TEE() == platform.SNP }
+func isTDX(p platform.Platform) bool          { return p.TEE() == platform.TDX }
+func isGPU(p platform.Platform) bool          { return p.GPU() }
+func isConfidentialGPU(p platform.Platform) bool {
+	return p.GPU() && p.Confidential()
+}
+func hasVirtioFS(p platform.Platform) bool { return p.SharedFS() == "virtio-fs" }
+
+// yes is a *bool that is set and true.
+func yes(b *bool) bool { return b != nil && *b }
+
+// no is a *bool that is set and false.
+func no(b *bool) bool { return b != nil && !*b }
+
+// node returns a device node fact by its root-relative path.
+func node(f *facts.Facts, path string) (facts.DeviceNode, bool) {
+	n, ok := f.Devices.Nodes[path]
+	return n, ok && n.Exists
+}
+
+// module returns a kernel module fact.
+func module(f *facts.Facts, name string) facts.Module {
+	return f.Kernel.Modules[name]
+}
+
+// configSet reports whether a kernel config option is y or m.
+func configSet(f *facts.Facts, opt string) bool {
+	v := f.Kernel.Config[opt]
+	return v == "y" || v == "m"
+}
+
+// binary returns the first binary fact with the logical name.
+func binary(f *facts.Facts, name string) (facts.Binary, bool) {
+	for _, b := range f.Binaries {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return facts.Binary{}, false
+}
+
+// version is a dotted numeric version; parseVersion reads the leading
+// numbers of strings such as "9.2.0", "v2.0.4", "6.8.0-45-generic",
+// "1.55", "QEMU emulator version 8.2.2 (Debian 1:8.2.2+ds-0ubuntu1)".
+type version []int
+
+func parseVersion(s string) (version, bool) {
+	s = strings.TrimSpace(s)
+	// Find the first digit.
+	i := strings.IndexAny(s, "0123456789")
+	if i < 0 {
+		return nil, false
+	}
+	s = s[i:]
+	var v version
+	for len(v) < 3 {
+		j := 0
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j == 0 {
+			break
+		}
+		n, err := strconv.Atoi(s[:j])
+		if err != nil {
+			return nil, false
+		}
+		v = append(v, n)
+		if j == len(s) || s[j] != '.' {
+			break
+		}
+		s = s[j+1:]
+	}
+	return v, len(v) > 0
+}
+
+// atLeast reports whether v >= min, comparing missing parts as 0.
+func (v version) atLeast(min ...int) bool {
+	for i, m := range min {
+		x := 0
+		if i < len(v) {
+			x = v[i]
+		}
+		if x != m {
+			return x > m
+		}
+	}
+	return true
+}
+
+func (v version) String() string {
+	parts := make([]string, len(v))
+	for i, n := range v {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ".")
+}
+
+func fmtVersion(min ...int) string { return version(min).String() }

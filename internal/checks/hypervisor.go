@@ -1,0 +1,113 @@
+package checks
+
+import (
+	"slices"
+	"strings"
+
+	"berth.dev/berth/internal/check"
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/platform"
+)
+
+// minHypervisor is the upstream version a platform needs, or nil.
+func minHypervisor(p platform.Platform) []int {
+	if p.Hypervisor() != platform.QEMU {
+		return nil
+	}
+	switch p.TEE() {
+	case platform.SNP:
+		return []int{9, 1}
+	case platform.TDX:
+		return []int{10, 1}
+	}
+	return nil
+}
+
+func hypervisorChecks() []check.Check {
+	return []check.Check{{
+		ID:        "hypervisor.binary",
+		Title:     "for the hypervisor binary",
+		Why:       "The platform's hypervisor (QEMU, Cloud Hypervisor or Firecracker) runs every sandbox; berth install brings Kata's static build when the host has none.",
+		Reads:     []string{"binaries"},
+		Platforms: "all (warning: installed by berth install)",
+		Remedies:  []string{"berth install installs Kata's static build, which includes the hypervisor", "or install the distribution package (qemu-system-x86, cloud-hypervisor)"},
+		Applies:   check.Always(check.Warning),
+		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
+			name := p.Hypervisor().String()
+			b, ok := binary(f, name)
+			if !ok {
+				return check.Warned(name+" is not installed yet", "berth install installs Kata's static build, which includes "+name, check.Ev("binaries."+name, "absent"))
+			}
+			return check.Ok(b.Path+" "+b.Version, check.Ev("binaries."+name+".path", b.Path), check.Ev("binaries."+name+".version", b.Version))
+		},
+	}, {
+		ID:        "hypervisor.version",
+		Title:     "for the hypervisor's minimum version",
+		Why:       "Upstream QEMU launches SEV-SNP guests from 9.1 and TDX guests from 10.1; vendor builds (AMD's snp branch, Canonical's TDX QEMU) backport it.",
+		Parent:    "hypervisor.binary",
+		Reads:     []string{"binaries"},
+		Platforms: "confidential qemu platforms",
+		Remedies:  []string{"use the QEMU from berth install (Kata's static build) or upgrade the host's QEMU (SNP >= 9.1, TDX >= 10.1)"},
+		Applies:   check.When(check.Blocking, func(p platform.Platform) bool { return minHypervisor(p) != nil }),
+		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
+			min := minHypervisor(p)
+			b, ok := binary(f, p.Hypervisor().String())
+			if !ok {
+				return check.Result{Status: check.Skip, Message: "no hypervisor binary on the host yet"}
+			}
+			ev := []check.Evidence{check.Ev("binaries.qemu.version", b.Version), check.Ev("binaries.qemu.vendor", b.Vendor)}
+			v, ok := parseVersion(b.Version)
+			switch {
+			case !ok:
+				return check.Unsure("QEMU version not known", ev...)
+			case v.atLeast(min...):
+				return check.Ok("QEMU "+v.String()+" >= "+fmtVersion(min...), ev...)
+			case b.Vendor != "":
+				return check.Warned("QEMU "+v.String()+" is older than upstream "+fmtVersion(min...)+" but a vendor build ("+b.Vendor+"): it may carry the "+p.TEE().String()+" patches",
+					"verify with the vendor, or use the QEMU from berth install", ev...)
+			}
+			return check.Failed("QEMU "+v.String()+" cannot launch "+p.TEE().String()+" guests (needs >= "+fmtVersion(min...)+")",
+				"use the QEMU from berth install (Kata's static build) or upgrade QEMU", ev...)
+		},
+	}, {
+		ID:        "hypervisor.functional",
+		Title:     "if QEMU starts with KVM",
+		Why:       "A QEMU that is present can still fail to start, lack KVM, or lack the confidential guest types (sev-snp-guest, tdx-guest); berth starts it once without a guest to ask.",
+		Parent:    "hypervisor.binary",
+		Reads:     []string{"qemuProbe"},
+		Platforms: "qemu platforms",
+		Remedies:  []string{"run berth check with --probe on the live host to test QEMU", "use the QEMU from berth install"},
+		Applies:   check.When(check.Blocking, isQEMU),
+		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
+			q := f.QEMUProbe
+			if _, ok := binary(f, "qemu"); !ok && q == nil {
+				return check.Result{Status: check.Skip, Message: "no QEMU on the host yet"}
+			}
+			if q == nil {
+				return check.Unsure("QEMU was not probed (--no-probe or offline root)", check.Ev("qemuProbe", "not run"))
+			}
+			ev := []check.Evidence{check.Ev("qemuProbe.ran", q.Ran), check.Ev("qemuProbe.kvmEnabled", q.KVMEnabled), check.Ev("qemuProbe.confidentialTypes", q.ConfidentialTypes)}
+			if q.SEVError != "" {
+				ev = append(ev, check.Ev("qemuProbe.sevError", q.SEVError))
+			}
+			switch {
+			case !q.Ran:
+				return check.Failed("QEMU did not start: "+orDefault(q.Error, "no error reported"), "run "+q.Binary+" -version and fix what it reports, or use the QEMU from berth install", ev...)
+			case !q.KVMEnabled:
+				return check.Failed("QEMU runs but cannot use KVM", "fix the kvm.* checks above; QEMU needs /dev/kvm", ev...)
+			}
+			want := map[platform.TEE]string{platform.SNP: "sev-snp-guest", platform.TDX: "tdx-guest"}[p.TEE()]
+			if want != "" && !slices.Contains(q.ConfidentialTypes, want) {
+				return check.Failed("QEMU "+q.Version+" has no "+want+" object type", "use a QEMU built with "+strings.ToUpper(p.TEE().String())+" support (berth install ships one)", ev...)
+			}
+			if p.TEE() == platform.SNP && q.SEVError != "" {
+				return check.Failed("QEMU says: "+q.SEVError, "fix the snp.* checks above", ev...)
+			}
+			msg := "QEMU " + q.Version + " runs with KVM"
+			if want != "" {
+				msg += " and has " + want
+			}
+			return check.Ok(msg, ev...)
+		},
+	}}
+}

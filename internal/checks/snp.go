@@ -1,0 +1,236 @@
+package checks
+
+import (
+	"fmt"
+	"strings"
+
+	"berth.dev/berth/internal/check"
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/platform"
+)
+
+// snpLine maps the CPU's product line to the attestation product name AMD's
+// key distribution service uses (Bergamo and Siena are Zen 4 like Genoa and
+// certify as Genoa); empty when the CPU has no SNP.
+func snpLine(pl string) string {
+	switch pl {
+	case "milan":
+		return "milan"
+	case "genoa", "bergamo", "siena":
+		return "genoa"
+	case "turin":
+		return "turin"
+	}
+	return ""
+}
+
+const snpBIOSRemedy = "in the BIOS enable SMEE (Secure Memory Encryption), SEV-SNP support, SNP Memory Coverage and IOMMU, and set \"SEV-ES ASID space limit\" (minimum SEV non-ES ASID) above 1"
+
+func snpChecks() []check.Check {
+	snp := check.When(check.Blocking, isSNP)
+	return []check.Check{{
+		ID:        "snp.cpu.generation",
+		Title:     "for an SEV-SNP capable AMD EPYC",
+		Why:       "SEV-SNP exists from AMD EPYC Milan (Zen 3) on; Naples and Rome have only SEV and SEV-ES. A platform pinned to a product line needs that line.",
+		Reads:     []string{"cpu.vendor", "cpu.productLine"},
+		Platforms: "snp platforms",
+		Remedies:  []string{"use an AMD EPYC Milan, Genoa (Bergamo, Siena) or Turin host", "pick the platform whose product line matches the CPU (e.g. -genoa on a Genoa host)"},
+		Applies:   snp,
+		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
+			ev := []check.Evidence{check.Ev("cpu.vendor", f.CPU.Vendor), check.Ev("cpu.productLine", f.CPU.ProductLine), check.Ev("cpu.modelName", f.CPU.ModelName)}
+			if f.CPU.Vendor != "amd" {
+				return check.Failed("not an AMD CPU ("+orDefault(f.CPU.VendorID, f.CPU.Vendor)+"): SEV-SNP needs AMD EPYC", "use an AMD EPYC Milan or newer host, or a TDX platform on Intel", ev...)
+			}
+			line := snpLine(f.CPU.ProductLine)
+			if line == "" {
+				return check.Failed("CPU "+orDefault(f.CPU.ProductLine, orDefault(f.CPU.ModelName, "unknown model"))+" has no SEV-SNP (needs EPYC Milan or newer)", "use an AMD EPYC Milan, Genoa or Turin host", ev...)
+			}
+			if want := p.ProductLine(); want != platform.AnyProductLine && want.String() != line {
+				return check.Failed("platform is pinned to "+want.String()+" but this CPU is "+f.CPU.ProductLine,
+					"choose the "+line+" variant of the platform", ev...)
+			}
+			return check.Ok("EPYC "+f.CPU.ProductLine, ev...)
+		},
+	}, {
+		ID:        "snp.bios.enabled",
+		Title:     "if SEV-SNP is enabled in the BIOS",
+		Why:       "The kernel clears the sev, sev_es and sev_snp cpu flags when memory encryption or SNP is off in the firmware; on an EPYC that is a BIOS setting, not missing hardware.",
+		Parent:    "snp.cpu.generation",
+		Reads:     []string{"cpu.flags"},
+		Platforms: "snp platforms",
+		Remedies:  []string{snpBIOSRemedy},
+		Applies:   snp,
+		Run: func(f *facts.Facts) check.Result {
+			var missing []string
+			for _, fl := range []string{"sme", "sev", "sev_es", "sev_snp"} {
+				if !f.CPU.HasFlag(fl) {
+					missing = append(missing, fl)
+				}
+			}
+			ev := check.Ev("cpu.flags(sev)", missing)
+			if len(missing) > 0 {
+				return check.Failed("cpu flags missing: "+strings.Join(missing, " ")+": SEV-SNP is disabled in the BIOS", snpBIOSRemedy, ev)
+			}
+			return check.Ok("sme sev sev_es sev_snp flags present")
+		},
+	}, {
+		ID:        "snp.bios.rmp",
+		Title:     "if the BIOS reserved the RMP table",
+		Why:       "SNP tracks page ownership in the Reverse Map Table, which the BIOS must reserve at boot (\"SNP Memory Coverage\").",
+		Parent:    "snp.bios.enabled",
+		Reads:     []string{"tee.snp.rmpReserved"},
+		Platforms: "snp platforms",
+		Remedies:  []string{"set SNP Memory Coverage to Enabled in the BIOS and reboot"},
+		Applies:   snp,
+		Run: func(f *facts.Facts) check.Result {
+			r := f.TEE.SNP.RMPReserved
+			ev := check.Ev("tee.snp.rmpReserved", r)
+			switch {
+			case r == nil:
+				return check.Unsure("the boot log does not say whether the RMP table was reserved", ev)
+			case !*r:
+				return check.Failed("\"Memory for the RMP table has not been reserved by BIOS\"", "set SNP Memory Coverage to Enabled in the BIOS and reboot", ev)
+			}
+			return check.Ok("RMP table reserved", ev)
+		},
+	}, {
+		ID:        "snp.iommu",
+		Title:     "for IOMMU SEV-SNP support",
+		Why:       "The host kernel enables SNP only when the AMD IOMMU supports it (\"AMD-Vi: IOMMU SNP support enabled\"); with the IOMMU off or in passthrough-only mode SNP stays off.",
+		Parent:    "snp.bios.enabled",
+		Reads:     []string{"tee.snp.iommuSnp"},
+		Platforms: "snp platforms",
+		Remedies:  []string{"enable the IOMMU in the BIOS and do not boot with amd_iommu=off or iommu=off"},
+		Applies:   snp,
+		Run: func(f *facts.Facts) check.Result {
+			v := f.TEE.SNP.IOMMUSNP
+			ev := check.Ev("tee.snp.iommuSnp", v)
+			switch {
+			case v == nil:
+				return check.Unsure("the boot log does not mention IOMMU SNP support", ev)
+			case !*v:
+				return check.Failed("IOMMU SNP support is not enabled", "enable the IOMMU in the BIOS; remove amd_iommu=off / iommu=off from the kernel command line", ev)
+			}
+			return check.Ok("AMD-Vi: IOMMU SNP support enabled", ev)
+		},
+	}, {
+		ID:        "snp.firmware.version",
+		Title:     "for SEV firmware >= 1.51",
+		Why:       "The kernel's SNP host support needs SEV-SNP firmware (PSP) API 1.51 or newer; older firmware leaves SNP disabled.",
+		Parent:    "snp.bios.enabled",
+		Reads:     []string{"tee.snp.firmwareVersion"},
+		Platforms: "snp platforms",
+		Remedies:  []string{"update the BIOS (it carries the PSP firmware), or load a newer SEV firmware from linux-firmware (amd/amd_sev_fam19h_model*.sbin)"},
+		Applies:   snp,
+		Run: func(f *facts.Facts) check.Result {
+			s := f.TEE.SNP
+			ev := check.Ev("tee.snp.firmwareVersion", s.FirmwareVersion)
+			v, ok := parseVersion(s.FirmwareVersion)
+			switch {
+			case s.FirmwareTooOld:
+				return check.Failed("the kernel says SNP needs firmware >= 1.51 (have "+orDefault(s.FirmwareVersion, "older")+")", "update the BIOS or install newer SEV firmware (linux-firmware amd/amd_sev_fam19h_*.sbin)", ev)
+			case !ok:
+				return check.Unsure("no SEV-SNP firmware version in the boot log", ev)
+			case !v.atLeast(1, 51):
+				return check.Failed("SEV-SNP firmware "+s.FirmwareVersion+" is older than 1.51", "update the BIOS or install newer SEV firmware (linux-firmware amd/amd_sev_fam19h_*.sbin)", ev)
+			}
+			return check.Ok("SEV-SNP API "+s.FirmwareVersion, ev)
+		},
+	}, {
+		ID:        "snp.kvm.params",
+		Title:     "if kvm_amd enables sev, sev_es and sev_snp",
+		Why:       "KVM only launches SNP guests when kvm_amd was loaded with sev, sev_es and sev_snp on.",
+		Parent:    "snp.bios.enabled",
+		Reads:     []string{"tee.snp.kvmSev", "tee.snp.kvmSevEs", "tee.snp.kvmSevSnp"},
+		Platforms: "snp platforms",
+		Remedies:  []string{"add kvm_amd.sev=1 kvm_amd.sev_es=1 kvm_amd.sev_snp=1 to the kernel command line (or options kvm_amd sev_snp=1 in /etc/modprobe.d/) and reboot"},
+		Applies:   snp,
+		Run: func(f *facts.Facts) check.Result {
+			s := f.TEE.SNP
+			ev := []check.Evidence{check.Ev("tee.snp.kvmSev", s.KVMSEV), check.Ev("tee.snp.kvmSevEs", s.KVMSEVES), check.Ev("tee.snp.kvmSevSnp", s.KVMSEVSNP)}
+			var off []string
+			for _, x := range []struct {
+				name string
+				v    *bool
+			}{{"sev", s.KVMSEV}, {"sev_es", s.KVMSEVES}, {"sev_snp", s.KVMSEVSNP}} {
+				if x.v == nil {
+					return check.Unsure("kvm_amd parameter "+x.name+" not reported (is kvm_amd loaded?)", ev...)
+				}
+				if !*x.v {
+					off = append(off, "kvm_amd."+x.name)
+				}
+			}
+			if len(off) > 0 {
+				return check.Failed(strings.Join(off, ", ")+" off", "add "+strings.Join(off, "=1 ")+"=1 to the kernel command line and reboot; if they stay off, see the boot log (SNP firmware, RMP, ASIDs)", ev...)
+			}
+			return check.Ok("sev, sev_es and sev_snp on", ev...)
+		},
+	}, {
+		ID:        "snp.asids",
+		Title:     "for SEV-SNP ASIDs",
+		Why:       "Each SNP guest needs an SEV-ES/SNP ASID; when the BIOS gives every ASID to plain SEV (minimum SEV non-ES ASID = 1) none are left for SNP.",
+		Parent:    "snp.kvm.params",
+		Reads:     []string{"tee.snp.snpAsids"},
+		Platforms: "snp platforms",
+		Remedies:  []string{"in the BIOS raise \"SEV-ES ASID space limit\" / \"minimum SEV non-ES ASID\" (e.g. to 100) so that ASIDs below it go to SEV-ES and SNP"},
+		Applies:   snp,
+		Run: func(f *facts.Facts) check.Result {
+			r := f.TEE.SNP.SNPASIDs
+			if r == nil {
+				return check.Unsure("the boot log does not report SEV-SNP ASIDs", check.Ev("tee.snp.snpAsids", "not reported"))
+			}
+			n := r.Max - r.Min + 1
+			ev := check.Ev("tee.snp.snpAsids", fmt.Sprintf("%d-%d", r.Min, r.Max))
+			if r.Max <= 0 || n <= 0 {
+				return check.Failed("no ASIDs for SEV-ES/SNP guests", "raise \"SEV-ES ASID space limit\" (minimum SEV non-ES ASID) in the BIOS", ev)
+			}
+			return check.Ok(fmt.Sprintf("%d SNP ASIDs", n), ev)
+		},
+	}, {
+		ID:        "snp.device",
+		Title:     "if device /dev/sev exists",
+		Why:       "The PSP device /dev/sev (ccp driver) is how the host talks to the SEV firmware; QEMU and attestation tooling open it.",
+		Parent:    "snp.bios.enabled",
+		Reads:     []string{"devices.nodes.dev/sev"},
+		Platforms: "snp platforms",
+		Remedies:  []string{"modprobe ccp; make sure CONFIG_CRYPTO_DEV_SP_PSP is set and the IOMMU is on"},
+		Applies:   snp,
+		Run: func(f *facts.Facts) check.Result {
+			_, ok := node(f, "dev/sev")
+			ev := check.Ev("devices.nodes.dev/sev.exists", ok)
+			if !ok {
+				return check.Failed("/dev/sev is missing", "modprobe ccp; check the boot log for ccp/psp errors", ev)
+			}
+			return check.Ok("/dev/sev present", ev)
+		},
+	}, {
+		ID:        "snp.kernel.version",
+		Title:     "for a host kernel with SEV-SNP support",
+		Why:       "Upstream Linux hosts SNP guests from 6.11; older kernels need the vendor's SNP patches, which berth cannot vouch for.",
+		Reads:     []string{"kernel.release"},
+		Platforms: "snp platforms",
+		Remedies:  []string{"install a kernel >= 6.11 (distribution HWE/backports kernel), or keep a vendor SNP kernel you trust"},
+		Applies:   snp,
+		Run: func(f *facts.Facts) check.Result {
+			return kernelAtLeast(f, f.Kernel.Release, 6, 11, "SNP", yes(f.TEE.SNP.KVMSEVSNP))
+		},
+	}}
+}
+
+// kernelAtLeast checks an upstream minimum; an older kernel that already
+// has the feature working is a vendor kernel: a warning, not a failure.
+func kernelAtLeast(f *facts.Facts, rel string, major, minor int, what string, working bool) check.Result {
+	ev := check.Ev("kernel.release", rel)
+	v, ok := parseVersion(rel)
+	switch {
+	case !ok:
+		return check.Unsure("kernel release not reported", ev)
+	case v.atLeast(major, minor):
+		return check.Ok(rel+" >= "+fmtVersion(major, minor), ev)
+	case working:
+		return check.Warned(fmt.Sprintf("%s predates upstream %s host support (%d.%d); %s works, so this is a vendor kernel", rel, what, major, minor, what),
+			fmt.Sprintf("fine if your vendor supports it; upstream support needs >= %d.%d", major, minor), ev)
+	}
+	return check.Failed(fmt.Sprintf("kernel %s predates upstream %s host support (%d.%d)", rel, what, major, minor),
+		fmt.Sprintf("install a kernel >= %d.%d (HWE/backports) or your vendor's %s host kernel", major, minor, what), ev)
+}

@@ -1,0 +1,164 @@
+package checks
+
+import (
+	"fmt"
+	"strings"
+
+	"berth.dev/berth/internal/check"
+	"berth.dev/berth/internal/facts"
+)
+
+const tdxBIOSRemedy = "in the BIOS enable Memory Encryption (TME), Total Memory Encryption Multi-Tenant (TME-MT), TDX, the SEAM loader and a TME-MT/TDX key split > 0"
+
+func tdxChecks() []check.Check {
+	tdx := check.When(check.Blocking, isTDX)
+	return []check.Check{{
+		ID:        "tdx.cpu.generation",
+		Title:     "for a TDX capable Intel Xeon",
+		Why:       "Intel TDX exists on 4th-generation Xeon Scalable (Sapphire Rapids, some SKUs) and newer.",
+		Reads:     []string{"cpu.vendor", "cpu.productLine"},
+		Platforms: "tdx platforms",
+		Remedies:  []string{"use an Intel Xeon Emerald Rapids, Granite Rapids or a TDX-enabled Sapphire Rapids SKU"},
+		Applies:   tdx,
+		Run: func(f *facts.Facts) check.Result {
+			ev := []check.Evidence{check.Ev("cpu.vendor", f.CPU.Vendor), check.Ev("cpu.productLine", f.CPU.ProductLine)}
+			switch {
+			case f.CPU.Vendor != "intel":
+				return check.Failed("not an Intel CPU ("+orDefault(f.CPU.VendorID, f.CPU.Vendor)+"): TDX needs Intel Xeon", "use an Intel Xeon with TDX, or an SNP platform on AMD", ev...)
+			case f.CPU.ProductLine == "sapphire-rapids":
+				return check.Warned("Sapphire Rapids: only some SKUs have TDX", "check the SKU on Intel's product pages; Emerald Rapids and newer have TDX", ev...)
+			case f.CPU.ProductLine == "emerald-rapids" || f.CPU.ProductLine == "granite-rapids" || f.CPU.ProductLine == "sierra-forest":
+				return check.Ok("Xeon "+f.CPU.ProductLine, ev...)
+			}
+			return check.Failed("CPU "+orDefault(f.CPU.ProductLine, orDefault(f.CPU.ModelName, "unknown model"))+" has no TDX", "use an Intel Xeon Emerald Rapids or newer", ev...)
+		},
+	}, {
+		ID:        "tdx.bios.keyids",
+		Title:     "if TDX is enabled in the BIOS",
+		Why:       "The BIOS reserves private KeyIDs for TDX; the kernel logs \"BIOS enabled: private KeyID range\" only when TDX is on.",
+		Parent:    "tdx.cpu.generation",
+		Reads:     []string{"tee.tdx.biosKeyIds"},
+		Platforms: "tdx platforms",
+		Remedies:  []string{tdxBIOSRemedy},
+		Applies:   tdx,
+		Run: func(f *facts.Facts) check.Result {
+			r := f.TEE.TDX.BIOSKeyIDs
+			if r == nil {
+				return check.Failed("the kernel reports no TDX private KeyIDs: TDX is off in the BIOS", tdxBIOSRemedy, check.Ev("tee.tdx.biosKeyIds", "none"))
+			}
+			return check.Ok(fmt.Sprintf("private KeyIDs [%d, %d)", r.Min, r.Max), check.Ev("tee.tdx.biosKeyIds", fmt.Sprintf("%d-%d", r.Min, r.Max)))
+		},
+	}, {
+		ID:        "tdx.hibernation",
+		Title:     "if hibernation is off",
+		Why:       "The TDX module refuses to initialise while the kernel supports hibernation, because TDX memory cannot be saved to disk.",
+		Parent:    "tdx.bios.keyids",
+		Reads:     []string{"kernel.cmdline", "tee.tdx.moduleError"},
+		Platforms: "tdx platforms",
+		Remedies:  []string{"add nohibernate to the kernel command line and reboot"},
+		Applies:   tdx,
+		Run: func(f *facts.Facts) check.Result {
+			ev := []check.Evidence{check.Ev("tee.tdx.moduleError", f.TEE.TDX.ModuleError)}
+			if strings.Contains(strings.ToLower(f.TEE.TDX.ModuleError), "hibernation") {
+				return check.Failed("TDX module: "+f.TEE.TDX.ModuleError, "add nohibernate to the kernel command line and reboot", ev...)
+			}
+			if strings.Contains(" "+f.Kernel.Cmdline+" ", " nohibernate ") {
+				return check.Ok("nohibernate given", ev...)
+			}
+			return check.Ok("hibernation did not stop the TDX module", ev...)
+		},
+	}, {
+		ID:        "tdx.module",
+		Title:     "if the TDX module is initialised",
+		Why:       "The TDX module (SEAM firmware) runs the trust domains; the kernel initialises it at boot and logs why when it cannot.",
+		Parent:    "tdx.hibernation",
+		Reads:     []string{"tee.tdx.moduleInitialized"},
+		Platforms: "tdx platforms",
+		Remedies:  []string{"install the TDX module (intel-seam firmware) or update the BIOS, which ships one", "boot a kernel with TDX host support (kvm_intel.tdx=1)"},
+		Applies:   tdx,
+		Run: func(f *facts.Facts) check.Result {
+			t := f.TEE.TDX
+			ev := []check.Evidence{check.Ev("tee.tdx.moduleInitialized", t.ModuleInitialized), check.Ev("tee.tdx.moduleVersion", t.ModuleVersion)}
+			switch {
+			case t.ModuleInitialized == nil:
+				return check.Unsure("the boot log does not say whether the TDX module initialised", ev...)
+			case !*t.ModuleInitialized:
+				why := orDefault(t.ModuleError, "initialisation failed")
+				remedy := "update the BIOS (it carries the TDX module) or install a newer module in /lib/firmware/intel-seam"
+				if strings.Contains(why, "not loaded") {
+					remedy = "load the TDX module: update the BIOS or install intel-seam firmware, and boot with kvm_intel.tdx=1"
+				}
+				return check.Failed("TDX module: "+why, remedy, ev...)
+			}
+			return check.Ok("initialised "+t.ModuleVersion, ev...)
+		},
+	}, {
+		ID:        "tdx.kvm.param",
+		Title:     "if kvm_intel enables tdx",
+		Why:       "KVM creates trust domains only when kvm_intel was loaded with tdx=Y.",
+		Parent:    "tdx.module",
+		Reads:     []string{"tee.tdx.kvmTdx"},
+		Platforms: "tdx platforms",
+		Remedies:  []string{"add kvm_intel.tdx=1 to the kernel command line (or options kvm_intel tdx=1 in /etc/modprobe.d/) and reboot"},
+		Applies:   tdx,
+		Run: func(f *facts.Facts) check.Result {
+			v := f.TEE.TDX.KVMTDX
+			ev := check.Ev("tee.tdx.kvmTdx", v)
+			switch {
+			case v == nil:
+				return check.Failed("kvm_intel has no tdx parameter: this kernel's KVM lacks TDX support or kvm_intel is not loaded", "boot a kernel with KVM TDX support and add kvm_intel.tdx=1", ev)
+			case !*v:
+				return check.Failed("kvm_intel.tdx is off", "add kvm_intel.tdx=1 to the kernel command line and reboot", ev)
+			}
+			return check.Ok("kvm_intel.tdx=Y", ev)
+		},
+	}, {
+		ID:        "tdx.keys",
+		Title:     "for TDX keys (misc cgroup)",
+		Why:       "Each trust domain takes one private KeyID; the kernel publishes how many in the misc cgroup's tdx capacity.",
+		Parent:    "tdx.module",
+		Reads:     []string{"cgroups.miscCapacity"},
+		Platforms: "tdx platforms",
+		Remedies:  []string{"raise the TME-MT/TDX key split in the BIOS"},
+		Applies:   tdx,
+		Run: func(f *facts.Facts) check.Result {
+			n, ok := f.Cgroups.MiscCapacity["tdx"]
+			ev := check.Ev("cgroups.miscCapacity.tdx", n)
+			switch {
+			case !ok:
+				return check.Unsure("misc cgroup reports no tdx capacity (cgroup v1 or an older kernel)", ev)
+			case n <= 0:
+				return check.Failed("no TDX keys available", "raise the TME-MT/TDX key split in the BIOS", ev)
+			}
+			return check.Ok(fmt.Sprintf("%d TDX keys", n), ev)
+		},
+	}, {
+		ID:        "tdx.sgx",
+		Title:     "for SGX (TDX attestation)",
+		Why:       "TDX quotes are signed by an SGX quoting enclave on the host; without SGX guests run but cannot be attested remotely.",
+		Parent:    "tdx.cpu.generation",
+		Reads:     []string{"tee.sgx"},
+		Platforms: "tdx platforms (warning)",
+		Remedies:  []string{"enable SGX in the BIOS (with a PRMRR size), then install the Intel SGX DCAP quote generation service and register the platform"},
+		Applies:   check.When(check.Warning, isTDX),
+		Run: func(f *facts.Facts) check.Result {
+			s := f.TEE.SGX
+			ev := []check.Evidence{check.Ev("tee.sgx.enclave", s.Enclave), check.Ev("tee.sgx.provision", s.Provision)}
+			if !s.Enclave || !s.Provision {
+				return check.Failed("/dev/sgx_enclave or /dev/sgx_provision missing: TDX guests cannot get attestation quotes", "enable SGX in the BIOS and install the SGX DCAP quote generation service", ev...)
+			}
+			return check.Ok("SGX enclave and provision devices present", ev...)
+		},
+	}, {
+		ID:        "tdx.kernel.version",
+		Title:     "for a host kernel with TDX support",
+		Why:       "Upstream Linux hosts TDX guests from 6.16; older kernels need a vendor TDX kernel (Canonical, CentOS SIG ...).",
+		Reads:     []string{"kernel.release"},
+		Platforms: "tdx platforms",
+		Remedies:  []string{"install a kernel >= 6.16 or your vendor's TDX host kernel (e.g. canonical/tdx)"},
+		Applies:   tdx,
+		Run: func(f *facts.Facts) check.Result {
+			return kernelAtLeast(f, f.Kernel.Release, 6, 16, "TDX", yes(f.TEE.TDX.KVMTDX))
+		},
+	}}
+}

@@ -1,0 +1,113 @@
+package checks
+
+import (
+	"strings"
+
+	"berth.dev/berth/internal/check"
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/platform"
+)
+
+// guestName describes the hypervisor under this host for messages.
+func guestName(f *facts.Facts) string {
+	switch h := f.Virt.Hypervisor; h {
+	case "", "unknown":
+		return "virtual machine"
+	case "firecracker":
+		return "Firecracker guest"
+	case "cloud-hypervisor":
+		return "Cloud Hypervisor guest"
+	case "microsoft":
+		return "Hyper-V/Azure guest"
+	case "amazon":
+		return "Amazon EC2 instance (not .metal)"
+	case "google":
+		return "Google Compute Engine VM"
+	default:
+		return strings.ToUpper(h[:1]) + h[1:] + " guest"
+	}
+}
+
+func hwVirtFlag(f *facts.Facts) (string, bool) {
+	switch {
+	case f.CPU.HasFlag("vmx"):
+		return "vmx", true
+	case f.CPU.HasFlag("svm"):
+		return "svm", true
+	}
+	return "", false
+}
+
+func virtChecks() []check.Check {
+	return []check.Check{{
+		ID:        "virt.hardware",
+		Title:     "for hardware virtualization",
+		Why:       "Every Kata platform runs each pod in a KVM virtual machine, which needs Intel VT-x (vmx) or AMD-V (svm) exposed to this kernel.",
+		Reads:     []string{"cpu.flags", "virt.guest"},
+		Platforms: "all",
+		Remedies: []string{
+			"bare metal: enable Intel VT-x (\"Virtualization Technology\") or AMD-V (\"SVM Mode\") in the BIOS/UEFI setup",
+			"in a VM: run on bare metal, or enable nested virtualisation on the host that runs this VM (kvm_intel.nested=1 / kvm_amd.nested=1, or the cloud's nested-virtualisation instance type)",
+		},
+		Applies: check.Always(check.Blocking),
+		Run: func(f *facts.Facts) check.Result {
+			ev := []check.Evidence{check.Ev("cpu.flags", hwFlagsSeen(f)), check.Ev("virt.guest", f.Virt.Guest)}
+			if flag, ok := hwVirtFlag(f); ok {
+				return check.Ok("cpu flag "+flag+" present", ev...)
+			}
+			if yes(f.Virt.Guest) {
+				return check.Failed("this is a "+guestName(f)+" without nested virtualisation: no vmx/svm cpu flag, so no VM-based platform can run here",
+					"run on bare metal, or in a VM with nested virtualisation enabled (on the host that runs it: kvm_intel.nested=1 or kvm_amd.nested=1, or an instance type that offers nested virtualisation)", ev...)
+			}
+			return check.Failed("no vmx or svm cpu flag: hardware virtualisation is missing or disabled in the BIOS",
+				"enable Intel VT-x (\"Virtualization Technology\") or AMD-V (\"SVM Mode\") in the BIOS/UEFI setup and reboot", ev...)
+		},
+	}, {
+		ID:        "virt.nested",
+		Title:     "if this host is a virtual machine",
+		Why:       "Pods in nested VMs run noticeably slower and some devices behave differently; it works for testing but is rarely what production wants.",
+		Parent:    "virt.hardware",
+		Reads:     []string{"virt.guest"},
+		Platforms: "non-confidential platforms (warning)",
+		Remedies:  []string{"prefer bare-metal nodes for production sandboxes"},
+		Applies:   check.When(check.Warning, func(p platform.Platform) bool { return !p.Confidential() }),
+		Run: func(f *facts.Facts) check.Result {
+			ev := []check.Evidence{check.Ev("virt.guest", f.Virt.Guest), check.Ev("virt.hypervisor", f.Virt.Hypervisor)}
+			if yes(f.Virt.Guest) {
+				return check.Warned("running nested in a "+guestName(f)+": sandboxes work but are slower",
+					"prefer bare metal for production", ev...)
+			}
+			return check.Ok("bare metal", ev...)
+		},
+	}, {
+		ID:        "virt.guest.tee",
+		Title:     "for bare metal (TEEs are not nested)",
+		Why:       "AMD SEV-SNP and Intel TDX need the host's firmware and the CPU's memory encryption directly: a hypervisor cannot pass them through to a nested guest.",
+		Reads:     []string{"virt.guest"},
+		Platforms: "confidential platforms (snp, tdx)",
+		Remedies:  []string{"run confidential platforms on bare-metal hosts (or cloud bare-metal instances such as EC2 .metal)"},
+		Applies:   check.When(check.Blocking, isConfidential),
+		Run: func(f *facts.Facts) check.Result {
+			ev := []check.Evidence{check.Ev("virt.guest", f.Virt.Guest), check.Ev("virt.hypervisor", f.Virt.Hypervisor)}
+			if yes(f.Virt.Guest) {
+				return check.Failed("this is a "+guestName(f)+": SEV-SNP and TDX need bare metal",
+					"run confidential platforms on a bare-metal host", ev...)
+			}
+			if f.Virt.Guest == nil {
+				return check.Unsure("whether this host is a VM is not known", ev...)
+			}
+			return check.Ok("bare metal", ev...)
+		},
+	}}
+}
+
+// hwFlagsSeen lists the virtualisation-related flags present, for evidence.
+func hwFlagsSeen(f *facts.Facts) []string {
+	var out []string
+	for _, fl := range []string{"vmx", "svm", "hypervisor"} {
+		if f.CPU.HasFlag(fl) {
+			out = append(out, fl)
+		}
+	}
+	return out
+}
