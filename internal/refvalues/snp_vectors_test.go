@@ -37,7 +37,7 @@ func readPSV(t *testing.T, name string, fields int) [][]string {
 	return rows
 }
 
-func readTestdata(t *testing.T, name string) []byte {
+func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
