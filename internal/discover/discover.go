@@ -27,6 +27,10 @@ type Options struct {
 	// PCIIDs is a pci.ids database on the machine berth runs on, used when
 	// the host root has none; empty means none (PCI names stay empty).
 	PCIIDs string
+	// ExecPlugins allows running the executable host checks under
+	// /etc/berth/checks.d (berth check --exec-plugins); off by default
+	// because they run as root.
+	ExecPlugins bool
 }
 
 // subsystem fills its own part of f.
