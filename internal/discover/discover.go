@@ -31,6 +31,10 @@ type Options struct {
 	// /etc/berth/checks.d (berth check --exec-plugins); off by default
 	// because they run as root.
 	ExecPlugins bool
+	// ProbeTimeout bounds the QEMU probe; zero means 5 s.
+	ProbeTimeout time.Duration
+	// PluginTimeout bounds each executable check; zero means 10 s.
+	PluginTimeout time.Duration
 }
 
 // subsystem fills its own part of f.
