@@ -6,9 +6,13 @@ func subsystems() []subsystem {
 	return []subsystem{
 		{"cgroups", runCgroups},
 		{"cpu", runCPU},
+		{"devices", runDevices},
+		{"iommu", runIOMMU},
 		{"kernel", runKernel},
 		{"memory", runMemory},
 		{"os", runOSRelease},
+		{"pci", runPCI},
+		{"tee", runTEE},
 		{"virt", runVirt},
 	}
 }

@@ -1,0 +1,265 @@
+package discover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/pciids"
+)
+
+const pciDevicesDir = "sys/bus/pci/devices"
+
+// pciIDsPaths are where distributions install the pci.ids database, tried
+// in the host root before Options.PCIIDs.
+var pciIDsPaths = []string{"usr/share/misc/pci.ids", "usr/share/hwdata/pci.ids"}
+
+// runPCI fills Facts.PCI and, from it, Facts.GPUs.
+//
+// Every device is listed (bridges included: a GPU's group isolation is
+// judged against them), with only the fields the kernel has for it. A
+// device whose identity cannot be read is left out and recorded as unknown
+// under "pci[<address>]". A host without a PCI bus (some microVMs) has an
+// empty list and no unknown; an unreadable bus makes "pci" unknown.
+func runPCI(_ context.Context, s *session, f *facts.Facts) {
+	ents, err := s.root.FS().ReadDir(pciDevicesDir)
+	if err != nil {
+		if !(errors.Is(err, fs.ErrNotExist) && s.exists("sys/bus")) {
+			s.unknownf("pci", "%s", ReadReason(pciDevicesDir, err))
+			s.unknownf("gpus", "%s", ReadReason(pciDevicesDir, err))
+		}
+		return
+	}
+	mdev := s.exists("sys/class/mdev_bus")
+	devs := make([]facts.PCIDevice, 0, len(ents))
+	for _, e := range ents {
+		d, err := s.pciDevice(e.Name(), mdev)
+		if err != nil {
+			s.unknownf("pci["+e.Name()+"]", "%v", err)
+			continue
+		}
+		devs = append(devs, d)
+	}
+	sort.Slice(devs, func(i, j int) bool { return devs[i].Address < devs[j].Address })
+	s.namePCI(devs)
+	if len(devs) > 0 {
+		f.PCI = devs
+	}
+	f.GPUs = gpus(devs)
+}
+
+// pciDevice reads one device. The uevent file gives vendor, device, class
+// and driver in one read (sysfs reads dominate discovery time on hosts
+// with hundreds of functions); fixture trees may have only the separate
+// vendor/device/class files and the driver symlink.
+func (s *session) pciDevice(addr string, mdev bool) (facts.PCIDevice, error) {
+	dir := path.Join(pciDevicesDir, addr)
+	d := facts.PCIDevice{Address: addr}
+	var err error
+	if b, uerr := s.root.FS().ReadFile(dir + "/uevent"); uerr == nil {
+		err = parsePCIUevent(string(b), &d)
+		if err != nil {
+			err = fmt.Errorf("%s: %s/uevent: %w", facts.ReasonUnparseable, dir, err)
+		}
+	} else {
+		err = s.pciIdentity(dir, &d)
+	}
+	if err != nil {
+		return d, err
+	}
+	if d.Driver == "" {
+		if t, err := s.root.FS().ReadLink(dir + "/driver"); err == nil {
+			d.Driver = path.Base(t)
+		}
+	}
+	if t, err := s.root.FS().ReadLink(dir + "/iommu_group"); err == nil {
+		if g, err := strconv.Atoi(path.Base(t)); err == nil {
+			d.IOMMUGroup = &g
+		}
+	}
+	// -1 means "no NUMA affinity": left out like an absent file.
+	if n, ok := s.readInt(dir + "/numa_node"); ok && n >= 0 {
+		d.NUMANode = &n
+	}
+	if n, ok := s.readInt(dir + "/sriov_totalvfs"); ok {
+		d.SRIOVTotal = &n
+		if n, ok := s.readInt(dir + "/sriov_numvfs"); ok {
+			d.SRIOVNum = &n
+		}
+	}
+	if mdev {
+		d.VGPUTypes = s.mdevTypes(addr)
+	}
+	if d.Vendor == "10de" {
+		if b, ok := s.readFile("", dir+"/nvidia/creatable_vgpu_types"); ok {
+			d.VGPUTypes = append(d.VGPUTypes, parseVGPUTypes(string(b))...)
+		}
+	}
+	return d, nil
+}
+
+// pciIdentity reads vendor, device and class from their own files.
+func (s *session) pciIdentity(dir string, d *facts.PCIDevice) error {
+	for _, fld := range []struct {
+		name  string
+		width int
+		dst   *string
+	}{{"vendor", 4, &d.Vendor}, {"device", 4, &d.Device}, {"class", 6, &d.Class}} {
+		p := dir + "/" + fld.name
+		b, err := s.root.FS().ReadFile(p)
+		if err != nil {
+			return errors.New(ReadReason(p, err))
+		}
+		v, err := pciHex(strings.TrimSpace(string(b)), fld.width)
+		if err != nil {
+			return errors.New(unparseable(p, 1, err.Error()))
+		}
+		*fld.dst = v
+	}
+	return nil
+}
+
+// parsePCIUevent reads DRIVER, PCI_CLASS and PCI_ID from a device's uevent.
+func parsePCIUevent(text string, d *facts.PCIDevice) error {
+	var id, class string
+	for _, l := range strings.Split(text, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "DRIVER":
+			d.Driver = v
+		case "PCI_CLASS":
+			class = v
+		case "PCI_ID":
+			id = v
+		}
+	}
+	ven, dev, ok := strings.Cut(id, ":")
+	if !ok {
+		return fmt.Errorf("PCI_ID: expected VVVV:DDDD, got %q", id)
+	}
+	var err error
+	if d.Vendor, err = pciHex(ven, 4); err != nil {
+		return fmt.Errorf("PCI_ID vendor: %w", err)
+	}
+	if d.Device, err = pciHex(dev, 4); err != nil {
+		return fmt.Errorf("PCI_ID device: %w", err)
+	}
+	if d.Class, err = pciHex(class, 6); err != nil {
+		return fmt.Errorf("PCI_CLASS: %w", err)
+	}
+	return nil
+}
+
+// pciHex normalises "0x10DE" or "20000" to width lower-case hex digits.
+func pciHex(v string, width int) (string, error) {
+	v = strings.TrimPrefix(strings.TrimPrefix(v, "0x"), "0X")
+	n, err := strconv.ParseUint(v, 16, 32)
+	if err != nil || len(v) > width {
+		return "", fmt.Errorf("expected up to %d hex digits, got %q", width, v)
+	}
+	return fmt.Sprintf("%0*x", width, n), nil
+}
+
+// readInt reads a sysfs integer quietly (for optional files).
+func (s *session) readInt(p string) (int, bool) {
+	v, ok := s.readString("", p)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+// mdevTypes lists the mediated-device (pre-Ampere vGPU) types of a device
+// as "<type>: <name>".
+func (s *session) mdevTypes(addr string) []string {
+	dir := "sys/class/mdev_bus/" + addr + "/mdev_supported_types"
+	ents, err := s.root.FS().ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		t := e.Name()
+		if name, ok := s.readString("", dir+"/"+t+"/name"); ok && name != "" {
+			t += ": " + name
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// parseVGPUTypes parses nvidia/creatable_vgpu_types ("1428 : NVIDIA
+// H200X-141C" per line, possibly under an "ID : vGPU Name" header) into
+// "<id>: <name>".
+func parseVGPUTypes(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		id, name, ok := strings.Cut(l, ":")
+		id, name = strings.TrimSpace(id), strings.TrimSpace(name)
+		if !ok || id == "" {
+			continue
+		}
+		if _, err := strconv.Atoi(id); err != nil {
+			continue // header line
+		}
+		out = append(out, id+": "+name)
+	}
+	return out
+}
+
+// namePCI fills vendor and device names from pci.ids: the host root's copy
+// first, else Options.PCIIDs (the copy on the machine berth runs on).
+// Names are cosmetic: without a database they stay empty and nothing is
+// recorded as unknown.
+func (s *session) namePCI(devs []facts.PCIDevice) {
+	if len(devs) == 0 {
+		return
+	}
+	r, src := s.openPCIIDs()
+	if r == nil {
+		slog.Debug("no pci.ids database; PCI names left empty")
+		return
+	}
+	defer r.Close()
+	want := make([]pciids.ID, len(devs))
+	for i, d := range devs {
+		want[i] = pciids.ID{Vendor: d.Vendor, Device: d.Device}
+	}
+	names, err := pciids.Resolve(r, want)
+	if err != nil {
+		slog.Warn("reading pci.ids", "path", src, "err", err)
+	}
+	for i := range devs {
+		devs[i].VendorName = names.Vendor(devs[i].Vendor)
+		devs[i].DeviceName = names.Device(want[i])
+	}
+}
+
+func (s *session) openPCIIDs() (io.ReadCloser, string) {
+	for _, p := range pciIDsPaths {
+		if f, err := s.root.FS().Open(p); err == nil {
+			return f, p
+		}
+	}
+	if s.opt.PCIIDs != "" {
+		f, err := os.Open(s.opt.PCIIDs)
+		if err == nil {
+			return f, s.opt.PCIIDs
+		}
+		slog.Debug("opening pci.ids", "err", err)
+	}
+	return nil, ""
+}

@@ -1,0 +1,160 @@
+// Package pciids resolves PCI vendor and device names from the pci.ids
+// database (the Debian/hwdata package, usr/share/misc/pci.ids).
+//
+// The database is 1.3 MB; berth needs the names of the few dozen devices
+// of one host. Resolve therefore streams the file once and keeps only the
+// names asked for, instead of building an in-memory copy of the whole
+// database as general-purpose libraries do.
+package pciids
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// ID is one vendor/device pair, both as four lower-case hex digits
+// ("10de", "2330").
+type ID struct {
+	Vendor string
+	Device string
+}
+
+// Names are the names found for a set of IDs.
+type Names struct {
+	// Vendors maps a vendor id to its name.
+	Vendors map[string]string
+	// Devices maps a vendor/device pair to the device name.
+	Devices map[ID]string
+}
+
+// Vendor returns the name of vendor, or "".
+func (n Names) Vendor(vendor string) string { return n.Vendors[vendor] }
+
+// Device returns the name of the device, or "".
+func (n Names) Device(id ID) string { return n.Devices[id] }
+
+// maxLine bounds one line of the database; real lines are under 200 bytes.
+const maxLine = 64 * 1024
+
+// Resolve reads a pci.ids database from r and returns the names of the
+// vendors and devices in want. IDs not in the database are simply absent
+// from the result. It stops reading once every wanted vendor's block has
+// been passed. A malformed vendor or device line is an error naming the
+// line; lines of other kinds (subsystems, classes, comments) are skipped
+// without inspection.
+func Resolve(r io.Reader, want []ID) (Names, error) {
+	n := Names{Vendors: map[string]string{}, Devices: map[ID]string{}}
+	// wantDev is keyed by vendor and device digits side by side, so that
+	// a lookup needs no allocation.
+	wantDev := map[[8]byte]ID{}
+	wantVen := map[string]bool{}
+	for _, id := range want {
+		id = ID{strings.ToLower(id.Vendor), strings.ToLower(id.Device)}
+		if len(id.Vendor) != 4 || len(id.Device) != 4 {
+			continue // cannot be in the database
+		}
+		var k [8]byte
+		copy(k[:4], id.Vendor)
+		copy(k[4:], id.Device)
+		wantDev[k] = id
+		wantVen[id.Vendor] = true
+	}
+	if len(wantVen) == 0 {
+		return n, nil
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	var (
+		cur    string // current vendor when it is wanted, else ""
+		key    [8]byte
+		seen   int // wanted vendors whose block has started
+		lineNo int
+	)
+	for sc.Scan() {
+		lineNo++
+		// Bytes, not Text: most of the 37k lines are skipped, and
+		// allocating a string for each costs more than the scan.
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		switch {
+		case line[0] == '\t':
+			if cur == "" || (len(line) > 1 && line[1] == '\t') {
+				continue // device of an unwanted vendor, or a subsystem line
+			}
+			id, err := entryID(line[1:])
+			if err != nil {
+				return n, fmt.Errorf("pci.ids:%d: device line: %w", lineNo, err)
+			}
+			copy(key[4:], id[:])
+			if k, ok := wantDev[key]; ok {
+				n.Devices[k] = entryName(line[1:])
+			}
+		case line[0] == 'C' && len(line) > 1 && line[1] == ' ':
+			// The class section follows all vendors.
+			return n, nil
+		default:
+			if seen == len(wantVen) {
+				return n, nil // the last wanted vendor's block has ended
+			}
+			id, err := entryID(line)
+			if err != nil {
+				return n, fmt.Errorf("pci.ids:%d: vendor line: %w", lineNo, err)
+			}
+			cur = ""
+			// Indexing with string(bytes) does not allocate.
+			if wantVen[string(id[:])] {
+				cur = string(id[:])
+				copy(key[:4], id[:])
+				if _, dup := n.Vendors[cur]; !dup {
+					seen++
+				}
+				n.Vendors[cur] = entryName(line)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return n, fmt.Errorf("pci.ids:%d: %w", lineNo+1, err)
+	}
+	return n, nil
+}
+
+// entryID returns the lower-cased id that starts a vendor or device line
+// ("10de  NVIDIA Corporation"), without allocating.
+func entryID(s []byte) ([4]byte, error) {
+	var id [4]byte
+	if len(s) < 4 || !isHex4(s[:4]) {
+		return id, fmt.Errorf("expected 4 hex digits, got %q", truncate(s))
+	}
+	for i := range 4 {
+		c := s[i]
+		if 'A' <= c && c <= 'F' {
+			c += 'a' - 'A'
+		}
+		id[i] = c
+	}
+	return id, nil
+}
+
+// entryName returns the name after the id of a line entryID accepted.
+func entryName(s []byte) string { return strings.TrimSpace(string(s[4:])) }
+
+func isHex4(s []byte) bool {
+	for i := 0; i < 4; i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+func truncate(s []byte) string {
+	if len(s) > 40 {
+		return string(s[:40]) + "..."
+	}
+	return string(s)
+}
