@@ -23,6 +23,7 @@ type globals struct {
 	env
 	output  string
 	root    string
+	live    bool
 	verbose int
 	noColor bool
 	log     *slog.Logger
@@ -68,11 +69,15 @@ only what the chosen platform needs.`,
 	pf := cmd.PersistentFlags()
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.StringVar(&g.root, "root", "/", "host root to inspect: a directory or a snapshot .tar.gz")
+	pf.BoolVar(&g.live, "live", false, "the --root directory is a running host mounted there (as /host in the DaemonSet): run its binaries chrooted into it")
 	pf.CountVarP(&g.verbose, "verbose", "v", "log more (-v info, -vv debug) to stderr")
 	pf.BoolVar(&g.noColor, "no-color", false, "never colour the output (NO_COLOR is honoured too)")
 
 	cmd.AddCommand(newVersionCmd(g))
+	cmd.AddCommand(newFactsCmd(g))
+	cmd.AddCommand(newSnapshotCmd(g))
 	cmd.AddCommand(newRefvaluesCmd(g))
+	cmd.AddCommand(newCheckCmd(g))
 	return cmd
 }
 

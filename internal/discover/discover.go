@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,8 @@ type Options struct {
 	ProbeTimeout time.Duration
 	// PluginTimeout bounds each executable check; zero means 10 s.
 	PluginTimeout time.Duration
+	// Log receives per-subsystem timings at debug level; nil discards.
+	Log *slog.Logger
 }
 
 // subsystem fills its own part of f.
@@ -61,7 +64,11 @@ func Run(ctx context.Context, root hostfs.Root, opt Options) *facts.Facts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			start := time.Now()
 			sub.run(ctx, s, f)
+			if opt.Log != nil {
+				opt.Log.Debug("discovered", "subsystem", sub.name, "took", time.Since(start))
+			}
 		}()
 	}
 	wg.Wait()

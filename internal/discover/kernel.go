@@ -17,7 +17,7 @@ import (
 // modulesOfInterest are the kernel modules berth reports.
 var modulesOfInterest = []string{
 	"9p", "9pnet", "9pnet_virtio", "ccp", "erofs", "fuse", "iommufd",
-	"kvm", "kvm_amd", "kvm_intel", "mshv", "mshv_root", "mshv_vtl", "overlay",
+	"kvm", "kvm_amd", "kvm_intel", "kvm_pvm", "mshv", "mshv_root", "mshv_vtl", "overlay",
 	"sev_guest", "tdx_guest", "tun", "vfio", "vfio_iommu_type1", "vfio_pci",
 	"vfio_pci_core", "vhost", "vhost_net", "vhost_vsock", "virtiofs",
 	"vmw_vsock_virtio_transport", "vsock",
