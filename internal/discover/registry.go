@@ -12,6 +12,8 @@ func subsystems() []subsystem {
 		{"memory", runMemory},
 		{"os", runOSRelease},
 		{"pci", runPCI},
+		{"plugins", runPlugins},
+		{"qemu-probe", runQEMUProbe},
 		{"tee", runTEE},
 		{"virt", runVirt},
 	}
