@@ -125,6 +125,9 @@ type Check struct {
 	// Reads declares the fact fields the check reads, as dotted JSON paths.
 	// If any is unknown in Facts.Unknown the result is Unknown.
 	Reads []string
+	// ReadsFor adds the fields read on a given platform (the platform's
+	// hypervisor binary, its runtime's handlers), for RunFor checks.
+	ReadsFor func(p platform.Platform) []string
 	// Platforms describes for humans which platforms the check applies to.
 	Platforms string
 	// Remedies lists what a person can do when the check fails, for

@@ -135,6 +135,8 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 				r = Result{Status: Skip, Message: "skipped: prerequisite " + c.Parent + " did not pass"}
 			case unknown[i] != nil:
 				r = *unknown[i]
+			case c.ReadsFor != nil && unknownFields(f, c.ReadsFor(p)) != nil:
+				r = *unknownFields(f, c.ReadsFor(p))
 			case c.Run != nil:
 				if !host[i].done {
 					host[i] = rawResult{done: true, Result: c.Run(f)}
@@ -198,12 +200,15 @@ func (v *Verdict) conclude() {
 // unknownEvidence returns the Unknown result for c when a fact it declares
 // is unknown, or nil. The evaluator applies it before running the check,
 // so no check can pass on evidence nobody could read.
-func unknownEvidence(f *facts.Facts, c *Check) *Result {
+func unknownEvidence(f *facts.Facts, c *Check) *Result { return unknownFields(f, c.Reads) }
+
+// unknownFields returns the Unknown result when one of fields is unknown.
+func unknownFields(f *facts.Facts, fields []string) *Result {
 	if len(f.Unknown) == 0 {
 		return nil
 	}
 	var ev []Evidence
-	for _, field := range c.Reads {
+	for _, field := range fields {
 		if reason, ok := unknownReason(f, field); ok {
 			ev = append(ev, Evidence{Field: field, Value: "unknown (" + reason + ")"})
 		}
@@ -211,13 +216,13 @@ func unknownEvidence(f *facts.Facts, c *Check) *Result {
 	if len(ev) == 0 {
 		return nil
 	}
-	fields := make([]string, len(ev))
+	names := make([]string, len(ev))
 	for i, e := range ev {
-		fields[i] = e.Field
+		names[i] = e.Field
 	}
 	return &Result{
 		Status:   Unknown,
-		Message:  "cannot tell: " + strings.Join(fields, ", ") + " unknown",
+		Message:  "cannot tell: " + strings.Join(names, ", ") + " unknown",
 		Evidence: ev,
 		Remedy:   "run berth on the live host (as root) or give a root where these facts can be read",
 	}

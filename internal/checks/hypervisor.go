@@ -28,7 +28,7 @@ func hypervisorChecks() []check.Check {
 		ID:        "hypervisor.binary",
 		Title:     "for the hypervisor binary",
 		Why:       "The platform's hypervisor (QEMU, Cloud Hypervisor or Firecracker) runs every sandbox; berth install brings Kata's static build when the host has none.",
-		Reads:     []string{"binaries"},
+		ReadsFor:  func(p platform.Platform) []string { return []string{"binaries." + p.Hypervisor().String() + ".path"} },
 		Platforms: "all (warning: installed by berth install)",
 		Remedies:  []string{"berth install installs Kata's static build, which includes the hypervisor", "or install the distribution package (qemu-system-x86, cloud-hypervisor)"},
 		Applies:   check.Always(check.Warning),
@@ -45,7 +45,7 @@ func hypervisorChecks() []check.Check {
 		Title:     "for the hypervisor's minimum version",
 		Why:       "Upstream QEMU launches SEV-SNP guests from 9.1 and TDX guests from 10.1; vendor builds (AMD's snp branch, Canonical's TDX QEMU) backport it.",
 		Parent:    "hypervisor.binary",
-		Reads:     []string{"binaries"},
+		Reads:     []string{"binaries.qemu.version"},
 		Platforms: "confidential qemu platforms",
 		Remedies:  []string{"use the QEMU from berth install (Kata's static build) or upgrade the host's QEMU (SNP >= 9.1, TDX >= 10.1)"},
 		Applies:   check.When(check.Blocking, func(p platform.Platform) bool { return minHypervisor(p) != nil }),
@@ -62,7 +62,7 @@ func hypervisorChecks() []check.Check {
 				return check.Unsure("QEMU version not known", ev...)
 			case v.atLeast(min...):
 				return check.Ok("QEMU "+v.String()+" >= "+fmtVersion(min...), ev...)
-			case b.Vendor != "":
+			case teeVendorBuild(b.Vendor, p.TEE()):
 				return check.Warned("QEMU "+v.String()+" is older than upstream "+fmtVersion(min...)+" but a vendor build ("+b.Vendor+"): it may carry the "+p.TEE().String()+" patches",
 					"verify with the vendor, or use the QEMU from berth install", ev...)
 			}
@@ -73,7 +73,7 @@ func hypervisorChecks() []check.Check {
 		ID:        "hypervisor.functional",
 		Title:     "if QEMU starts with KVM",
 		Why:       "A QEMU that is present can still fail to start, lack KVM, or lack the confidential guest types (sev-snp-guest, tdx-guest); berth starts it once without a guest to ask.",
-		Parent:    "hypervisor.binary",
+		Parent:    "kvm.device.exists",
 		Reads:     []string{"qemuProbe"},
 		Platforms: "qemu platforms",
 		Remedies:  []string{"run berth check with --probe on the live host to test QEMU", "use the QEMU from berth install"},
@@ -110,4 +110,22 @@ func hypervisorChecks() []check.Check {
 			return check.Ok(msg, ev...)
 		},
 	}}
+}
+
+// teeVendorBuild reports whether a QEMU vendor string names a build that
+// carries the TEE's patches ahead of upstream (AMD's SNP branch, Canonical's
+// or Intel's TDX QEMU, Kata's static build); plain distribution packages do
+// not count.
+func teeVendorBuild(vendor string, tee platform.TEE) bool {
+	v := strings.ToLower(vendor)
+	if strings.Contains(v, "kata") {
+		return true
+	}
+	switch tee {
+	case platform.SNP:
+		return strings.Contains(v, "snp") || strings.Contains(v, "amdese") || strings.Contains(v, "sev")
+	case platform.TDX:
+		return strings.Contains(v, "tdx")
+	}
+	return false
 }

@@ -18,6 +18,14 @@ func containerRuntime(f *facts.Facts, p platform.Platform) (*facts.ContainerRunt
 	return f.Runtimes.Containerd, "containerd"
 }
 
+// runtimeField is the Facts path of the platform's runtime.
+func runtimeField(p platform.Platform) string {
+	if p.Distribution().Runtime() == platform.CRIO {
+		return "runtimes.crio"
+	}
+	return "runtimes.containerd"
+}
+
 func isContainerd(p platform.Platform) bool { return p.Distribution().Runtime() == platform.Containerd }
 
 func runtimeChecks() []check.Check {
@@ -25,13 +33,12 @@ func runtimeChecks() []check.Check {
 		ID:        "runtime.present",
 		Title:     "for the container runtime",
 		Why:       "Kata plugs into the node's CRI runtime (containerd or CRI-O) as a runtime handler; without the runtime there is nothing to configure.",
-		Reads:     []string{"runtimes"},
 		Platforms: "all",
 		Remedies:  []string{"install the Kubernetes distribution first (kubeadm: install containerd; k3s/RKE2/k0s/microk8s ship their own)"},
 		Applies:   check.Always(check.Blocking),
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			rt, name := containerRuntime(f, p)
-			if rt == nil {
+			if rt == nil || rt.Binary == "" {
 				return check.Failed(name+" not found", "install the Kubernetes distribution (or "+name+") first", check.Ev("runtimes", "no "+name))
 			}
 			return check.Ok(name+" "+rt.Version, check.Ev("runtimes.binary", rt.Binary), check.Ev("runtimes.version", rt.Version))
@@ -70,7 +77,6 @@ func runtimeChecks() []check.Check {
 		Title:     "if the runtime configuration parses",
 		Why:       "berth adds the platform's handler to the runtime's configuration; a file that does not parse would also stop the runtime at its next restart.",
 		Parent:    "runtime.present",
-		Reads:     []string{"runtimes"},
 		Platforms: "all",
 		Remedies:  []string{"fix the syntax error at the line and column reported, or restore the distribution's default configuration"},
 		Applies:   check.Always(check.Blocking),
@@ -90,7 +96,6 @@ func runtimeChecks() []check.Check {
 		Title:     "if the runtime reads the distribution's configuration",
 		Why:       "Editing a file the runtime does not read (k3s's generated config.toml instead of its template, /etc/containerd on k3s) is the classic cause of \"no runtime for ... is configured\".",
 		Parent:    "runtime.present",
-		Reads:     []string{"runtimes"},
 		Platforms: "all (warning)",
 		Remedies:  []string{"let berth write the distribution's file (template or drop-in); check the runtime's --config flag in its systemd unit"},
 		Applies:   check.Always(check.Warning),
@@ -115,7 +120,7 @@ func runtimeChecks() []check.Check {
 		Title:     "for the platform's runtime handler",
 		Why:       "Pods select the platform through a RuntimeClass whose handler must be configured in the runtime; before berth install it is expected to be absent.",
 		Parent:    "runtime.config.parse",
-		Reads:     []string{"runtimes"},
+		ReadsFor:  func(p platform.Platform) []string { return []string{runtimeField(p) + ".handlers"} },
 		Platforms: "all (warning when misconfigured; absent before install is fine)",
 		Remedies:  []string{"berth install adds the handler and restarts the runtime"},
 		Applies:   check.Always(check.Warning),
@@ -146,7 +151,6 @@ func runtimeChecks() []check.Check {
 		Title:     "if the runtime is running",
 		Why:       "berth restarts the runtime after configuring it and verifies the handler through the CRI socket.",
 		Parent:    "runtime.present",
-		Reads:     []string{"runtimes"},
 		Platforms: "all (warning)",
 		Remedies:  []string{"start the runtime (systemctl start containerd, or the distribution's service)"},
 		Applies:   check.Always(check.Warning),

@@ -29,7 +29,7 @@ func sharedFSChecks() []check.Check {
 		ID:        "sharedfs.virtiofs.daemon",
 		Title:     "for the virtiofsd binary",
 		Why:       "virtiofsd serves the container's root filesystem to the guest on platforms that share it; berth install brings Kata's build when the host has none.",
-		Reads:     []string{"binaries"},
+		Reads:     []string{"binaries.virtiofsd.path"},
 		Platforms: "platforms with a shared filesystem (virtio-fs) (warning: installed by berth install)",
 		Remedies:  []string{"berth install installs Kata's static build, which includes virtiofsd", "or install the distribution package (virtiofsd)"},
 		Applies:   check.When(check.Warning, hasVirtioFS),

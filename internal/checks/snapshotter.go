@@ -14,7 +14,7 @@ func snapshotterChecks() []check.Check {
 		Title:     "for the platform's snapshotter",
 		Why:       "Guest-pull platforms need the nydus snapshotter; Firecracker has no shared filesystem and needs a block-device snapshotter (devmapper or blockfile); GPU platforms use erofs.",
 		Parent:    "runtime.present",
-		Reads:     []string{"runtimes", "binaries"},
+		Reads:     []string{"runtimes.containerd.snapshotters"},
 		Platforms: "containerd platforms with a snapshotter other than overlayfs",
 		Remedies: []string{
 			"nydus: berth install deploys nydus-snapshotter",

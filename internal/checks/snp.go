@@ -32,6 +32,7 @@ func snpChecks() []check.Check {
 		ID:        "snp.cpu.generation",
 		Title:     "for an SEV-SNP capable AMD EPYC",
 		Why:       "SEV-SNP exists from AMD EPYC Milan (Zen 3) on; Naples and Rome have only SEV and SEV-ES. A platform pinned to a product line needs that line.",
+		Parent:    "virt.guest.tee",
 		Reads:     []string{"cpu.vendor", "cpu.productLine"},
 		Platforms: "snp platforms",
 		Remedies:  []string{"use an AMD EPYC Milan, Genoa (Bergamo, Siena) or Turin host", "pick the platform whose product line matches the CPU (e.g. -genoa on a Genoa host)"},

@@ -16,6 +16,7 @@ func tdxChecks() []check.Check {
 		ID:        "tdx.cpu.generation",
 		Title:     "for a TDX capable Intel Xeon",
 		Why:       "Intel TDX exists on 4th-generation Xeon Scalable (Sapphire Rapids, some SKUs) and newer.",
+		Parent:    "virt.guest.tee",
 		Reads:     []string{"cpu.vendor", "cpu.productLine"},
 		Platforms: "tdx platforms",
 		Remedies:  []string{"use an Intel Xeon Emerald Rapids, Granite Rapids or a TDX-enabled Sapphire Rapids SKU"},

@@ -55,6 +55,12 @@ func virtChecks() []check.Check {
 			if flag, ok := hwVirtFlag(f); ok {
 				return check.Ok("cpu flag "+flag+" present", ev...)
 			}
+			if k := f.Devices.KVM; k != nil && k.CreateVM {
+				// KVM without VT-x/AMD-V: a software backend such as PVM
+				// (kvm_pvm), which boots only guest kernels built for it.
+				return check.Warned("no vmx/svm cpu flag, yet /dev/kvm creates VMs: KVM runs on a software backend (such as kvm_pvm) in this "+guestName(f)+"; Kata's guest kernels may not boot under it",
+					"verify with a test pod after install; for production run on bare metal or a VM with nested virtualisation", append(ev, check.Ev("devices.kvm.createVm", true))...)
+			}
 			if yes(f.Virt.Guest) {
 				return check.Failed("this is a "+guestName(f)+" without nested virtualisation: no vmx/svm cpu flag, so no VM-based platform can run here",
 					"run on bare metal, or in a VM with nested virtualisation enabled (on the host that runs it: kvm_intel.nested=1 or kvm_amd.nested=1, or an instance type that offers nested virtualisation)", ev...)
@@ -83,6 +89,7 @@ func virtChecks() []check.Check {
 		ID:        "virt.guest.tee",
 		Title:     "for bare metal (TEEs are not nested)",
 		Why:       "AMD SEV-SNP and Intel TDX need the host's firmware and the CPU's memory encryption directly: a hypervisor cannot pass them through to a nested guest.",
+		Parent:    "virt.hardware",
 		Reads:     []string{"virt.guest"},
 		Platforms: "confidential platforms (snp, tdx)",
 		Remedies:  []string{"run confidential platforms on bare-metal hosts (or cloud bare-metal instances such as EC2 .metal)"},

@@ -1,0 +1,54 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"time"
+
+	"berth.dev/berth/internal/check"
+	"berth.dev/berth/internal/facts"
+)
+
+// NFDMaxBytes is the largest feature file Node Feature Discovery reads.
+const NFDMaxBytes = 64 << 10
+
+// LabelPrefix is the namespace of berth's labels.
+const LabelPrefix = "berth.dev/"
+
+// WriteNFD writes a Node Feature Discovery feature file (features.d
+// format: `name=value` lines and `#` comments) with one
+// berth.dev/platform.<name>=true|false label per verdict and the key facts.
+// A non-zero expiry adds the `# +expiry-time=` directive, after which NFD
+// ignores the file (so a node that stops running berth loses its labels).
+func WriteNFD(w io.Writer, r *Report, f *facts.Facts, expiry time.Time) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# berth check: node features for Node Feature Discovery\n")
+	fmt.Fprintf(&b, "# facts %s collected %s\n", r.FactsDigest, r.Host.CollectedAt.UTC().Format(time.RFC3339))
+	if !expiry.IsZero() {
+		fmt.Fprintf(&b, "# +expiry-time=%s\n", expiry.UTC().Format(time.RFC3339))
+	}
+	tee := "none"
+	switch {
+	case yes(f.TEE.SNP.KVMSEVSNP):
+		tee = "snp"
+	case yes(f.TEE.TDX.KVMTDX) && yes(f.TEE.TDX.ModuleInitialized):
+		tee = "tdx"
+	}
+	kvm := f.Devices.KVM != nil && f.Devices.KVM.CreateVM
+	fmt.Fprintf(&b, "%stee=%s\n", LabelPrefix, tee)
+	fmt.Fprintf(&b, "%skvm=%t\n", LabelPrefix, kvm)
+	if f.Virt.Guest != nil {
+		fmt.Fprintf(&b, "%svirt.guest=%t\n", LabelPrefix, *f.Virt.Guest)
+	}
+	for _, v := range r.Verdicts {
+		fmt.Fprintf(&b, "%splatform.%s=%t\n", LabelPrefix, v.Name, v.Status != check.NotReady)
+	}
+	if b.Len() > NFDMaxBytes {
+		return fmt.Errorf("NFD feature file would be %d bytes, over NFD's %d-byte limit: select fewer platforms", b.Len(), NFDMaxBytes)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func yes(b *bool) bool { return b != nil && *b }
