@@ -13,7 +13,9 @@ package runtimecfg
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
@@ -59,11 +61,51 @@ func decode(file string, data []byte, v any) error {
 		line, col := de.Position()
 		return &ParseError{
 			File: file, Line: line, Column: col,
-			Key: strings.Join(de.Key(), "."),
-			Msg: strings.TrimPrefix(de.Error(), "toml: "),
+			Key: dottedKey(de.Key()),
+			Msg: friendlyMessage(strings.TrimPrefix(de.Error(), "toml: ")),
 		}
 	}
 	return &ParseError{File: file, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
+}
+
+// dottedKey writes a key as TOML would, quoting parts that contain dots
+// (plugins."io.containerd.grpc.v1.cri".containerd).
+func dottedKey(parts []string) string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		if strings.ContainsAny(p, ". \t\"'") || p == "" {
+			p = strconv.Quote(p)
+		}
+		out[i] = p
+	}
+	return strings.Join(out, ".")
+}
+
+// typeMismatch matches go-toml's type errors, which name our private Go
+// types; users need the TOML type that was expected instead.
+var typeMismatch = regexp.MustCompile(`^cannot decode TOML (.+?) into .*?(?:of type )?(\S+)$`)
+
+// expectedTOML names the TOML type each Go field type takes.
+var expectedTOML = map[string]string{
+	"bool": "a boolean", "*bool": "a boolean",
+	"string": "a string", "*string": "a string",
+	"int64": "an integer", "*int64": "an integer",
+	"[]string": "an array of strings", "*[]string": "an array of strings",
+}
+
+func friendlyMessage(msg string) string {
+	m := typeMismatch.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	want, ok := expectedTOML[m[2]]
+	if !ok {
+		want = "a table"
+		if !strings.HasPrefix(m[2], "map[") && !strings.Contains(m[2], "runtimecfg.") {
+			return msg
+		}
+	}
+	return fmt.Sprintf("expected %s, got a TOML %s", want, m[1])
 }
 
 // Handler is one runtime handler (a RuntimeClass handler) as configured.
