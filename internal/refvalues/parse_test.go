@@ -3,7 +3,6 @@ package refvalues
 import (
 	"bytes"
 	"encoding/binary"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,8 +256,6 @@ func TestGUIDRoundTrip(t *testing.T) {
 		}
 	}
 }
-
-func readFile(name string) ([]byte, error) { return os.ReadFile(name) }
 
 // TestFuzzSeedsParse keeps the seed corpora useful: the real tail of each
 // firmware must parse, so the fuzzer starts deep in the parsers.
