@@ -86,7 +86,7 @@ func parseDMI(d facts.DMI) dmiInfo {
 	if di.hypervisor == "" && strings.HasPrefix(d.SysVendor, "Microsoft Corporation") && strings.Contains(d.ProductName, "Virtual Machine") {
 		di.hypervisor = "microsoft"
 	}
-	if di.hypervisor == "amazon" && strings.HasSuffix(d.ProductName, ".metal") {
+	if di.hypervisor == "amazon" && strings.Contains(d.ProductName, ".metal") {
 		di.hypervisor, di.metal = "", true
 	}
 	return di

@@ -50,7 +50,7 @@ func ExtractSnapshot(file, dest string, lim SnapshotLimits) error {
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return fmt.Errorf("opening snapshot %s: %w: %v", file, ErrBadSnapshot, err)
+		return fmt.Errorf("opening snapshot %s: %w: not a gzip-compressed tar archive (%v)", file, ErrBadSnapshot, err)
 	}
 	defer zr.Close()
 	root, err := os.OpenRoot(dest)

@@ -1,0 +1,39 @@
+package discover
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFilterBootLog(t *testing.T) {
+	in := "[    0.000000] Linux version 6.8\n" +
+		"[    5.123456] ccp 0000:01:00.5: SEV-SNP API:1.55 build:38\n" +
+		"6,1234,5678,-;kvm_amd: SEV-SNP enabled (ASIDs 1 - 99)\n" +
+		" SUBSYSTEM=pci\n" +
+		"<6>AMD-Vi: IOMMU SNP support enabled\r\n" +
+		"Jan  1 00:00:00 host kernel: virt/tdx: module initialized\n"
+	got := filterBootLog(in)
+	want := []string{
+		"ccp 0000:01:00.5: SEV-SNP API:1.55 build:38",
+		"kvm_amd: SEV-SNP enabled (ASIDs 1 - 99)",
+		"AMD-Vi: IOMMU SNP support enabled",
+		"Jan  1 00:00:00 host kernel: virt/tdx: module initialized",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if n := len(filterBootLog(strings.Repeat("kvm line\n", 1000))); n != maxBootLines {
+		t.Errorf("kept %d lines, want cap %d", n, maxBootLines)
+	}
+}
+
+func FuzzFilterBootLog(f *testing.F) {
+	f.Add("[    5.1] ccp 0000:01:00.5: SEV-SNP API:1.55 build:38\n6,1,2,-;kvm: x\n<6>DMAR: y\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, l := range filterBootLog(s) {
+			if strings.ContainsRune(l, '\n') || l == "" {
+				t.Fatalf("bad line %q", l)
+			}
+		}
+	})
+}

@@ -1,0 +1,116 @@
+package discover
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
+)
+
+// hostsDir holds the fixture host trees shared by all tests.
+const hostsDir = "../../testdata/hosts"
+
+// tableGoldenHost is the fixture whose table summary is golden-tested.
+const tableGoldenHost = "snp-genoa-k3s-ready"
+
+// fixtureHosts lists the fixture host trees; none is a loud failure.
+func fixtureHosts(t testing.TB) []string {
+	t.Helper()
+	ents, err := os.ReadDir(hostsDir)
+	if err != nil {
+		t.Fatalf("fixture hosts: %v (testdata/hosts is written by the fixture owner)", err)
+	}
+	var hosts []string
+	for _, e := range ents {
+		if e.IsDir() {
+			hosts = append(hosts, e.Name())
+		}
+	}
+	if len(hosts) == 0 {
+		t.Fatalf("no fixture hosts under %s", hostsDir)
+	}
+	return hosts
+}
+
+// discoverHost runs discovery on one fixture with the fixed clock; Root is
+// normalised so that goldens do not depend on the checkout path.
+func discoverHost(t testing.TB, name string) *facts.Facts {
+	t.Helper()
+	root, err := hostfs.OpenDir(filepath.Join(hostsDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Run(context.Background(), root, Options{Now: fixedNow})
+	f.Root = "testdata/hosts/" + name
+	return f
+}
+
+// checkGolden compares got with testdata/golden/<name>, rewriting it with
+// -update.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/discover -run TestHostsGolden -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file; run with -update and review the diff\n--- got ---\n%s", path, got)
+	}
+}
+
+func TestHostsGolden(t *testing.T) {
+	for _, h := range fixtureHosts(t) {
+		t.Run(h, func(t *testing.T) {
+			f := discoverHost(t, h)
+			b, err := json.MarshalIndent(f, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = append(b, '\n')
+			if len(b) > 16<<10 {
+				t.Errorf("facts JSON of %s is %d bytes, over the 16 KiB budget", h, len(b))
+			}
+			checkGolden(t, h+".json", b)
+			if h == tableGoldenHost {
+				var tb bytes.Buffer
+				if err := facts.WriteTable(&tb, f); err != nil {
+					t.Fatal(err)
+				}
+				for i, l := range bytes.Split(tb.Bytes(), []byte("\n")) {
+					if len(l) > 80 {
+						t.Errorf("table line %d is %d columns: %q", i+1, len(l), l)
+					}
+				}
+				checkGolden(t, h+".table", tb.Bytes())
+			}
+		})
+	}
+}
+
+// BenchmarkDiscoverFixture is discovery of one fixture root (budget: 5 ms).
+func BenchmarkDiscoverFixture(b *testing.B) {
+	root, err := hostfs.OpenDir(filepath.Join(hostsDir, tableGoldenHost))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		Run(ctx, root, Options{Now: fixedNow})
+	}
+}

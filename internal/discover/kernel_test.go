@@ -1,0 +1,118 @@
+package discover
+
+import (
+	"bytes"
+	"compress/gzip"
+	"strings"
+	"testing"
+)
+
+func gz(s string) string {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write([]byte(s))
+	w.Close()
+	return b.String()
+}
+
+func TestRunKernel(t *testing.T) {
+	root := coreRoot(t, map[string]string{
+		"proc/sys/kernel/osrelease":                             "6.8.0-45-generic\n",
+		"proc/cmdline":                                          "BOOT_IMAGE=/vmlinuz kvm_amd.sev_snp=1 iommu=pt\n",
+		"proc/modules":                                          "kvm_amd 245760 0 - Live 0x0000000000000000\nkvm 1388544 1 kvm_amd, Live 0x0000000000000000\nccp 155648 1 kvm_amd, Live 0x0000000000000000\n",
+		"sys/module/kvm_amd/initstate":                          "live\n",
+		"sys/module/kvm_amd/parameters/sev_snp":                 "Y\n",
+		"sys/module/kvm_amd/parameters/nested":                  "1\n",
+		"sys/module/vfio/parameters/enable_unsafe_noiommu_mode": "N\n",
+		"lib/modules/6.8.0-45-generic/modules.builtin":          "kernel/drivers/vfio/vfio.ko\nkernel/fs/fuse/fuse.ko\n",
+		"proc/config.gz":                                        gz("CONFIG_KVM=m\nCONFIG_KVM_AMD_SEV=y\n# CONFIG_INTEL_TDX_HOST is not set\nCONFIG_LOCALVERSION=\"\"\n"),
+		"var/log/dmesg":                                         "[    1.000] kvm_amd: SEV-SNP enabled (ASIDs 1 - 99)\n[    1.1] unrelated\n",
+	})
+	f, u := runSub(t, root, runKernel)
+	k := f.Kernel
+	if k.Release != "6.8.0-45-generic" || !strings.Contains(k.Cmdline, "sev_snp") {
+		t.Errorf("release/cmdline: %+v", k)
+	}
+	if m := k.Modules["kvm_amd"]; !m.Loaded || m.Params["sev_snp"] != "Y" || m.Params["nested"] != "1" {
+		t.Errorf("kvm_amd = %+v", m)
+	}
+	if m := k.Modules["vfio"]; !m.Builtin || m.Loaded {
+		t.Errorf("vfio = %+v", m)
+	}
+	if _, ok := k.Modules["kvm_intel"]; ok {
+		t.Errorf("kvm_intel reported")
+	}
+	if k.ConfigSource != "proc/config.gz" || k.Config["KVM"] != "m" || k.Config["INTEL_TDX_HOST"] != "n" || k.Config["VFIO"] != "n" {
+		t.Errorf("config %s %v", k.ConfigSource, k.Config)
+	}
+	if len(k.BootLog) != 1 || k.BootLogSource != "var/log/dmesg" {
+		t.Errorf("boot log %q from %s", k.BootLog, k.BootLogSource)
+	}
+	if len(u) != 0 {
+		t.Errorf("unknown: %v", u)
+	}
+}
+
+func TestRunKernelBadInput(t *testing.T) {
+	root := coreRoot(t, map[string]string{
+		"proc/sys/kernel/osrelease": "6.1\n",
+		"proc/modules":              "kvm\n",
+		"proc/config.gz":            "not gzip",
+		"boot/config-6.1":           "CONFIG_KVM=y\ngarbage\n",
+	})
+	_, u := runSub(t, root, runKernel)
+	for field, want := range map[string]string{
+		"kernel.modules": "unparseable: proc/modules:1",
+		"kernel.config":  "boot/config-6.1:2",
+		"kernel.bootLog": "missing: dmesg",
+		"kernel.cmdline": "missing: proc/cmdline",
+	} {
+		if !strings.Contains(u[field], want) {
+			t.Errorf("%s = %q, want it to contain %q", field, u[field], want)
+		}
+	}
+	if !strings.Contains(u["kernel.config"], "proc/config.gz") {
+		t.Errorf("kernel.config reason lacks the gzip failure: %q", u["kernel.config"])
+	}
+}
+
+func TestParamBool(t *testing.T) {
+	for in, want := range map[string]bool{"Y": true, "y\n": true, "1": true, "N": false, "0": false} {
+		if got, ok := ParamBool(in); !ok || got != want {
+			t.Errorf("ParamBool(%q) = %v, %v", in, got, ok)
+		}
+	}
+	if _, ok := ParamBool("maybe"); ok {
+		t.Error("ParamBool(maybe) ok")
+	}
+}
+
+func FuzzParseProcModules(f *testing.F) {
+	f.Add([]byte("kvm_amd 245760 0 - Live 0x0\nkvm 1388544 1 kvm_amd, Live 0x0\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		parseProcModules(b)
+		parseModulesBuiltin(b)
+	})
+}
+
+func FuzzParseModuleParam(f *testing.F) {
+	f.Add([]byte("Y\n"))
+	f.Add([]byte("\x00\xff"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v := parseModuleParam(b)
+		if len(v) > 256*3 {
+			t.Fatalf("param too long: %d", len(v))
+		}
+		ParamBool(v)
+	})
+}
+
+func FuzzParseKernelConfig(f *testing.F) {
+	f.Add([]byte("CONFIG_KVM=y\n# CONFIG_KVM_INTEL is not set\nCONFIG_X=\"a b\"\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cfg, err := parseKernelConfig(b)
+		if err == nil && len(cfg) != len(configOfInterest) {
+			t.Fatalf("config has %d options, want %d", len(cfg), len(configOfInterest))
+		}
+	})
+}

@@ -1,0 +1,165 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
+)
+
+const hostsDir = "../../testdata/hosts"
+
+func fixedNow() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
+
+// comparable renders facts without the fields that name the root.
+func comparable(t *testing.T, f *facts.Facts) string {
+	t.Helper()
+	g := *f
+	g.Root, g.Live, g.CollectedAt = "", false, time.Time{}
+	b, err := json.MarshalIndent(&g, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRoundTrip discovers every fixture through a recording root, writes
+// the snapshot, opens it and discovers again: the facts must be the same.
+func TestRoundTrip(t *testing.T) {
+	ents, err := os.ReadDir(hostsDir)
+	if err != nil || len(ents) == 0 {
+		t.Fatalf("fixture hosts missing under %s: %v", hostsDir, err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		t.Run(e.Name(), func(t *testing.T) {
+			root, err := hostfs.OpenDir(filepath.Join(hostsDir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			opt := Options{Now: fixedNow, Discover: discover.Options{Now: fixedNow}}
+			before, m, err := Take(context.Background(), root, &buf, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Files) == 0 || len(m.Listings) == 0 {
+				t.Fatalf("manifest captured nothing: %+v", m)
+			}
+			file := filepath.Join(t.TempDir(), "snap.tar.gz")
+			if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			snap, cleanup, err := hostfs.Open(file, false)
+			defer cleanup()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.Live() || snap.Path() != file {
+				t.Errorf("snapshot root live=%v path=%q", snap.Live(), snap.Path())
+			}
+			after := discover.Run(context.Background(), snap, discover.Options{Now: fixedNow})
+			if a, b := comparable(t, before), comparable(t, after); a != b {
+				t.Errorf("facts differ after the round trip:\n%s", lineDiff(a, b))
+			}
+			if _, err := snap.FS().ReadFile(ManifestPath); err != nil {
+				t.Errorf("no manifest: %v", err)
+			}
+		})
+	}
+}
+
+// lineDiff shows the first differing lines.
+func lineDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			out = append(out, "- "+x, "+ "+y)
+			if len(out) > 20 {
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestRedact(t *testing.T) {
+	tests := []struct {
+		path, in string
+		wantGone []string
+		wantKept []string
+	}{
+		{
+			path: "etc/containerd/config.toml",
+			in: `version = 2
+[plugins."io.containerd.grpc.v1.cri".registry.configs."reg.example".auth]
+  username = "alice"
+  password = "s3cret"
+  auth = "YWxpY2U6czNjcmV0"
+  identitytoken = "tok"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.kata]
+  runtime_type = "io.containerd.kata.v2"
+  username_hint = "keep"
+`,
+			wantGone: []string{"alice", "s3cret", "YWxpY2U6czNjcmV0", `"tok"`},
+			wantKept: []string{"runtime_type", "io.containerd.kata.v2", "username_hint = \"keep\""},
+		},
+		{
+			path:     "etc/containers/registries.conf",
+			in:       "[[registry]]\nlocation = \"quay.io\"\n[registry.auth]\ntoken = \"abc\"\n",
+			wantGone: []string{`"abc"`},
+			wantKept: []string{`location = "quay.io"`},
+		},
+		{
+			path:     "etc/containerd/config.toml",
+			in:       "[plugins.\"io.containerd.grpc.v1.cri\".registry.configs]\n  \"r\" = { auth = { username = \"u\", password = \"p\" } }\n",
+			wantGone: []string{`"u"`, `"p"`},
+		},
+		{
+			path:     "etc/kubernetes/kubelet.conf",
+			in:       "users:\n- name: x\n  user:\n    client-key-data: LS0tLS1\n    token: abc\n",
+			wantGone: []string{"LS0tLS1", "abc"},
+		},
+		{
+			path:     "etc/ssl/x.pem",
+			in:       "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n",
+			wantGone: []string{"MIIE"},
+		},
+		{
+			path:     "proc/cpuinfo",
+			in:       "password = kernel data is never touched\n",
+			wantKept: []string{"kernel data"},
+		},
+	}
+	for _, tt := range tests {
+		got, _ := Redact(tt.path, []byte(tt.in))
+		for _, s := range tt.wantGone {
+			if strings.Contains(string(got), s) {
+				t.Errorf("%s: %q survived redaction:\n%s", tt.path, s, got)
+			}
+		}
+		for _, s := range tt.wantKept {
+			if !strings.Contains(string(got), s) {
+				t.Errorf("%s: %q lost:\n%s", tt.path, s, got)
+			}
+		}
+	}
+}
