@@ -10,10 +10,13 @@ func subsystems() []subsystem {
 		{"iommu", runIOMMU},
 		{"kernel", runKernel},
 		{"memory", runMemory},
+		{"network", runNetwork},
 		{"os", runOSRelease},
 		{"pci", runPCI},
 		{"plugins", runPlugins},
 		{"qemu-probe", runQEMUProbe},
+		{"runtimes", runRuntimes}, // also distribution and binaries
+		{"storage", runStorage},
 		{"tee", runTEE},
 		{"virt", runVirt},
 	}

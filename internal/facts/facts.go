@@ -376,9 +376,16 @@ type Runtimes struct {
 
 // ContainerRuntime is containerd or CRI-O as found on the host.
 type ContainerRuntime struct {
+	// Binary is the absolute path of the runtime binary inside the root.
 	Binary  string `json:"binary,omitempty"`
 	Version string `json:"version,omitempty"`
-	// ConfigPath is the config file the detected distribution uses.
+	// Layout names the platform.Layouts entry whose paths were used: the
+	// detected distribution's, or the plain one ("kubeadm" for containerd,
+	// "openshift" for CRI-O) when the distribution uses the other runtime
+	// or none was detected.
+	Layout string `json:"layout,omitempty"`
+	// ConfigPath is the config file the detected distribution uses,
+	// relative to the root like every file path below.
 	ConfigPath   string `json:"configPath,omitempty"`
 	ConfigExists bool   `json:"configExists"`
 	// ConfigVersion is containerd's top-level `version` (2, 3, 4); 0 for CRI-O.
@@ -396,18 +403,37 @@ type ContainerRuntime struct {
 	Snapshotters []string  `json:"snapshotters,omitempty"`
 	Socket       string    `json:"socket,omitempty"`
 	SocketExists bool      `json:"socketExists"`
+	// DefaultHandler is containerd's default_runtime_name or CRI-O's
+	// default_runtime, when the config sets it.
+	DefaultHandler string `json:"defaultHandler,omitempty"`
+	// DefaultSnapshotter is containerd's CRI snapshotter setting (empty:
+	// containerd's built-in overlayfs); for CRI-O its storage_driver.
+	DefaultSnapshotter string `json:"defaultSnapshotter,omitempty"`
+	// IgnoredHandlers are handlers written under a CRI plugin key the
+	// config version does not read (v2 keys in a version 3 config): the
+	// runtime ignores them and pods fail with `no runtime for "<handler>"
+	// is configured`. Each entry names file, handler and expected key.
+	IgnoredHandlers []string `json:"ignoredHandlers,omitempty"`
 }
 
 // Handler is one runtime handler configured in a container runtime.
 type Handler struct {
-	Name                         string   `json:"name"`
-	RuntimeType                  string   `json:"runtimeType,omitempty"`
-	RuntimePath                  string   `json:"runtimePath,omitempty"`
+	Name        string `json:"name"`
+	RuntimeType string `json:"runtimeType,omitempty"`
+	RuntimePath string `json:"runtimePath,omitempty"`
+	// RuntimeRoot is runtime_root (CRI-O's "/run/vc" for Kata).
+	RuntimeRoot string `json:"runtimeRoot,omitempty"`
+	// ConfigPath is options.ConfigPath (containerd) or runtime_config_path
+	// (CRI-O): the Kata configuration file of the handler.
 	ConfigPath                   string   `json:"configPath,omitempty"`
 	Snapshotter                  string   `json:"snapshotter,omitempty"`
 	PodAnnotations               []string `json:"podAnnotations,omitempty"`
 	PrivilegedWithoutHostDevices bool     `json:"privilegedWithoutHostDevices,omitempty"`
-	// Source is the file that defined it.
+	// Options are containerd's other handler options (BinaryName,
+	// SystemdCgroup ...), formatted as text.
+	Options map[string]string `json:"options,omitempty"`
+	// Source is the file that defined it, or the last file that changed
+	// it when imports or drop-ins override keys.
 	Source string `json:"source,omitempty"`
 }
 
@@ -423,7 +449,8 @@ type Distribution struct {
 type Binary struct {
 	// Name is the logical component: qemu, cloud-hypervisor, firecracker,
 	// virtiofsd, nydus-snapshotter, kata-shim, kata-runtime, containerd, crio.
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Path is absolute inside the root, as argv[0] of the version command.
 	Path    string `json:"path"`
 	Version string `json:"version,omitempty"`
 	// Vendor notes a distributor build recognised from the version string
@@ -463,8 +490,11 @@ type Storage struct {
 type BlockDevice struct {
 	Name       string `json:"name"`
 	Rotational bool   `json:"rotational"`
-	// Transport is nvme, virtio, scsi, iscsi, nbd, rbd, loop, dm, md, or other.
+	// Transport is nvme, virtio, scsi, sata, usb, iscsi, nbd, rbd, xen,
+	// loop, dm, md, zram, or other.
 	Transport string `json:"transport"`
+	// Remote is true for network-attached storage (iSCSI, NBD, RBD, NVMe
+	// over fabrics) and for dm/md devices built on one.
 	Remote    bool   `json:"remote"`
 	SizeBytes uint64 `json:"sizeBytes,omitempty"`
 }

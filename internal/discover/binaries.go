@@ -1,0 +1,308 @@
+package discover
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
+)
+
+// pathDirs are the PATH directories of a host, in the usual order.
+var pathDirs = []string{"usr/local/sbin", "usr/local/bin", "usr/sbin", "usr/bin", "sbin", "bin"}
+
+// kataDirs are the install prefixes of kata-deploy and the CoCo operator,
+// which bring their own hypervisors and shims.
+var kataDirs = []string{"opt/kata/bin", "opt/confidential-containers/bin"}
+
+// distributionBinDirs are where distributions keep the containerd they
+// bundle, keyed by distribution name as in platform.Layouts.
+var distributionBinDirs = map[string]string{
+	"k3s":      "var/lib/rancher/k3s/data/current/bin",
+	"rke2":     "var/lib/rancher/rke2/bin",
+	"k0s":      "var/lib/k0s/bin",
+	"microk8s": "snap/microk8s/current/bin",
+}
+
+// binarySpec is one component to look for.
+type binarySpec struct {
+	// name is facts.Binary.Name.
+	name string
+	// files are candidate paths relative to the root.
+	files []string
+	parse versionParser
+}
+
+// versionParser extracts the version, and the distributor build when the
+// output names one, from what `<binary> --version` printed.
+type versionParser func(out string) (version, vendor string, ok bool)
+
+// in returns dir/file for every dir.
+func in(dirs []string, files ...string) []string {
+	var out []string
+	for _, d := range dirs {
+		for _, f := range files {
+			out = append(out, path.Join(d, f))
+		}
+	}
+	return out
+}
+
+// binarySpecs lists the hypervisors and helpers berth reports. The
+// distribution's bundled directory comes first for containerd, as that is
+// the containerd its kubelet talks to.
+func binarySpecs(distribution string) []binarySpec {
+	kataPath := append(slices.Clone(pathDirs), kataDirs...)
+	var containerdDirs []string
+	if d, ok := distributionBinDirs[distribution]; ok {
+		containerdDirs = append(containerdDirs, d)
+	}
+	containerdDirs = append(containerdDirs, pathDirs...)
+	for _, name := range slices.Sorted(maps.Keys(distributionBinDirs)) {
+		if d := distributionBinDirs[name]; !slices.Contains(containerdDirs, d) {
+			containerdDirs = append(containerdDirs, d)
+		}
+	}
+	return []binarySpec{
+		{name: "qemu", files: append(in(kataPath, "qemu-system-x86_64", "qemu-system-aarch64"),
+			"usr/libexec/qemu-kvm", "usr/bin/qemu-kvm"), parse: parseQEMUVersion},
+		{name: "cloud-hypervisor", files: in(kataPath, "cloud-hypervisor"), parse: parseCloudHypervisorVersion},
+		{name: "firecracker", files: in(kataPath, "firecracker"), parse: parseFirecrackerVersion},
+		{name: "virtiofsd", files: append([]string{"usr/libexec/virtiofsd", "usr/lib/qemu/virtiofsd",
+			"opt/kata/libexec/virtiofsd", "opt/confidential-containers/libexec/virtiofsd"},
+			in(kataPath, "virtiofsd")...), parse: parseVirtiofsdVersion},
+		{name: "nydus-snapshotter", files: in(kataPath, "containerd-nydus-grpc", "nydus-snapshotter"), parse: parseNydusVersion},
+		{name: "kata-shim", files: in(kataPath, "containerd-shim-kata-v2"), parse: parseKataVersion},
+		{name: "kata-runtime", files: in(kataPath, "kata-runtime"), parse: parseKataVersion},
+		{name: "containerd", files: in(containerdDirs, "containerd"), parse: parseContainerdVersion},
+		{name: "crio", files: in(pathDirs, "crio"), parse: parseCRIOVersion},
+	}
+}
+
+// maxVersionRuns bounds the commands run at once: each is a process start
+// on a host that is busy running workloads.
+const maxVersionRuns = 4
+
+// findBinaries looks for every component and asks each binary found for
+// its version, concurrently. A binary reached through several paths (a
+// merged /usr, a symlink into opt/kata) is reported once, under the first
+// path in search order.
+func findBinaries(ctx context.Context, s *session, distribution string) []facts.Binary {
+	var out []facts.Binary
+	var parsers []versionParser
+	seen := map[string]bool{}
+	for _, spec := range binarySpecs(distribution) {
+		for _, p := range spec.files {
+			real, ok := resolveInRoot(s.root.FS(), p)
+			if !ok || seen[real] {
+				continue
+			}
+			st, err := s.root.FS().Stat(real)
+			if err != nil || st.IsDir() {
+				continue
+			}
+			seen[real] = true
+			out = append(out, facts.Binary{Name: spec.name, Path: "/" + p})
+			parsers = append(parsers, spec.parse)
+		}
+	}
+
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxVersionRuns)
+	reasons := make([]string, len(out))
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			reasons[i] = binaryVersion(ctx, s.root, &out[i], parsers[i])
+		}()
+	}
+	wg.Wait()
+	for i, b := range out {
+		if reasons[i] != "" {
+			s.unknownf("binaries."+b.Name+".version", "%s", reasons[i])
+		}
+	}
+	return out
+}
+
+// binaryVersion runs `<path> --version` (or looks the output up on an
+// offline root) and fills b. It returns why the version is unknown, or "".
+func binaryVersion(ctx context.Context, root hostfs.Root, b *facts.Binary, parse versionParser) string {
+	argv := []string{b.Path, "--version"}
+	res, err := root.Run(ctx, argv...)
+	cmd := strings.Join(argv, " ")
+	switch {
+	case errors.Is(err, hostfs.ErrOffline):
+		return facts.ReasonOffline + ": no recorded output of " + cmd
+	case err != nil:
+		return facts.ReasonNotRun + ": " + err.Error()
+	}
+	b.Recorded = res.Recorded
+	// Some tools print their version on stderr (old virtiofsd, firecracker
+	// builds); try stdout first.
+	for _, out := range []string{res.Stdout, res.Stderr} {
+		if v, vendor, ok := parse(out); ok {
+			b.Version, b.Vendor = v, vendor
+			return ""
+		}
+	}
+	first := strings.TrimSpace(res.Stdout + "\n" + res.Stderr)
+	if i := strings.IndexByte(first, '\n'); i >= 0 {
+		first = first[:i]
+	}
+	if len(first) > 120 {
+		first = first[:120]
+	}
+	return facts.ReasonUnparseable + ": " + cmd + " (exit " + strconv.Itoa(res.ExitCode) + ") printed " + strconv.Quote(first)
+}
+
+// resolveInRoot follows symlinks in every component of p inside the root
+// (an absolute target is taken relative to the root, as the host sees it)
+// and returns the real path. ok is false when p does not exist, escapes
+// the root, or loops.
+func resolveInRoot(fsys hostfs.FS, p string) (string, bool) {
+	const maxHops = 40
+	parts := strings.Split(p, "/")
+	cur := ""
+	hops := 0
+	for i := 0; i < len(parts); i++ {
+		if parts[i] == "" || parts[i] == "." {
+			continue
+		}
+		if parts[i] == ".." {
+			if cur == "" || cur == "." {
+				return "", false
+			}
+			cur = path.Dir(cur)
+			if cur == "." {
+				cur = ""
+			}
+			continue
+		}
+		next := path.Join(cur, parts[i])
+		st, err := fsys.Lstat(next)
+		if err != nil {
+			return "", false
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		hops++
+		if hops > maxHops {
+			return "", false
+		}
+		target, err := fsys.ReadLink(next)
+		if err != nil {
+			return "", false
+		}
+		rest := parts[i+1:]
+		if strings.HasPrefix(target, "/") {
+			cur = ""
+			target = strings.TrimPrefix(target, "/")
+		}
+		parts = append(strings.Split(target, "/"), rest...)
+		i = -1
+	}
+	if cur == "" {
+		return "", false
+	}
+	return cur, true
+}
+
+var (
+	numVersion = `v?(\d+\.\d+(?:\.\d+)?)`
+	qemuRe     = regexp.MustCompile(`QEMU emulator version (\d+\.\d+(?:\.\d+)?)(?:[^\S\n]*\(([^)\n]*)\))?`)
+	clhRe      = regexp.MustCompile(`(?m)^cloud-hypervisor:?\s+` + numVersion)
+	fcRe       = regexp.MustCompile(`(?mi)^firecracker\s+` + numVersion)
+	virtiofsRe = regexp.MustCompile(`(?m)^virtiofsd(?:\s+backend)?\s+` + numVersion)
+	ctrdRe     = regexp.MustCompile(`(?m)^containerd\s+(\S+)\s+` + numVersion)
+	crioRe     = regexp.MustCompile(`(?m)^(?:crio version|Version:)[ \t]+` + numVersion)
+	kataRtRe   = regexp.MustCompile(`(?m)^kata-runtime\s*:\s*` + numVersion)
+	kataShimRe = regexp.MustCompile(`Kata Containers containerd shim.*?version:\s*` + numVersion)
+	nydusRe    = regexp.MustCompile(`(?m)^\s*Version:\s*` + numVersion)
+)
+
+// parseQEMUVersion reads "QEMU emulator version 8.2.2 (Debian
+// 1:8.2.2+ds-0ubuntu1)": the parenthesis names the build.
+func parseQEMUVersion(out string) (string, string, bool) {
+	m := qemuRe.FindStringSubmatch(out)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], strings.TrimSpace(m[2]), true
+}
+
+// parseCloudHypervisorVersion reads "cloud-hypervisor v41.0.0".
+func parseCloudHypervisorVersion(out string) (string, string, bool) {
+	return firstGroup(clhRe, out)
+}
+
+// parseFirecrackerVersion reads "Firecracker v1.10.1".
+func parseFirecrackerVersion(out string) (string, string, bool) {
+	return firstGroup(fcRe, out)
+}
+
+// parseVirtiofsdVersion reads the Rust virtiofsd's "virtiofsd backend
+// 1.10.1" (older releases print "virtiofsd 1.5.0").
+func parseVirtiofsdVersion(out string) (string, string, bool) {
+	return firstGroup(virtiofsRe, out)
+}
+
+// upstreamContainerd are the module paths of upstream containerd builds.
+var upstreamContainerd = []string{"github.com/containerd/containerd", "github.com/containerd/containerd/v2"}
+
+// parseContainerdVersion reads "containerd github.com/containerd/
+// containerd/v2 v2.0.2 <commit>"; a package other than upstream's
+// (containerd.io from Docker, github.com/k3s-io/containerd) is the vendor.
+func parseContainerdVersion(out string) (string, string, bool) {
+	m := ctrdRe.FindStringSubmatch(out)
+	if m == nil {
+		return "", "", false
+	}
+	vendor := m[1]
+	if slices.Contains(upstreamContainerd, vendor) {
+		vendor = ""
+	}
+	return m[2], vendor, true
+}
+
+// parseCRIOVersion reads "crio version 1.31.0" (older) or the
+// "Version:  1.31.0" line of the multi-line output.
+func parseCRIOVersion(out string) (string, string, bool) {
+	return firstGroup(crioRe, out)
+}
+
+// parseKataVersion reads kata-runtime's "kata-runtime  : 3.13.0" or the
+// shim's "Kata Containers containerd shim (Golang): id: ..., version:
+// 3.13.0, commit: ...".
+func parseKataVersion(out string) (string, string, bool) {
+	if v, vendor, ok := firstGroup(kataRtRe, out); ok {
+		return v, vendor, ok
+	}
+	return firstGroup(kataShimRe, out)
+}
+
+// parseNydusVersion reads containerd-nydus-grpc's "Version:    v0.15.0".
+func parseNydusVersion(out string) (string, string, bool) {
+	return firstGroup(nydusRe, out)
+}
+
+func firstGroup(re *regexp.Regexp, out string) (string, string, bool) {
+	m := re.FindStringSubmatch(out)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], "", true
+}
