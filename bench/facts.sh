@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Measures `berth facts` on the live machine: builds the binary, runs it N
+# times (default 30) and prints the median wall time in ms, the max RSS in
+# KiB (of berth itself, and including the commands it runs) and the size
+# of the facts JSON. Budgets: median < 25 ms, RSS < 20 MiB, JSON < 16 KiB.
+# Usage: bench/facts.sh [N] [extra berth flags...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n="${1:-30}"; shift || true
+bin="$(mktemp -d)/berth"
+trap 'rm -rf "$(dirname "$bin")"' EXIT
+go build -o "$bin" ./cmd/berth
+"$bin" facts -o json "$@" >/dev/null # warm the page cache
+
+json_bytes=$("$bin" facts -o json "$@" | wc -c)
+if command -v hyperfine >/dev/null; then
+  hyperfine -N --warmup 3 --runs "$n" --export-json "$(dirname "$bin")/h.json" "$bin facts -o json $*" >/dev/null
+  median_ms=$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["results"][0]["median"]*1000))' "$(dirname "$bin")/h.json")
+else
+  times=()
+  for _ in $(seq "$n"); do
+    s=$(date +%s%N); "$bin" facts -o json "$@" >/dev/null; e=$(date +%s%N)
+    times+=($(( (e - s) / 1000 )))
+  done
+  median_ms=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.1f", m/1000}')
+fi
+# GNU time's max RSS covers berth and the host binaries it runs for their
+# versions (qemu --version is the largest); a fixture root runs nothing, so
+# its RSS is berth's own.
+rss_all=$( { /usr/bin/time -f '%M' "$bin" facts -o json "$@" >/dev/null; } 2>&1 | tail -1)
+fixture=testdata/hosts/snp-genoa-k3s-ready
+rss_self=$( { /usr/bin/time -f '%M' "$bin" facts -o json --root "$fixture" >/dev/null; } 2>&1 | tail -1)
+echo "berth facts (live, $n runs): median ${median_ms} ms; max RSS ${rss_all} KiB incl. commands run, ${rss_self} KiB berth alone (fixture root); JSON ${json_bytes} bytes"
