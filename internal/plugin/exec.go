@@ -129,6 +129,10 @@ func RunChecks(ctx context.Context, dir string, opt Options) ([]Result, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			if err := ctx.Err(); err != nil {
+				r.Err = fmt.Errorf("not run: %w", err)
+				return
+			}
 			start := time.Now()
 			run(ctx, exe, opt, r)
 			r.Duration = time.Since(start)
