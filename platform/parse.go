@@ -23,9 +23,9 @@ func Parse(s string) (Platform, error) {
 	if detail != "" {
 		return Platform{}, syntaxError(s, detail)
 	}
-	p, rule := build(spec)
-	if rule != nil {
-		return Platform{}, newValidationError(*rule, spec, strings.TrimSpace(s))
+	p, id := build(spec)
+	if id != "" {
+		return Platform{}, newValidationError(rule(id), spec, strings.TrimSpace(s))
 	}
 	return p, nil
 }
@@ -43,7 +43,7 @@ func syntaxError(s, detail string) error {
 	for _, p := range All() {
 		cands = append(cands, p.String())
 	}
-	return &ValidationError{Rule: ruleSyntax, Input: in, Detail: detail,
+	return &ValidationError{Rule: rule("syntax"), Input: in, Detail: detail,
 		Suggestions: nearest(strings.ToLower(in), cands, maxSuggestions)}
 }
 

@@ -55,20 +55,20 @@ func (p Platform) must() {
 // New validates s against the rules and returns the platform, or a
 // *ValidationError naming the broken rule and suggesting valid neighbours.
 func New(s Spec) (Platform, error) {
-	p, rule := build(s)
-	if rule != nil {
-		return Platform{}, newValidationError(*rule, s, formatSpec(s))
+	p, id := build(s)
+	if id != "" {
+		return Platform{}, newValidationError(rule(id), s, formatSpec(s))
 	}
 	return p, nil
 }
 
-// build resolves defaults and applies the rules; it reports the first
-// broken rule.
-func build(s Spec) (Platform, *Rule) {
+// build resolves defaults and applies the rules; it reports the ID of the
+// first broken rule ("" if none). It is the hot path of All and of the
+// suggestions, so it builds no Rule values.
+func build(s Spec) (Platform, string) {
 	if !s.Distribution.Valid() || !s.Hypervisor.Valid() || !s.TEE.Valid() || !s.ProductLine.Valid() ||
 		(s.Snapshotter != 0 && !s.Snapshotter.Valid()) {
-		r := ruleSpecComplete
-		return Platform{}, &r
+		return Platform{}, "spec-complete"
 	}
 	p := Platform{dist: s.Distribution, hv: s.Hypervisor, tee: s.TEE, pl: s.ProductLine,
 		snap: s.Snapshotter, gpu: s.GPU, debug: s.Debug}
@@ -77,11 +77,10 @@ func build(s Spec) (Platform, *Rule) {
 	}
 	for _, c := range checks() {
 		if !c.ok(p) {
-			r := c.rule
-			return Platform{}, &r
+			return Platform{}, c.id
 		}
 	}
-	return p, nil
+	return p, ""
 }
 
 // defaultSnapshotter is the image path a platform uses unless told
@@ -286,8 +285,8 @@ func All() []Platform {
 					for _, gpu := range []bool{false, true} {
 						for _, debug := range []bool{false, true} {
 							for _, sn := range Snapshotters() {
-								p, rule := build(Spec{d, h, t, pl, sn, gpu, debug})
-								if rule == nil {
+								p, id := build(Spec{d, h, t, pl, sn, gpu, debug})
+								if id == "" {
 									out = append(out, p)
 								}
 							}

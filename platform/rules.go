@@ -14,102 +14,110 @@ type Rule struct {
 	Source  string `json:"source"`
 }
 
-// The rules. IDs are stable: they appear in error messages and scripts may
+// ruleTable holds the rules. IDs are stable: they appear in error messages and scripts may
 // match on them. Where sources disagree the stricter reading is taken and
 // the comment says so.
-var (
-	// Not a compatibility rule: the input is not a platform name at all.
-	ruleSyntax = Rule{ID: "syntax",
-		Summary: "a platform is written dist-hypervisor-tee[-productline][+gpu][+debug][+snapshotter], key=value,... or a Kata/Contrast alias",
-		Source:  "berth platform model"}
+func ruleTable() []Rule {
+	return []Rule{
+		// Not a compatibility rule: the input is not a platform name at all.
+		{ID: "syntax",
+			Summary: "a platform is written dist-hypervisor-tee[-productline][+gpu][+debug][+snapshotter], key=value,... or a Kata/Contrast alias",
+			Source:  "berth platform model"},
 
-	ruleSpecComplete = Rule{ID: "spec-complete",
-		Summary: "distribution, hypervisor and TEE must be set; a zero value means the field was forgotten",
-		Source:  "berth platform model"}
+		{ID: "spec-complete",
+			Summary: "distribution, hypervisor and TEE must be set; a zero value means the field was forgotten",
+			Source:  "berth platform model"},
 
-	// AMD publishes VCEKs and SNP firmware per product line (KDS URL path
-	// /vcek/v1/{Milan,Genoa,Turin}/); Intel's PCS has no such split, and
-	// Kata/Contrast only distinguish product lines for SNP.
-	ruleProductLineSNP = Rule{ID: "productline-snp-only",
-		Summary: "a product line (milan, genoa, turin) can only pin an SNP platform",
-		Source:  "AMD KDS VCEK API (/vcek/v1/{product}); Contrast SNP reference values per product line"}
+		// AMD publishes VCEKs and SNP firmware per product line (KDS URL path
+		// /vcek/v1/{Milan,Genoa,Turin}/); Intel's PCS has no such split, and
+		// Kata/Contrast only distinguish product lines for SNP.
+		{ID: "productline-snp-only",
+			Summary: "a product line (milan, genoa, turin) can only pin an SNP platform",
+			Source:  "AMD KDS VCEK API (/vcek/v1/{product}); Contrast SNP reference values per product line"},
 
-	// Firecracker has no virtio-fs, so the rootfs must be a block device;
-	// Kata's Firecracker guide sets up the devmapper snapshotter, and
-	// blockfile works the same way. erofs also yields block devices but is
-	// only wired up for QEMU/CLH in Kata: stricter, not allowed.
-	ruleFCBlock = Rule{ID: "fc-block-snapshotter",
-		Summary: "Firecracker has no shared filesystem: use the devmapper or blockfile snapshotter",
-		Source:  "kata-containers docs/how-to/how-to-use-kata-containers-with-firecracker.md; FACTS.md §6"}
+		// Firecracker has no virtio-fs, so the rootfs must be a block device;
+		// Kata's Firecracker guide sets up the devmapper snapshotter, and
+		// blockfile works the same way. erofs also yields block devices but is
+		// only wired up for QEMU/CLH in Kata: stricter, not allowed.
+		{ID: "fc-block-snapshotter",
+			Summary: "Firecracker has no shared filesystem: use the devmapper or blockfile snapshotter",
+			Source:  "kata-containers docs/how-to/how-to-use-kata-containers-with-firecracker.md; FACTS.md §6"},
 
-	// Firecracker supports neither SEV-SNP nor TDX, and kata-deploy ships
-	// no kata-fc-snp / kata-fc-tdx class.
-	ruleFCNoTEE = Rule{ID: "fc-no-tee",
-		Summary: "Firecracker has no confidential-VM (SNP/TDX) support",
-		Source:  "Firecracker docs (no SEV/TDX); kata-deploy runtime classes (only kata-fc)"}
+		// Firecracker supports neither SEV-SNP nor TDX, and kata-deploy ships
+		// no kata-fc-snp / kata-fc-tdx class.
+		{ID: "fc-no-tee",
+			Summary: "Firecracker has no confidential-VM (SNP/TDX) support",
+			Source:  "Firecracker docs (no SEV/TDX); kata-deploy runtime classes (only kata-fc)"},
 
-	// Kata ships GPU passthrough only as kata-qemu-nvidia-gpu[-snp|-tdx].
-	// Cloud Hypervisor can do VFIO upstream, but Kata ships no CLH GPU
-	// class; Firecracker has no VFIO at all. Stricter reading: QEMU only.
-	ruleGPUQEMU = Rule{ID: "gpu-qemu-only",
-		Summary: "GPU passthrough is only shipped for QEMU (kata-qemu-nvidia-gpu*)",
-		Source:  "kata-containers docs/use-cases/NVIDIA-GPU-passthrough-and-Kata-QEMU.md; kata-deploy runtime classes"}
+		// Kata ships GPU passthrough only as kata-qemu-nvidia-gpu[-snp|-tdx].
+		// Cloud Hypervisor can do VFIO upstream, but Kata ships no CLH GPU
+		// class; Firecracker has no VFIO at all. Stricter reading: QEMU only.
+		{ID: "gpu-qemu-only",
+			Summary: "GPU passthrough is only shipped for QEMU (kata-qemu-nvidia-gpu*)",
+			Source:  "kata-containers docs/use-cases/NVIDIA-GPU-passthrough-and-Kata-QEMU.md; kata-deploy runtime classes"},
 
-	// Kata's CLH TDX/SNP paths are not shipped by kata-deploy (no
-	// kata-clh-snp/-tdx), and Contrast's only CLH platform is AKS-CLH-SNP
-	// on Hyper-V. Stricter reading: CLH+TEE exists only on AKS.
-	ruleCLHTEE = Rule{ID: "clh-tee-aks-only",
-		Summary: "Cloud Hypervisor runs confidential guests only on AKS (SNP on Hyper-V); use QEMU elsewhere",
-		Source:  "kata-deploy runtime classes (no kata-clh-snp/-tdx); Contrast platforms (AKS-CLH-SNP only)"}
+		// Kata's CLH TDX/SNP paths are not shipped by kata-deploy (no
+		// kata-clh-snp/-tdx), and Contrast's only CLH platform is AKS-CLH-SNP
+		// on Hyper-V. Stricter reading: CLH+TEE exists only on AKS.
+		{ID: "clh-tee-aks-only",
+			Summary: "Cloud Hypervisor runs confidential guests only on AKS (SNP on Hyper-V); use QEMU elsewhere",
+			Source:  "kata-deploy runtime classes (no kata-clh-snp/-tdx); Contrast platforms (AKS-CLH-SNP only)"},
 
-	// AKS runs Kata pods with Cloud Hypervisor on the Hyper-V root
-	// partition (/dev/mshv); its confidential flavour (Confidential
-	// Containers on AKS, Contrast AKS-CLH-SNP) is SEV-SNP only.
-	ruleAKS = Rule{ID: "aks-clh-snp",
-		Summary: "on AKS, Kata means Cloud Hypervisor on Hyper-V with SEV-SNP",
-		Source:  "Microsoft Learn: Confidential Containers on AKS; Contrast platform AKS-CLH-SNP"}
+		// AKS runs Kata pods with Cloud Hypervisor on the Hyper-V root
+		// partition (/dev/mshv); its confidential flavour (Confidential
+		// Containers on AKS, Contrast AKS-CLH-SNP) is SEV-SNP only.
+		{ID: "aks-clh-snp",
+			Summary: "on AKS, Kata means Cloud Hypervisor on Hyper-V with SEV-SNP",
+			Source:  "Microsoft Learn: Confidential Containers on AKS; Contrast platform AKS-CLH-SNP"},
 
-	// The AKS confidential-container node sizes (DCas_cc_v5, ECas_cc_v5)
-	// are AMD EPYC 7763v, i.e. Milan; no other pin can match.
-	ruleAKSMilan = Rule{ID: "aks-milan",
-		Summary: "AKS confidential-container nodes are Milan: pin milan or nothing",
-		Source:  "Azure DCas_cc_v5/ECas_cc_v5 VM sizes (3rd gen AMD EPYC 7763v)"}
+		// The AKS confidential-container node sizes (DCas_cc_v5, ECas_cc_v5)
+		// are AMD EPYC 7763v, i.e. Milan; no other pin can match.
+		{ID: "aks-milan",
+			Summary: "AKS confidential-container nodes are Milan: pin milan or nothing",
+			Source:  "Azure DCas_cc_v5/ECas_cc_v5 VM sizes (3rd gen AMD EPYC 7763v)"},
 
-	// A confidential guest must not trust a rootfs the host prepared, so
-	// images are pulled and verified in the guest. Two paths do that: the
-	// nydus snapshotter in guest-pull mode (kata-deploy's default for
-	// qemu-snp/-tdx/-coco-dev), or overlayfs with Kata's
-	// experimental_force_guest_pull, which needs no extra snapshotter
-	// (and is what CRI-O's runtime_pull_image gives). Decision: both are
-	// allowed, nydus is the default on containerd. Block snapshotters
-	// (devmapper, blockfile) and erofs hand the guest host-built layers:
-	// not allowed (erofs's CoCo tar-index mode is not released).
-	ruleGuestPull = Rule{ID: "confidential-guest-pull",
-		Summary: "SNP/TDX need guest pull: the nydus snapshotter, or overlayfs with Kata's forced guest pull",
-		Source:  "kata-containers docs/how-to/how-to-pull-images-in-guest-with-kata.md; Kata experimental_force_guest_pull"}
+		// A confidential guest must not trust a rootfs the host prepared, so
+		// images are pulled and verified in the guest. Two paths do that: the
+		// nydus snapshotter in guest-pull mode (kata-deploy's default for
+		// qemu-snp/-tdx/-coco-dev), or overlayfs with Kata's
+		// experimental_force_guest_pull, which needs no extra snapshotter
+		// (and is what CRI-O's runtime_pull_image gives). Decision: both are
+		// allowed, nydus is the default on containerd. Block snapshotters
+		// (devmapper, blockfile) and erofs hand the guest host-built layers:
+		// not allowed (erofs's CoCo tar-index mode is not released).
+		{ID: "confidential-guest-pull",
+			Summary: "SNP/TDX need guest pull: the nydus snapshotter, or overlayfs with Kata's forced guest pull",
+			Source:  "kata-containers docs/how-to/how-to-pull-images-in-guest-with-kata.md; Kata experimental_force_guest_pull"},
 
-	// Guest pull without a TEE is the coco-dev flavour; kata-deploy ships it
-	// only as kata-qemu-coco-dev (no CLH, no GPU variant).
-	ruleCocoDev = Rule{ID: "guest-pull-dev-qemu-only",
-		Summary: "nydus guest pull without a TEE is kata-qemu-coco-dev: QEMU only, no GPU",
-		Source:  "kata-deploy runtime classes (kata-qemu-coco-dev)"}
+		// Guest pull without a TEE is the coco-dev flavour; kata-deploy ships it
+		// only as kata-qemu-coco-dev (no CLH, no GPU variant).
+		{ID: "guest-pull-dev-qemu-only",
+			Summary: "nydus guest pull without a TEE is kata-qemu-coco-dev: QEMU only, no GPU",
+			Source:  "kata-deploy runtime classes (kata-qemu-coco-dev)"},
 
-	// CRI-O has no containerd snapshotters: images live in
-	// containers/storage (overlay driver). The distribution's Runtime field
-	// decides this, so it follows from the layout table.
-	ruleCRIO = Rule{ID: "crio-overlay-only",
-		Summary: "CRI-O has no containerd snapshotters: only overlayfs (containers/storage) is possible",
-		Source:  "CRI-O crio.conf(5), containers-storage.conf(5); FACTS.md §5"}
-)
-
-// Rules returns every rule in evaluation order.
-func Rules() []Rule {
-	out := []Rule{ruleSyntax, ruleSpecComplete}
-	for _, c := range checks() {
-		out = append(out, c.rule)
+		// CRI-O has no containerd snapshotters: images live in
+		// containers/storage (overlay driver). The distribution's Runtime field
+		// decides this, so it follows from the layout table.
+		{ID: "crio-overlay-only",
+			Summary: "CRI-O has no containerd snapshotters: only overlayfs (containers/storage) is possible",
+			Source:  "CRI-O crio.conf(5), containers-storage.conf(5); FACTS.md §5"},
 	}
-	return out
 }
+
+// rule returns the rule with a known ID; an unknown ID is a bug in this
+// package, caught by the tests that walk every check.
+func rule(id string) Rule {
+	for _, r := range ruleTable() {
+		if r.ID == id {
+			return r
+		}
+	}
+	panic("platform: no rule " + id)
+}
+
+// Rules returns every rule: syntax and spec-complete, which every input
+// passes through, then the compatibility rules.
+func Rules() []Rule { return ruleTable() }
 
 // RuleByID returns the rule with that ID.
 func RuleByID(id string) (Rule, bool) {
@@ -122,24 +130,24 @@ func RuleByID(id string) (Rule, bool) {
 }
 
 type check struct {
-	rule Rule
-	ok   func(Platform) bool
+	id string
+	ok func(Platform) bool
 }
 
 // checks lists the compatibility rules in the order they are evaluated;
 // the first broken one is reported, so more specific rules come first.
 func checks() []check {
 	return []check{
-		{ruleProductLineSNP, func(p Platform) bool { return p.pl == AnyProductLine || p.tee == SNP }},
-		{ruleAKS, func(p Platform) bool { return p.dist != AKS || (p.hv == CloudHypervisor && p.tee == SNP) }},
-		{ruleAKSMilan, func(p Platform) bool { return p.dist != AKS || p.pl == AnyProductLine || p.pl == Milan }},
-		{ruleFCNoTEE, func(p Platform) bool { return p.hv != Firecracker || p.tee == NoTEE }},
-		{ruleGPUQEMU, func(p Platform) bool { return !p.gpu || p.hv == QEMU }},
-		{ruleCLHTEE, func(p Platform) bool { return p.hv != CloudHypervisor || p.tee == NoTEE || p.dist == AKS }},
-		{ruleCRIO, func(p Platform) bool { return p.dist.Runtime() != CRIO || p.snap == Overlayfs }},
-		{ruleFCBlock, func(p Platform) bool { return p.hv != Firecracker || p.snap == Devmapper || p.snap == Blockfile }},
-		{ruleGuestPull, func(p Platform) bool { return p.tee == NoTEE || p.snap == Nydus || p.snap == Overlayfs }},
-		{ruleCocoDev, func(p Platform) bool { return p.snap != Nydus || p.tee != NoTEE || (p.hv == QEMU && !p.gpu) }},
+		{"productline-snp-only", func(p Platform) bool { return p.pl == AnyProductLine || p.tee == SNP }},
+		{"aks-clh-snp", func(p Platform) bool { return p.dist != AKS || (p.hv == CloudHypervisor && p.tee == SNP) }},
+		{"aks-milan", func(p Platform) bool { return p.dist != AKS || p.pl == AnyProductLine || p.pl == Milan }},
+		{"fc-no-tee", func(p Platform) bool { return p.hv != Firecracker || p.tee == NoTEE }},
+		{"gpu-qemu-only", func(p Platform) bool { return !p.gpu || p.hv == QEMU }},
+		{"clh-tee-aks-only", func(p Platform) bool { return p.hv != CloudHypervisor || p.tee == NoTEE || p.dist == AKS }},
+		{"crio-overlay-only", func(p Platform) bool { return p.dist.Runtime() != CRIO || p.snap == Overlayfs }},
+		{"fc-block-snapshotter", func(p Platform) bool { return p.hv != Firecracker || p.snap == Devmapper || p.snap == Blockfile }},
+		{"confidential-guest-pull", func(p Platform) bool { return p.tee == NoTEE || p.snap == Nydus || p.snap == Overlayfs }},
+		{"guest-pull-dev-qemu-only", func(p Platform) bool { return p.snap != Nydus || p.tee != NoTEE || (p.hv == QEMU && !p.gpu) }},
 	}
 }
 
@@ -153,16 +161,16 @@ func AppliesTo(p Platform) []Rule {
 			out = append(out, r)
 		}
 	}
-	add(ruleProductLineSNP, p.tee == SNP)
-	add(ruleAKS, p.dist == AKS)
-	add(ruleAKSMilan, p.dist == AKS)
-	add(ruleFCNoTEE, p.hv == Firecracker)
-	add(ruleGPUQEMU, p.gpu)
-	add(ruleCLHTEE, p.hv == CloudHypervisor)
-	add(ruleCRIO, p.dist.Runtime() == CRIO)
-	add(ruleFCBlock, p.hv == Firecracker)
-	add(ruleGuestPull, p.tee != NoTEE)
-	add(ruleCocoDev, p.snap == Nydus && p.tee == NoTEE)
+	add(rule("productline-snp-only"), p.tee == SNP)
+	add(rule("aks-clh-snp"), p.dist == AKS)
+	add(rule("aks-milan"), p.dist == AKS)
+	add(rule("fc-no-tee"), p.hv == Firecracker)
+	add(rule("gpu-qemu-only"), p.gpu)
+	add(rule("clh-tee-aks-only"), p.hv == CloudHypervisor)
+	add(rule("crio-overlay-only"), p.dist.Runtime() == CRIO)
+	add(rule("fc-block-snapshotter"), p.hv == Firecracker)
+	add(rule("confidential-guest-pull"), p.tee != NoTEE)
+	add(rule("guest-pull-dev-qemu-only"), p.snap == Nydus && p.tee == NoTEE)
 	return out
 }
 
@@ -201,17 +209,6 @@ func newValidationError(rule Rule, s Spec, input string) *ValidationError {
 
 func suggest(s Spec) []string {
 	target := formatSpec(s)
-	var cands []string
-	seen := map[string]bool{}
-	try := func(c Spec) {
-		if p, rule := build(c); rule == nil {
-			n := p.String()
-			if !seen[n] && n != target {
-				seen[n] = true
-				cands = append(cands, n)
-			}
-		}
-	}
 	base := s
 	if !base.Distribution.Valid() {
 		base.Distribution = Kubeadm
@@ -228,44 +225,28 @@ func suggest(s Spec) []string {
 	if base.Snapshotter != 0 && !base.Snapshotter.Valid() {
 		base.Snapshotter = 0
 	}
-	try(base)
-	for _, d := range Distributions() {
-		c := base
-		c.Distribution = d
-		try(c)
+	// One group per dimension: the nearest valid platform that differs from
+	// the input in that dimension only (a changed hypervisor, TEE or GPU
+	// flag may also take its own default snapshotter). Keeping only the best
+	// of each group makes the suggestions show different ways out instead
+	// of three near-identical distributions. If no single change helps, the
+	// same is done for pairs of changes, and only then over All.
+	varies := variations()
+	var groups [][]Spec
+	for _, v := range varies {
+		groups = append(groups, v(base))
 	}
-	for _, h := range Hypervisors() {
-		c := base
-		c.Hypervisor = h
-		try(c)
-		c.Snapshotter = 0 // a hypervisor change may need its own default
-		try(c)
-	}
-	for _, t := range TEEs() {
-		c := base
-		c.TEE = t
-		if t != SNP {
-			c.ProductLine = AnyProductLine
+	cands := bestPerGroup(target, groups)
+	if len(cands) == 0 {
+		groups = groups[:0]
+		for i, vi := range varies {
+			for _, a := range vi(base) {
+				for _, vj := range varies[i+1:] {
+					groups = append(groups, vj(a))
+				}
+			}
 		}
-		try(c)
-		c.Snapshotter = 0
-		try(c)
-	}
-	for _, pl := range append([]ProductLine{AnyProductLine}, ProductLines()...) {
-		c := base
-		c.ProductLine = pl
-		try(c)
-	}
-	for _, sn := range append([]Snapshotter{0}, Snapshotters()...) {
-		c := base
-		c.Snapshotter = sn
-		try(c)
-	}
-	for _, c := range []Spec{base, base} {
-		c.GPU = !base.GPU
-		try(c)
-		c.Snapshotter = 0
-		try(c)
+		cands = bestPerGroup(target, groups)
 	}
 	if len(cands) == 0 {
 		for _, p := range All() {
@@ -273,6 +254,107 @@ func suggest(s Spec) []string {
 		}
 	}
 	return nearest(target, cands, maxSuggestions)
+}
+
+// variations returns, per dimension, a function giving the specs that
+// differ from s in that dimension.
+func variations() []func(Spec) []Spec {
+	return []func(Spec) []Spec{
+		func(s Spec) (out []Spec) {
+			for _, d := range Distributions() {
+				if d != s.Distribution {
+					c := s
+					c.Distribution = d
+					out = append(out, c)
+				}
+			}
+			return out
+		},
+		func(s Spec) (out []Spec) {
+			for _, h := range Hypervisors() {
+				if h != s.Hypervisor {
+					c := s
+					c.Hypervisor = h
+					out = append(out, c)
+					c.Snapshotter = 0
+					out = append(out, c)
+				}
+			}
+			return out
+		},
+		func(s Spec) (out []Spec) {
+			for _, t := range TEEs() {
+				if t != s.TEE {
+					c := s
+					c.TEE = t
+					if t != SNP {
+						c.ProductLine = AnyProductLine
+					}
+					out = append(out, c)
+					c.Snapshotter = 0
+					out = append(out, c)
+				}
+			}
+			return out
+		},
+		func(s Spec) (out []Spec) {
+			for _, pl := range append([]ProductLine{AnyProductLine}, ProductLines()...) {
+				if pl != s.ProductLine {
+					c := s
+					c.ProductLine = pl
+					out = append(out, c)
+				}
+			}
+			return out
+		},
+		// The snapshotter group prefers the default: a wrong explicit
+		// snapshotter is best fixed by dropping it.
+		func(s Spec) (out []Spec) {
+			c := s
+			c.Snapshotter = 0
+			if _, id := build(c); id == "" && s.Snapshotter != 0 {
+				return []Spec{c}
+			}
+			for _, sn := range Snapshotters() {
+				if sn != s.Snapshotter {
+					c := s
+					c.Snapshotter = sn
+					out = append(out, c)
+				}
+			}
+			return out
+		},
+		func(s Spec) []Spec {
+			c := s
+			c.GPU = !s.GPU
+			d := c
+			d.Snapshotter = 0
+			return []Spec{c, d}
+		},
+	}
+}
+
+// bestPerGroup returns the canonical name of the nearest valid spec of each
+// group, without duplicates and without target itself.
+func bestPerGroup(target string, groups [][]Spec) []string {
+	var cands []string
+	seen := map[string]bool{target: true}
+	for _, g := range groups {
+		var valid []string
+		for _, c := range g {
+			if p, id := build(c); id == "" {
+				valid = append(valid, p.String())
+			}
+		}
+		for _, n := range nearest(target, valid, len(valid)) {
+			if !seen[n] {
+				seen[n] = true
+				cands = append(cands, n)
+				break
+			}
+		}
+	}
+	return cands
 }
 
 // nearest returns up to n candidates by increasing edit distance to target,
