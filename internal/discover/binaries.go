@@ -226,7 +226,7 @@ var (
 	qemuRe     = regexp.MustCompile(`QEMU emulator version (\d+\.\d+(?:\.\d+)?)(?:[^\S\n]*\(([^)\n]*)\))?`)
 	clhRe      = regexp.MustCompile(`(?m)^cloud-hypervisor:?\s+` + numVersion)
 	fcRe       = regexp.MustCompile(`(?mi)^firecracker\s+` + numVersion)
-	virtiofsRe = regexp.MustCompile(`(?m)^virtiofsd(?:\s+backend)?\s+` + numVersion)
+	virtiofsRe = regexp.MustCompile(`(?m)^virtiofsd(?:\s+backend|\s+version)?\s+` + numVersion + `(?:[^\S\n]*\(([^)\n]*)\))?`)
 	ctrdRe     = regexp.MustCompile(`(?m)^containerd\s+(\S+)\s+` + numVersion)
 	crioRe     = regexp.MustCompile(`(?m)^(?:crio version|Version:)[ \t]+` + numVersion)
 	kataRtRe   = regexp.MustCompile(`(?m)^kata-runtime\s*:\s*` + numVersion)
@@ -255,9 +255,15 @@ func parseFirecrackerVersion(out string) (string, string, bool) {
 }
 
 // parseVirtiofsdVersion reads the Rust virtiofsd's "virtiofsd backend
-// 1.10.1" (older releases print "virtiofsd 1.5.0").
+// 1.10.1" (older releases print "virtiofsd 1.5.0"), and the C virtiofsd
+// that QEMU shipped until 7.2: "virtiofsd version 7.2.22 (Debian
+// 1:7.2+dfsg-7+deb12u18+b3)", whose version is QEMU's.
 func parseVirtiofsdVersion(out string) (string, string, bool) {
-	return firstGroup(virtiofsRe, out)
+	m := virtiofsRe.FindStringSubmatch(out)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], strings.TrimSpace(m[2]), true
 }
 
 // upstreamContainerd are the module paths of upstream containerd builds.

@@ -44,6 +44,7 @@ func TestParseVersions(t *testing.T) {
 		{"firecracker", parseFirecrackerVersion, "Firecracker v1.10.1\n\n", "1.10.1", "", true},
 		{"virtiofsd", parseVirtiofsdVersion, "virtiofsd backend 1.10.1\n", "1.10.1", "", true},
 		{"virtiofsd old", parseVirtiofsdVersion, "virtiofsd 1.5.0\n", "1.5.0", "", true},
+		{"virtiofsd qemu C", parseVirtiofsdVersion, "virtiofsd version 7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)\nCopyright (c) 2003-2022 Fabrice Bellard and the QEMU Project developers\nusing FUSE kernel interface version 7.31\n", "7.2.22", "Debian 1:7.2+dfsg-7+deb12u18+b3", true},
 		{"containerd 2", parseContainerdVersion, "containerd github.com/containerd/containerd/v2 v2.0.2 c507a0257ea6462fbd6f5ba4f5c74facb04021f4\n", "2.0.2", "", true},
 		{"containerd.io", parseContainerdVersion, "containerd containerd.io 1.7.25 bcc810d6b9066471b0b6fa75f557a15a1cbf31bb\n", "1.7.25", "containerd.io", true},
 		{"containerd k3s", parseContainerdVersion, "containerd github.com/k3s-io/containerd v1.7.23-k3s2 \n", "1.7.23", "github.com/k3s-io/containerd", true},
