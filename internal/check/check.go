@@ -143,6 +143,10 @@ type Check struct {
 	// RunFor evaluates a check whose result depends on the platform (its
 	// hypervisor, memory overhead, handler name ...).
 	RunFor func(f *facts.Facts, p platform.Platform) Result
+	// Key, for a RunFor check, reduces a platform to the dimensions the
+	// result depends on, so that the evaluator runs the check once per
+	// distinct key rather than once per platform.
+	Key func(p platform.Platform) platform.Spec
 }
 
 // Validate reports a malformed catalogue entry; the catalogue test calls

@@ -8,23 +8,33 @@ import (
 	"berth.dev/berth/platform"
 )
 
-// Finding is the result of one check on one platform.
+// Finding is the result of one check on one platform. The Outcome is
+// shared by every platform on which the check gave the same result, which
+// keeps evaluating hundreds of platforms cheap; in JSON its fields appear
+// inline.
 type Finding struct {
-	ID     string `json:"id"`
-	Title  string `json:"title"`
-	Parent string `json:"parent,omitempty"`
+	*Outcome
 	// Status is the effective result on the platform, after severity,
 	// --ignore and --strict.
 	Status Status `json:"status"`
 	// Severity is what a failure of this check means on the platform.
-	Severity Severity   `json:"severity"`
+	Severity Severity `json:"severity"`
+	// Ignored is set when a failure was demoted to a warning by --ignore.
+	Ignored bool `json:"ignored,omitempty"`
+}
+
+// Outcome is what a check found, independent of the platform's severity.
+type Outcome struct {
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Parent string `json:"parent,omitempty"`
+	// Depth is the finding's depth in the check tree (0 for a root).
+	Depth int `json:"depth"`
+	// Raw is the check's own result before severity, --ignore and --strict.
+	Raw      Status     `json:"raw"`
 	Message  string     `json:"message,omitempty"`
 	Evidence []Evidence `json:"evidence,omitempty"`
 	Remedy   string     `json:"remedy,omitempty"`
-	// Ignored is set when a failure was demoted to a warning by --ignore.
-	Ignored bool `json:"ignored,omitempty"`
-	// Depth is the finding's depth in the check tree (0 for a root).
-	Depth int `json:"depth"`
 }
 
 // VerdictStatus is the conclusion for one platform.
@@ -100,23 +110,21 @@ func NewEvaluator(checks []Check) (*Evaluator, error) {
 // Checks returns the catalogue.
 func (e *Evaluator) Checks() []Check { return e.checks }
 
-// rawResult is a check's result before platform severity is applied.
-type rawResult struct {
-	done bool
-	Result
-}
-
 // Evaluate runs every check against every platform and returns one verdict
 // per platform, in the order given.
 func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options) []Verdict {
 	n := len(e.checks)
 	// Host-wide results and unknown evidence are computed once, however
 	// many platforms there are.
-	host := make([]rawResult, n)
+	// Host-wide results and unknown evidence are computed once, however
+	// many platforms there are; platform results are memoised by Key.
+	host := make([]*Outcome, n)
 	unknown := make([]*Result, n)
+	skipped := make([]*Outcome, n)
 	for i := range e.checks {
 		unknown[i] = unknownEvidence(f, &e.checks[i])
 	}
+	memo := make([]map[platform.Spec]*Outcome, n)
 	out := make([]Verdict, 0, len(ps))
 	raw := make([]Status, n)
 	for _, p := range ps {
@@ -128,26 +136,40 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 			if !ok {
 				continue
 			}
-			fd := Finding{ID: c.ID, Title: c.Title, Parent: c.Parent, Severity: sev, Depth: e.depth[i]}
-			var r Result
+			var o *Outcome
 			switch pi := e.parent[i]; {
 			case pi >= 0 && (raw[pi] == Fail || raw[pi] == Skip):
-				r = Result{Status: Skip, Message: "skipped: prerequisite " + c.Parent + " did not pass"}
-			case unknown[i] != nil:
-				r = *unknown[i]
-			case c.ReadsFor != nil && unknownFields(f, c.ReadsFor(p)) != nil:
-				r = *unknownFields(f, c.ReadsFor(p))
-			case c.Run != nil:
-				if !host[i].done {
-					host[i] = rawResult{done: true, Result: c.Run(f)}
+				if skipped[i] == nil {
+					skipped[i] = e.outcome(i, Result{Status: Skip, Message: "skipped: prerequisite " + c.Parent + " did not pass"})
 				}
-				r = host[i].Result
+				o = skipped[i]
+			case unknown[i] != nil:
+				if host[i] == nil {
+					host[i] = e.outcome(i, *unknown[i])
+				}
+				o = host[i]
+			case c.Run != nil:
+				if host[i] == nil {
+					host[i] = e.outcome(i, c.Run(f))
+				}
+				o = host[i]
+			case c.ReadsFor != nil && unknownFields(f, c.ReadsFor(p)) != nil:
+				o = e.outcome(i, *unknownFields(f, c.ReadsFor(p)))
+			case c.Key != nil:
+				k := c.Key(p)
+				if memo[i] == nil {
+					memo[i] = map[platform.Spec]*Outcome{}
+				}
+				if o = memo[i][k]; o == nil {
+					o = e.outcome(i, c.RunFor(f, p))
+					memo[i][k] = o
+				}
 			default:
-				r = c.RunFor(f, p)
+				o = e.outcome(i, c.RunFor(f, p))
 			}
-			raw[i] = r.Status
-			fd.Message, fd.Evidence, fd.Remedy = r.Message, r.Evidence, r.Remedy
-			fd.Status = effective(r.Status, sev, opt, c.ID, &fd.Ignored)
+			raw[i] = o.Raw
+			fd := Finding{Outcome: o, Severity: sev}
+			fd.Status = effective(o.Raw, sev, opt, c.ID, &fd.Ignored)
 			v.add(fd)
 			v.Findings = append(v.Findings, fd)
 		}
@@ -155,6 +177,12 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 		out = append(out, v)
 	}
 	return out
+}
+
+func (e *Evaluator) outcome(i int, r Result) *Outcome {
+	c := &e.checks[i]
+	return &Outcome{ID: c.ID, Title: c.Title, Parent: c.Parent, Depth: e.depth[i],
+		Raw: r.Status, Message: r.Message, Evidence: r.Evidence, Remedy: r.Remedy}
 }
 
 // effective maps a raw status to what it means on a platform.

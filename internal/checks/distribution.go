@@ -17,6 +17,7 @@ func distributionChecks() []check.Check {
 		Platforms: "all",
 		Remedies:  []string{"choose the platform for the distribution the host runs (berth check without --platform lists them)"},
 		Applies:   check.Always(check.Blocking),
+		Key:       keyDistribution,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			got, want := f.Distribution.Name, p.Distribution()
 			ev := []check.Evidence{check.Ev("distribution.name", got)}

@@ -43,6 +43,29 @@ func gpuChecks() []check.Check {
 			return check.Ok(strings.Join(names, ", "), check.Ev("gpus", len(gs)))
 		},
 	}, {
+		ID:        "gpu.iommu.group",
+		Title:     "if the GPU's IOMMU group is isolated",
+		Why:       "VFIO passes whole IOMMU groups: every other device in the GPU's group must be bound to vfio-pci too (or be a bridge), or the VM cannot start.",
+		Parent:    "gpu.present",
+		Reads:     []string{"gpus", "iommu.groups"},
+		Platforms: "gpu platforms",
+		Remedies:  []string{"bind the other devices of the group to vfio-pci, move the GPU to another slot, or enable ACS in the BIOS"},
+		Applies:   check.When(check.Blocking, isGPU),
+		Run: func(f *facts.Facts) check.Result {
+			var bad []string
+			for _, g := range nvidiaGPUs(f) {
+				switch {
+				case g.GroupIsolated == nil:
+					return check.Failed(g.Address+" has no IOMMU group: the IOMMU is off", "enable the IOMMU (see iommu.enabled)", check.Ev("gpus.iommuGroup", g.IOMMUGroup))
+				case *g.GroupIsolated:
+					return check.Ok(g.Address+" is alone in IOMMU group "+itoa(derefInt(g.IOMMUGroup)), check.Ev("gpus.groupIsolated", true))
+				}
+				bad = append(bad, g.Address+" shares group "+itoa(derefInt(g.IOMMUGroup))+" with "+strings.Join(g.GroupMembers, ", "))
+			}
+			return check.Failed(strings.Join(bad, "; "),
+				"bind the other devices of the group to vfio-pci, move the GPU to another slot, or enable ACS in the BIOS", check.Ev("gpus.groupIsolated", false))
+		},
+	}, {
 		ID:        "gpu.vfio",
 		Title:     "if a GPU is bound to vfio-pci",
 		Why:       "A GPU can only be passed to a VM when the host driver lets go of it and vfio-pci owns it.",
@@ -66,32 +89,6 @@ func gpuChecks() []check.Check {
 					"driverctl set-override "+strings.Fields(other[0])[0]+" vfio-pci (or vfio-pci.ids=10de:<device> on the kernel command line)", ev...)
 			}
 			return check.Ok(strings.Join(bound, ", ")+" on vfio-pci", ev...)
-		},
-	}, {
-		ID:        "gpu.iommu.group",
-		Title:     "if the GPU's IOMMU group is isolated",
-		Why:       "VFIO passes whole IOMMU groups: every other device in the GPU's group must be bound to vfio-pci too (or be a bridge), or the VM cannot start.",
-		Parent:    "gpu.vfio",
-		Reads:     []string{"gpus", "iommu.groups"},
-		Platforms: "gpu platforms",
-		Remedies:  []string{"bind the other devices of the group to vfio-pci, move the GPU to another slot, or enable ACS in the BIOS"},
-		Applies:   check.When(check.Blocking, isGPU),
-		Run: func(f *facts.Facts) check.Result {
-			var bad []string
-			for _, g := range nvidiaGPUs(f) {
-				if !g.VFIOBound {
-					continue
-				}
-				switch {
-				case g.GroupIsolated == nil:
-					return check.Failed(g.Address+" has no IOMMU group: the IOMMU is off", "enable the IOMMU (see iommu.enabled)", check.Ev("gpus.iommuGroup", g.IOMMUGroup))
-				case *g.GroupIsolated:
-					return check.Ok(g.Address+" is alone in IOMMU group "+itoa(derefInt(g.IOMMUGroup)), check.Ev("gpus.groupIsolated", true))
-				}
-				bad = append(bad, g.Address+" shares group "+itoa(derefInt(g.IOMMUGroup))+" with "+strings.Join(g.GroupMembers, ", "))
-			}
-			return check.Failed(strings.Join(bad, "; "),
-				"bind the other devices of the group to vfio-pci, move the GPU to another slot, or enable ACS in the BIOS", check.Ev("gpus.groupIsolated", false))
 		},
 	}, {
 		ID:        "gpu.confidential",

@@ -32,6 +32,7 @@ func hypervisorChecks() []check.Check {
 		Platforms: "all (warning: installed by berth install)",
 		Remedies:  []string{"berth install installs Kata's static build, which includes the hypervisor", "or install the distribution package (qemu-system-x86, cloud-hypervisor)"},
 		Applies:   check.Always(check.Warning),
+		Key:       keyHypervisorTEE,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			name := p.Hypervisor().String()
 			b, ok := binary(f, name)
@@ -49,6 +50,7 @@ func hypervisorChecks() []check.Check {
 		Platforms: "confidential qemu platforms",
 		Remedies:  []string{"use the QEMU from berth install (Kata's static build) or upgrade the host's QEMU (SNP >= 9.1, TDX >= 10.1)"},
 		Applies:   check.When(check.Blocking, func(p platform.Platform) bool { return minHypervisor(p) != nil }),
+		Key:       keyHypervisorTEE,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			min := minHypervisor(p)
 			b, ok := binary(f, p.Hypervisor().String())
@@ -78,6 +80,7 @@ func hypervisorChecks() []check.Check {
 		Platforms: "qemu platforms",
 		Remedies:  []string{"run berth check with --probe on the live host to test QEMU", "use the QEMU from berth install"},
 		Applies:   check.When(check.Blocking, isQEMU),
+		Key:       keyHypervisorTEE,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			q := f.QEMUProbe
 			if _, ok := binary(f, "qemu"); !ok && q == nil {

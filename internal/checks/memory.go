@@ -21,6 +21,7 @@ func memoryChecks() []check.Check {
 		Platforms: "all",
 		Remedies:  []string{"add memory or use a platform with a smaller overhead (GPU platforms need about 18 GiB per pod)"},
 		Applies:   check.Always(check.Blocking),
+		Key:       keyMemory,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			need := uint64(sandboxMiB(p))
 			total, avail := f.Memory.TotalKiB/1024, f.Memory.AvailableKiB/1024

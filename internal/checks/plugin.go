@@ -49,7 +49,7 @@ func pluginChecks(f *facts.Facts) []check.Check {
 		default:
 			st = check.Unknown
 		}
-		r := check.Result{Status: st, Message: orDefault(pf.Message, string(st)), Remedy: pf.Remedy,
+		r := check.Result{Status: st, Message: orDefault(pf.Message, string(st)), Remedy: orDefault(pf.Remedy, "see the documentation of the plug-in "+pf.Plugin),
 			Evidence: []check.Evidence{check.Ev("plugins.findings."+pf.Plugin, pf.ID+": "+pf.Status)}}
 		add(pluginCheck(id, orDefault(pf.Title, "site check "+pf.Plugin), check.Blocking, r))
 	}

@@ -36,6 +36,7 @@ func runtimeChecks() []check.Check {
 		Platforms: "all",
 		Remedies:  []string{"install the Kubernetes distribution first (kubeadm: install containerd; k3s/RKE2/k0s/microk8s ship their own)"},
 		Applies:   check.Always(check.Blocking),
+		Key:       keyDistribution,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			rt, name := containerRuntime(f, p)
 			if rt == nil || rt.Binary == "" {
@@ -80,6 +81,7 @@ func runtimeChecks() []check.Check {
 		Platforms: "all",
 		Remedies:  []string{"fix the syntax error at the line and column reported, or restore the distribution's default configuration"},
 		Applies:   check.Always(check.Blocking),
+		Key:       keyDistribution,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			rt, name := containerRuntime(f, p)
 			ev := []check.Evidence{check.Ev("runtimes.configPath", rt.ConfigPath), check.Ev("runtimes.configError", rt.ConfigError)}
@@ -99,6 +101,7 @@ func runtimeChecks() []check.Check {
 		Platforms: "all (warning)",
 		Remedies:  []string{"let berth write the distribution's file (template or drop-in); check the runtime's --config flag in its systemd unit"},
 		Applies:   check.Always(check.Warning),
+		Key:       keyDistribution,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			rt, _ := containerRuntime(f, p)
 			lay, ok := p.Distribution().Layout()
@@ -154,6 +157,7 @@ func runtimeChecks() []check.Check {
 		Platforms: "all (warning)",
 		Remedies:  []string{"start the runtime (systemctl start containerd, or the distribution's service)"},
 		Applies:   check.Always(check.Warning),
+		Key:       keyDistribution,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			rt, name := containerRuntime(f, p)
 			ev := check.Ev("runtimes.socketExists", rt.SocketExists)

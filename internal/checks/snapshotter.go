@@ -25,6 +25,7 @@ func snapshotterChecks() []check.Check {
 		Applies: check.When(check.Blocking, func(p platform.Platform) bool {
 			return isContainerd(p) && p.Snapshotter() != platform.Overlayfs
 		}),
+		Key: keySnapshotter,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			c := f.Runtimes.Containerd
 			s := p.Snapshotter()

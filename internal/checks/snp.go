@@ -37,6 +37,7 @@ func snpChecks() []check.Check {
 		Platforms: "snp platforms",
 		Remedies:  []string{"use an AMD EPYC Milan, Genoa (Bergamo, Siena) or Turin host", "pick the platform whose product line matches the CPU (e.g. -genoa on a Genoa host)"},
 		Applies:   snp,
+		Key:       keyProductLine,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			ev := []check.Evidence{check.Ev("cpu.vendor", f.CPU.Vendor), check.Ev("cpu.productLine", f.CPU.ProductLine), check.Ev("cpu.modelName", f.CPU.ModelName)}
 			if f.CPU.Vendor != "amd" {
@@ -51,6 +52,26 @@ func snpChecks() []check.Check {
 					"choose the "+line+" variant of the platform", ev...)
 			}
 			return check.Ok("EPYC "+f.CPU.ProductLine, ev...)
+		},
+	}, {
+		ID:        "snp.bios.rmp",
+		Title:     "if the BIOS reserved the RMP table",
+		Why:       "SNP tracks page ownership in the Reverse Map Table, which the BIOS must reserve at boot (\"SNP Memory Coverage\").",
+		Parent:    "snp.cpu.generation",
+		Reads:     []string{"tee.snp.rmpReserved"},
+		Platforms: "snp platforms",
+		Remedies:  []string{"set SNP Memory Coverage to Enabled in the BIOS and reboot"},
+		Applies:   snp,
+		Run: func(f *facts.Facts) check.Result {
+			r := f.TEE.SNP.RMPReserved
+			ev := check.Ev("tee.snp.rmpReserved", r)
+			switch {
+			case r == nil:
+				return check.Unsure("the boot log does not say whether the RMP table was reserved", ev)
+			case !*r:
+				return check.Failed("\"Memory for the RMP table has not been reserved by BIOS\"", "set SNP Memory Coverage to Enabled in the BIOS and reboot", ev)
+			}
+			return check.Ok("RMP table reserved", ev)
 		},
 	}, {
 		ID:        "snp.bios.enabled",
@@ -73,26 +94,6 @@ func snpChecks() []check.Check {
 				return check.Failed("cpu flags missing: "+strings.Join(missing, " ")+": SEV-SNP is disabled in the BIOS", snpBIOSRemedy, ev)
 			}
 			return check.Ok("sme sev sev_es sev_snp flags present")
-		},
-	}, {
-		ID:        "snp.bios.rmp",
-		Title:     "if the BIOS reserved the RMP table",
-		Why:       "SNP tracks page ownership in the Reverse Map Table, which the BIOS must reserve at boot (\"SNP Memory Coverage\").",
-		Parent:    "snp.bios.enabled",
-		Reads:     []string{"tee.snp.rmpReserved"},
-		Platforms: "snp platforms",
-		Remedies:  []string{"set SNP Memory Coverage to Enabled in the BIOS and reboot"},
-		Applies:   snp,
-		Run: func(f *facts.Facts) check.Result {
-			r := f.TEE.SNP.RMPReserved
-			ev := check.Ev("tee.snp.rmpReserved", r)
-			switch {
-			case r == nil:
-				return check.Unsure("the boot log does not say whether the RMP table was reserved", ev)
-			case !*r:
-				return check.Failed("\"Memory for the RMP table has not been reserved by BIOS\"", "set SNP Memory Coverage to Enabled in the BIOS and reboot", ev)
-			}
-			return check.Ok("RMP table reserved", ev)
 		},
 	}, {
 		ID:        "snp.iommu",
