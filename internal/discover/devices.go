@@ -50,7 +50,9 @@ func runDevices(_ context.Context, s *session, f *facts.Facts) {
 			nodes[p] = n
 		}
 	}
-	if !s.root.Live() {
+	if s.root.Live() {
+		hostfs.RecordProbe(s.root, "devices", nodes)
+	} else {
 		// A snapshot may carry what the nodes looked like on the host
 		// (device nodes do not survive in a tarball or fixture tree).
 		var rec map[string]facts.DeviceNode
@@ -166,6 +168,7 @@ func lsMode(m fs.FileMode) string {
 func (s *session) kvmProbe() *facts.KVMProbe {
 	if s.root.Live() {
 		p := probeKVM(filepath.Join(s.root.Path(), "dev", "kvm"))
+		hostfs.RecordProbe(s.root, "kvm", p)
 		return &p
 	}
 	var p facts.KVMProbe
