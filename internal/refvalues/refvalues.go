@@ -295,7 +295,7 @@ func SNP(req SNPRequest) (*Document, error) {
 			targets = append(targets, target{p, p.VCPUType()})
 		}
 	}
-	v := &SNPValues{VMM: "qemu", GuestPolicy: Hex(req.GuestPolicy), GuestFeatures: Hex(req.GuestFeatures), FirmwareDigest: FirmwareDigest(o)}
+	v := &SNPValues{VMM: "qemu", GuestPolicy: Hex(req.GuestPolicy), GuestFeatures: Hex(req.GuestFeatures), FirmwareDigest: prefix.Firmware}
 	for _, t := range targets {
 		ds, err := prefix.LaunchDigests(t.vcpu, req.GuestFeatures, VMMQEMU, req.VCPUs.Max)
 		if err != nil {

@@ -148,7 +148,11 @@ func FirmwareDigest(o *OVMF) Digest384 {
 // sections, before any VMSA. It depends neither on the vCPU type nor on the
 // number of vCPUs, so one prefix serves every product line.
 type SNPPrefix struct {
-	Digest   Digest384
+	Digest Digest384
+	// Firmware is the digest after the firmware pages alone (see
+	// FirmwareDigest), kept because hashing the image twice is the
+	// largest avoidable cost.
+	Firmware Digest384
 	resetEIP uint32
 }
 
@@ -157,7 +161,8 @@ type SNPPrefix struct {
 // them. hashes is nil without measured direct boot; then the kernel hashes
 // section is measured as zero pages, as QEMU does.
 func MeasureSNP(o *OVMF, hashes *SEVHashes) (SNPPrefix, error) {
-	g := newGctx(FirmwareDigest(o))
+	fwDigest := FirmwareDigest(o)
+	g := newGctx(fwDigest)
 	hashesDone := false
 	for i, s := range o.Sections {
 		switch s.Type {
@@ -183,7 +188,7 @@ func MeasureSNP(o *OVMF, hashes *SEVHashes) (SNPPrefix, error) {
 	if hashes != nil && !hashesDone {
 		return SNPPrefix{}, fmt.Errorf("firmware has no SNP_KERNEL_HASHES section in its SEV metadata (GUID %s): it cannot measure a kernel, initrd or command line (use an AmdSev OVMF build)", guidSEVMetadata)
 	}
-	return SNPPrefix{Digest: g.ld, resetEIP: o.ResetEIP}, nil
+	return SNPPrefix{Digest: g.ld, Firmware: fwDigest, resetEIP: o.ResetEIP}, nil
 }
 
 // hashesPage builds the contents of the kernel hashes section: zero except
