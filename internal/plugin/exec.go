@@ -90,6 +90,10 @@ func RunChecks(ctx context.Context, dir string, opt Options) ([]Result, error) {
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("checks directory %s: %w", dir, err)
+	}
 	realDir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, fmt.Errorf("checks directory %s: %w", dir, err)
@@ -102,7 +106,15 @@ func RunChecks(ctx context.Context, dir string, opt Options) ([]Result, error) {
 		return nil, fmt.Errorf("checks directory %s: not a directory", dir)
 	}
 	if err := safeOwner(st); err != nil {
-		return nil, fmt.Errorf("refusing to run any check from %s: %w", dir, err)
+		return nil, fmt.Errorf("refusing to run any check from %s: %s %w", dir, realDir, err)
+	}
+	// Whoever can write to a parent can swap the directory (or a symlink
+	// to it) for one of their choosing: the path as given and the path it
+	// resolves to must both be safe all the way up.
+	for _, p := range []string{filepath.Dir(dir), filepath.Dir(realDir)} {
+		if err := safeAncestors(p); err != nil {
+			return nil, fmt.Errorf("refusing to run any check from %s: %w", dir, err)
+		}
 	}
 	ents, err := os.ReadDir(realDir)
 	if err != nil {
@@ -189,6 +201,49 @@ func safeOwner(fi fs.FileInfo) error {
 	}
 	return nil
 }
+
+// safeAncestors checks p and each of its parents up to "/": each must be
+// owned by root or the invoking user and not writable by others, except
+// for sticky directories such as /tmp, where others cannot rename or
+// remove what they do not own. A symlink on the way must be owned by root
+// or the invoking user (its target is checked as the resolved path).
+func safeAncestors(p string) error {
+	for {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if err := safeOwner(symlinkInfo{fi}); err != nil {
+				return fmt.Errorf("symlink %s %w", p, err)
+			}
+		case fi.Mode()&fs.ModeSticky != 0:
+			if err := safeOwner(stickyInfo{fi}); err != nil {
+				return fmt.Errorf("%s %w", p, err)
+			}
+		default:
+			if err := safeOwner(fi); err != nil {
+				return fmt.Errorf("%s %w", p, err)
+			}
+		}
+		if p == "/" || p == "." {
+			return nil
+		}
+		p = filepath.Dir(p)
+	}
+}
+
+// symlinkInfo and stickyInfo hide permission bits that do not matter for
+// safeOwner: a symlink's are always 0777, and a sticky directory's write
+// bits do not let others replace entries they do not own.
+type (
+	symlinkInfo struct{ fs.FileInfo }
+	stickyInfo  struct{ fs.FileInfo }
+)
+
+func (symlinkInfo) Mode() fs.FileMode  { return fs.ModeSymlink }
+func (s stickyInfo) Mode() fs.FileMode { return s.FileInfo.Mode() &^ 0o022 }
 
 // run executes one check and fills r.
 func run(ctx context.Context, exe string, opt Options, r *Result) {

@@ -238,3 +238,38 @@ func TestRunChecksParallelBound(t *testing.T) {
 		t.Errorf("4 checks of 200ms with Parallel 2 took %s, want about 400ms", took)
 	}
 }
+
+func TestRunChecksUnsafeAncestor(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "etc", "berth", "checks.d")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeScript(t, filepath.Join(dir, "ok"), "echo '{\"schemaVersion\":1}'", 0o755)
+	// A safe directory elsewhere, reached through a symlink: allowed.
+	link := filepath.Join(root, "etc", "checks-link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := RunChecks(context.Background(), link, Options{}); err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("through a safe symlink: res=%+v err=%v", res, err)
+	}
+	// Anyone could replace etc/berth/checks.d when etc/berth is
+	// world-writable without the sticky bit.
+	if err := os.Chmod(filepath.Dir(dir), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, link} {
+		res, err := RunChecks(context.Background(), p, Options{})
+		if err == nil || !strings.Contains(err.Error(), "berth is group- or world-writable") || res != nil {
+			t.Errorf("%s: res=%v err=%v, want refused for the writable parent", p, res, err)
+		}
+	}
+	// Sticky like /tmp: others cannot replace what they do not own.
+	if err := os.Chmod(filepath.Dir(dir), os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunChecks(context.Background(), dir, Options{}); err != nil {
+		t.Errorf("sticky parent: %v", err)
+	}
+}
