@@ -78,7 +78,8 @@ type Result struct {
 // RunChecks runs every executable check in dir (an absolute path on this
 // machine) and returns one result per file, in lexical order. It refuses
 // the whole directory unless it is owned by root or the invoking user and
-// not group- or world-writable; it refuses a file that is not such a
+// not group- or world-writable, and every parent (of the path as given and
+// as resolved) is as safe or sticky; it refuses a file that is not such a
 // regular executable or that is a symlink leading out of the directory.
 // Each check runs with a minimal environment, stdin on /dev/null, in its own
 // process group, with a timeout and an output cap; its whole group is
