@@ -134,10 +134,14 @@ type check struct {
 	ok func(Platform) bool
 }
 
+// numChecks is the number of compatibility rules; checks returns an array so
+// that build, the hot path, allocates nothing.
+const numChecks = 10
+
 // checks lists the compatibility rules in the order they are evaluated;
 // the first broken one is reported, so more specific rules come first.
-func checks() []check {
-	return []check{
+func checks() [numChecks]check {
+	return [numChecks]check{
 		{"productline-snp-only", func(p Platform) bool { return p.pl == AnyProductLine || p.tee == SNP }},
 		{"aks-clh-snp", func(p Platform) bool { return p.dist != AKS || (p.hv == CloudHypervisor && p.tee == SNP) }},
 		{"aks-milan", func(p Platform) bool { return p.dist != AKS || p.pl == AnyProductLine || p.pl == Milan }},
@@ -236,8 +240,8 @@ func suggest(s Spec) []string {
 	for _, v := range varies {
 		groups = append(groups, v(base))
 	}
-	cands := bestPerGroup(target, groups)
-	if len(cands) == 0 {
+	out := nearest(target, bestPerGroup(target, groups, nil), maxSuggestions)
+	if len(out) < maxSuggestions {
 		groups = groups[:0]
 		for i, vi := range varies {
 			for _, a := range vi(base) {
@@ -246,14 +250,17 @@ func suggest(s Spec) []string {
 				}
 			}
 		}
-		cands = bestPerGroup(target, groups)
+		more := nearest(target, bestPerGroup(target, groups, out), maxSuggestions-len(out))
+		out = append(out, more...)
 	}
-	if len(cands) == 0 {
+	if len(out) == 0 {
+		var all []string
 		for _, p := range All() {
-			cands = append(cands, p.String())
+			all = append(all, p.String())
 		}
+		out = nearest(target, all, maxSuggestions)
 	}
-	return nearest(target, cands, maxSuggestions)
+	return out
 }
 
 // variations returns, per dimension, a function giving the specs that
@@ -335,10 +342,13 @@ func variations() []func(Spec) []Spec {
 }
 
 // bestPerGroup returns the canonical name of the nearest valid spec of each
-// group, without duplicates and without target itself.
-func bestPerGroup(target string, groups [][]Spec) []string {
+// group, without duplicates, target itself or names in exclude.
+func bestPerGroup(target string, groups [][]Spec, exclude []string) []string {
 	var cands []string
 	seen := map[string]bool{target: true}
+	for _, e := range exclude {
+		seen[e] = true
+	}
 	for _, g := range groups {
 		var valid []string
 		for _, c := range g {

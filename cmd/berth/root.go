@@ -78,6 +78,7 @@ only what the chosen platform needs.`,
 	cmd.AddCommand(newSnapshotCmd(g))
 	cmd.AddCommand(newRefvaluesCmd(g))
 	cmd.AddCommand(newCheckCmd(g))
+	cmd.AddCommand(newPlatformsCmd(g))
 	return cmd
 }
 
