@@ -153,7 +153,7 @@ func WriteDetail(w io.Writer, r *Report, s Style) error {
 			line += " (blocked by " + v.BlockedBy + ")"
 		}
 		wrap(w, s.paint(ansiBold, "Platform ")+"", "  ", line)
-		for _, fd := range v.Findings {
+		for _, fd := range treeOrder(v.Findings) {
 			indent := strings.Repeat("  ", 1+min(fd.Depth, 3))
 			st := s.status(fd.Status)
 			label := indent + "Checking " + fd.Title + " "
@@ -179,6 +179,36 @@ func WriteDetail(w io.Writer, r *Report, s Style) error {
 		}
 	}
 	return nil
+}
+
+// treeOrder puts every finding right after its parent (depth first),
+// keeping catalogue order among siblings.
+func treeOrder(fs []check.Finding) []check.Finding {
+	children := map[string][]int{}
+	present := map[string]bool{}
+	for _, fd := range fs {
+		present[fd.ID] = true
+	}
+	var roots []int
+	for i, fd := range fs {
+		if fd.Parent != "" && present[fd.Parent] {
+			children[fd.Parent] = append(children[fd.Parent], i)
+		} else {
+			roots = append(roots, i)
+		}
+	}
+	out := make([]check.Finding, 0, len(fs))
+	var walk func(i int)
+	walk = func(i int) {
+		out = append(out, fs[i])
+		for _, c := range children[fs[i].ID] {
+			walk(c)
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return out
 }
 
 func truncate(s string, n int) string {
@@ -398,7 +428,7 @@ func writeFindings(w io.Writer, r *Report, rows []int, s Style) {
 	if skipped > 0 {
 		fmt.Fprintf(w, "  (%s skipped because a prerequisite failed)\n", plural(skipped, "check result"))
 	}
-	fmt.Fprintln(w, "  details: berth check --platform <name>; about a check: berth check explain <id>")
+	fmt.Fprintln(w, "  details: berth check --platform NAME; about a check: berth check explain ID")
 }
 
 func plural(n int, what string) string {
