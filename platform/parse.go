@@ -74,7 +74,7 @@ func parseSpec(s string) (Spec, string) {
 }
 
 // kataAlias maps an upstream Kata runtime class (kata-deploy shim name) to
-// its platform on a plain containerd node.
+// its platform on a plain containerd node, and AKS's kata-cc class to AKS.
 func kataAlias(s string) (Spec, bool) {
 	spec := Spec{Distribution: Kubeadm, Hypervisor: QEMU, TEE: NoTEE}
 	switch s {
@@ -95,6 +95,9 @@ func kataAlias(s string) (Spec, bool) {
 		spec.GPU, spec.TEE = true, SNP
 	case "kata-qemu-nvidia-gpu-tdx":
 		spec.GPU, spec.TEE = true, TDX
+	case "kata-cc-isolation", "kata-cc":
+		// AKS's confidential RuntimeClass and its handler.
+		spec.Distribution, spec.Hypervisor, spec.TEE = AKS, CloudHypervisor, SNP
 	default:
 		return Spec{}, false
 	}

@@ -221,13 +221,20 @@ func (p Platform) SharedFS() string {
 // KataRuntimeClass returns the upstream Kata runtime class (kata-deploy
 // shim) this platform corresponds to. The distribution, product line,
 // snapshotter and debug variant do not change the class, except that guest
-// pull without a TEE is kata-qemu-coco-dev. AKS has no upstream class: its
-// confidential flavour is the Cloud Hypervisor SNP configuration that
-// Microsoft's Kata fork ships, named here kata-clh-snp after its config file.
-func (p Platform) KataRuntimeClass() string { p.must(); return "kata-" + p.kataShim() }
+// pull without a TEE is kata-qemu-coco-dev. AKS has no upstream class: it
+// gets AKS's own RuntimeClass, kata-cc-isolation (handler kata-cc, shim
+// io.containerd.kata-cc.v2, from Microsoft's Kata fork).
+func (p Platform) KataRuntimeClass() string {
+	p.must()
+	if p.dist == AKS {
+		return "kata-cc-isolation"
+	}
+	return "kata-" + p.kataShim()
+}
 
 // KataConfigFile returns the Kata configuration file of the runtime class,
-// e.g. "configuration-qemu-snp.toml".
+// e.g. "configuration-qemu-snp.toml"; on AKS the kata-cc handler's
+// configuration-clh-snp.toml.
 func (p Platform) KataConfigFile() string { p.must(); return "configuration-" + p.kataShim() + ".toml" }
 
 func (p Platform) kataShim() string {
@@ -274,7 +281,8 @@ func (p Platform) DefaultMemoryMiB() int {
 
 // All returns every valid platform in a stable order: distributions,
 // hypervisors, TEEs, product lines, then gpu, debug and snapshotter, each
-// in its canonical order.
+// in its canonical order, except that a platform's default snapshotter
+// comes before the others.
 func All() []Platform {
 	var out []Platform
 	pls := append([]ProductLine{AnyProductLine}, ProductLines()...)
@@ -284,9 +292,13 @@ func All() []Platform {
 				for _, pl := range pls {
 					for _, gpu := range []bool{false, true} {
 						for _, debug := range []bool{false, true} {
+							def, id := build(Spec{d, h, t, pl, 0, gpu, debug})
+							if id == "" {
+								out = append(out, def)
+							}
 							for _, sn := range Snapshotters() {
 								p, id := build(Spec{d, h, t, pl, sn, gpu, debug})
-								if id == "" {
+								if id == "" && p != def {
 									out = append(out, p)
 								}
 							}

@@ -137,7 +137,11 @@ func checkValid(t *testing.T, p Platform) {
 	if p.Confidential() && !p.GuestPull() {
 		t.Errorf("%s: confidential without guest pull", s)
 	}
-	if !strings.HasPrefix(p.KataRuntimeClass(), "kata-") || p.KataConfigFile() != "configuration-"+strings.TrimPrefix(p.KataRuntimeClass(), "kata-")+".toml" {
+	if p.Distribution() == AKS {
+		if p.KataRuntimeClass() != "kata-cc-isolation" || p.KataConfigFile() != "configuration-clh-snp.toml" {
+			t.Errorf("%s: runtime class %q / config %q", s, p.KataRuntimeClass(), p.KataConfigFile())
+		}
+	} else if !strings.HasPrefix(p.KataRuntimeClass(), "kata-") || p.KataConfigFile() != "configuration-"+strings.TrimPrefix(p.KataRuntimeClass(), "kata-")+".toml" {
 		t.Errorf("%s: runtime class %q / config %q", s, p.KataRuntimeClass(), p.KataConfigFile())
 	}
 	if o := p.PodOverhead(); o.MemoryMiB <= 0 || o.MilliCPU <= 0 {
@@ -191,7 +195,9 @@ func TestAliases(t *testing.T) {
 		{"K3s-QEMU-TDX", "k3s-qemu-tdx", "kata-qemu-tdx"},
 		{"K3s-QEMU-SNP-GPU", "k3s-qemu-snp+gpu", "kata-qemu-nvidia-gpu-snp"},
 		{"RKE2-QEMU-TDX", "rke2-qemu-tdx", "kata-qemu-tdx"},
-		{"AKS-CLH-SNP", "aks-cloud-hypervisor-snp", "kata-clh-snp"},
+		{"AKS-CLH-SNP", "aks-cloud-hypervisor-snp", "kata-cc-isolation"},
+		{"kata-cc-isolation", "aks-cloud-hypervisor-snp", "kata-cc-isolation"},
+		{"kata-cc+debug", "aks-cloud-hypervisor-snp+debug", "kata-cc-isolation"},
 		// Other spellings of the canonical form.
 		{"k3s-clh-none", "k3s-cloud-hypervisor-none", "kata-clh"},
 		{"k0s-fc-none+devmapper", "k0s-firecracker-none", "kata-fc"},

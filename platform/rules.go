@@ -65,7 +65,11 @@ func ruleTable() []Rule {
 
 		// AKS runs Kata pods with Cloud Hypervisor on the Hyper-V root
 		// partition (/dev/mshv); its confidential flavour (Confidential
-		// Containers on AKS, Contrast AKS-CLH-SNP) is SEV-SNP only.
+		// Containers on AKS: RuntimeClass kata-cc-isolation, handler kata-cc
+		// with configuration-clh-snp.toml; Contrast AKS-CLH-SNP) is SEV-SNP
+		// only. Plain AKS Pod Sandboxing (kata-mshv-vm-isolation, no TEE)
+		// exists too, but the issue defines aks as the confidential one:
+		// stricter, not modelled.
 		{ID: "aks-clh-snp",
 			Summary: "on AKS, Kata means Cloud Hypervisor on Hyper-V with SEV-SNP",
 			Source:  "Microsoft Learn: Confidential Containers on AKS; Contrast platform AKS-CLH-SNP"},
@@ -85,6 +89,10 @@ func ruleTable() []Rule {
 		// allowed, nydus is the default on containerd. Block snapshotters
 		// (devmapper, blockfile) and erofs hand the guest host-built layers:
 		// not allowed (erofs's CoCo tar-index mode is not released).
+		// Caveat: AKS's managed kata-cc handler uses the tardev snapshotter
+		// (host pull, layers protected by dm-verity roots in the policy),
+		// which the Snapshotter dimension does not model; AKS platforms get
+		// the guest-pull default like every other confidential platform.
 		{ID: "confidential-guest-pull",
 			Summary: "SNP/TDX need guest pull: the nydus snapshotter, or overlayfs with Kata's forced guest pull",
 			Source:  "kata-containers docs/how-to/how-to-pull-images-in-guest-with-kata.md; Kata experimental_force_guest_pull"},
