@@ -154,7 +154,7 @@ func TestAreas(t *testing.T) {
 			f.CPU.Flags, f.Virt.Guest, f.Virt.Hypervisor, f.Devices.KVM = []string{"hypervisor"}, ptr(true), "firecracker", nil
 		}, "virt.hardware", check.Fail, "Firecracker guest without nested virtualisation"},
 		{"no hw virt on bare metal", "kubeadm-qemu-none", func(f *facts.Facts) { f.CPU.Flags, f.Devices.KVM = nil, nil }, "virt.hardware", check.Fail, "BIOS"},
-		{"software KVM backend", "kubeadm-qemu-none", func(f *facts.Facts) { f.CPU.Flags, f.Virt.Guest = nil, ptr(true) }, "virt.hardware", check.Warn, "software backend"},
+		{"software KVM backend", "kubeadm-qemu-none", func(f *facts.Facts) { f.CPU.Flags, f.Virt.Guest = nil, ptr(true) }, "virt.hardware", check.Fail, "software backend"},
 		{"nested guest is a warning", "kubeadm-qemu-none", func(f *facts.Facts) { f.Virt.Guest = ptr(true) }, "virt.nested", check.Warn, "nested"},
 		{"TEE needs bare metal", "kubeadm-qemu-snp", func(f *facts.Facts) { f.Virt.Guest = ptr(true) }, "virt.guest.tee", check.Fail, "bare metal"},
 		{"kvm busy", "kubeadm-qemu-none", func(f *facts.Facts) { f.Devices.KVM = &facts.KVMProbe{Opened: true, APIVersion: 12, Errno: "EBUSY"} }, "kvm.device.free", check.Fail, "EBUSY"},
