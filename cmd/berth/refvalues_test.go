@@ -50,7 +50,7 @@ func TestRefvaluesCmd(t *testing.T) {
 		{name: "no platform", args: []string{"refvalues", "--firmware", "x"}, wantCode: exitUsage, wantErr: "--platform is required"},
 		{name: "bad platform", args: []string{"refvalues", "--platform", "nonsense", "--firmware", "x"}, wantCode: exitUsage, wantErr: "--platform"},
 		{name: "non-confidential platform", args: []string{"refvalues", "--platform", "kata-qemu", "--firmware", "x"}, wantCode: exitUsage, wantErr: "has no TEE"},
-		{name: "no firmware", args: []string{"refvalues", "--platform", "kata-qemu-snp"}, wantCode: exitUsage, wantErr: "--firmware is required"},
+		{name: "no firmware", args: []string{"refvalues", "--platform", "kata-qemu-snp"}, wantCode: exitUsage, wantErr: "--firmware is required (or --manifest)"},
 		{name: "zero vcpus", args: []string{"refvalues", "--platform", "kata-qemu-snp", "--firmware", rvData + "OVMF.amdsev.fd", "--vcpus", "0"}, wantCode: exitUsage, wantErr: "out of range"},
 		{name: "too many vcpus", args: []string{"refvalues", "--platform", "kata-qemu-snp", "--firmware", rvData + "OVMF.amdsev.fd", "--vcpus", "1-513"}, wantCode: exitUsage, wantErr: "out of range"},
 		{name: "unknown vcpu type", args: []string{"refvalues", "--platform", "kata-qemu-snp", "--firmware", rvData + "OVMF.amdsev.fd", "--vcpu-type", "Skylake"}, wantCode: exitUsage, wantErr: "unknown vCPU type"},
@@ -61,6 +61,7 @@ func TestRefvaluesCmd(t *testing.T) {
 		{name: "bad page order", args: []string{"refvalues", "--platform", "kata-qemu-tdx", "--firmware", rvData + "OVMF.inteltdx.ms.fd", "--page-order", "three"}, wantCode: exitUsage, wantErr: "single-pass or two-pass"},
 		{name: "tdx firmware lacks SNP hashes", args: []string{"refvalues", "--platform", "kata-qemu-snp", "--firmware", rvData + "OVMF.inteltdx.ms.fd", "--kernel", rvData + "kernel-synthetic.bin"}, wantCode: exitUsage, wantErr: "SNP_KERNEL_HASHES"},
 		{name: "kernel is not a firmware", args: []string{"refvalues", "--platform", "kata-qemu-tdx", "--firmware", rvData + "kernel-synthetic.bin"}, wantCode: exitUsage, wantErr: "96b582de-1fb2-45f7-baea-a366c55a082d"},
+		{name: "from without manifest", args: []string{"refvalues", "--platform", "kata-qemu-snp", "--from", rvData}, wantCode: exitUsage, wantErr: "--from and --cache apply with --manifest only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
