@@ -43,6 +43,10 @@ type Containerd struct {
 	// ProxyPlugins are the external plugins (nydus, devmapper proxies ...),
 	// sorted by name.
 	ProxyPlugins []ProxyPlugin `json:"proxyPlugins,omitempty"`
+	// BuiltinSnapshotters are the built-in block snapshotters this file
+	// configures well enough to load: devmapper needs a pool_name and
+	// blockfile a scratch_file, otherwise containerd skips the plugin.
+	BuiltinSnapshotters []string `json:"builtinSnapshotters,omitempty"`
 	// Misplaced are handlers written under a CRI plugin key that this config
 	// version does not read: containerd ignores them, the classic cause of
 	// `no runtime for "kata" is configured`.
@@ -70,7 +74,8 @@ func (m Misplaced) String() string {
 		m.Source, m.Handler, m.Plugin, m.Version, CRIPlugin(m.Version))
 }
 
-// Snapshotters returns the names of the proxy plugins of type snapshot.
+// Snapshotters returns the names of the proxy plugins of type snapshot,
+// then the configured built-in block snapshotters.
 func (c *Containerd) Snapshotters() []string {
 	var out []string
 	for _, p := range c.ProxyPlugins {
@@ -78,7 +83,7 @@ func (c *Containerd) Snapshotters() []string {
 			out = append(out, p.Name)
 		}
 	}
-	return out
+	return append(out, c.BuiltinSnapshotters...)
 }
 
 // CRIPlugin returns the plugin key that holds runtime handlers in a config
@@ -124,6 +129,12 @@ type containerdTOML struct {
 		Images  struct {
 			Snapshotter *string `toml:"snapshotter"`
 		} `toml:"io.containerd.cri.v1.images"`
+		Devmapper struct {
+			PoolName string `toml:"pool_name"`
+		} `toml:"io.containerd.snapshotter.v1.devmapper"`
+		Blockfile struct {
+			ScratchFile string `toml:"scratch_file"`
+		} `toml:"io.containerd.snapshotter.v1.blockfile"`
 	} `toml:"plugins"`
 	ProxyPlugins map[string]struct {
 		Type    string `toml:"type"`
@@ -182,6 +193,12 @@ func ParseContainerd(file string, data []byte) (*Containerd, error) {
 		for _, name := range slices.Sorted(maps.Keys(cris[key].Containerd.Runtimes)) {
 			c.Misplaced = append(c.Misplaced, Misplaced{Handler: name, Plugin: key, Version: c.Version, Source: file})
 		}
+	}
+	if doc.Plugins.Devmapper.PoolName != "" {
+		c.BuiltinSnapshotters = append(c.BuiltinSnapshotters, "devmapper")
+	}
+	if doc.Plugins.Blockfile.ScratchFile != "" {
+		c.BuiltinSnapshotters = append(c.BuiltinSnapshotters, "blockfile")
 	}
 	for _, name := range slices.Sorted(maps.Keys(doc.ProxyPlugins)) {
 		p := doc.ProxyPlugins[name]
@@ -251,6 +268,9 @@ func (c *Containerd) Merge(over *Containerd) *Containerd {
 	for _, name := range slices.Sorted(maps.Keys(plugins)) {
 		out.ProxyPlugins = append(out.ProxyPlugins, plugins[name])
 	}
+	builtin := append(slices.Clone(c.BuiltinSnapshotters), over.BuiltinSnapshotters...)
+	slices.Sort(builtin)
+	out.BuiltinSnapshotters = slices.Compact(builtin)
 	out.Misplaced = append(slices.Clone(c.Misplaced), over.Misplaced...)
 	return &out
 }

@@ -77,6 +77,8 @@ func TestParseContainerdFacts(t *testing.T) {
 		{name: "v3 reads images snapshotter", doc: "version = 3\n[plugins.'io.containerd.cri.v1.images']\nsnapshotter = 'nydus'\n[plugins.'io.containerd.grpc.v1.cri'.containerd]\nsnapshotter = 'ignored'\n", version: 3, snapshotter: "nydus"},
 		{name: "v4 like v3", doc: "version = 4\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.kata]\n", version: 4, handlers: []string{"kata"}},
 		{name: "proxy snapshotters", doc: "version = 3\n[proxy_plugins.nydus]\ntype = 'snapshot'\naddress = '/run/n.sock'\n[proxy_plugins.stargz]\ntype = 'snapshot'\n[proxy_plugins.other]\ntype = 'content'\n", version: 3, wantSnapshots: []string{"nydus", "stargz"}},
+		{name: "configured block snapshotters", doc: "version = 2\n[plugins.'io.containerd.snapshotter.v1.devmapper']\npool_name = 'containerd-pool'\n[plugins.'io.containerd.snapshotter.v1.blockfile']\nscratch_file = '/var/lib/containerd/scratch'\n", version: 2, wantSnapshots: []string{"devmapper", "blockfile"}},
+		{name: "devmapper without pool is not loaded", doc: "version = 2\n[plugins.'io.containerd.snapshotter.v1.devmapper']\nroot_path = '/x'\n", version: 2},
 		{name: "empty file", doc: "", version: 1},
 	}
 	for _, tt := range tests {
