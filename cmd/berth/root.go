@@ -79,6 +79,7 @@ only what the chosen platform needs.`,
 	cmd.AddCommand(newRefvaluesCmd(g))
 	cmd.AddCommand(newCheckCmd(g))
 	cmd.AddCommand(newPlatformsCmd(g))
+	cmd.AddCommand(newManifestCmd(g))
 	return cmd
 }
 
