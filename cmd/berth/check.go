@@ -13,9 +13,8 @@ import (
 
 	"berth.dev/berth/internal/check"
 	"berth.dev/berth/internal/checks"
-	"berth.dev/berth/internal/discover"
-	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/preflight"
 	"berth.dev/berth/internal/report"
 	"berth.dev/berth/platform"
 )
@@ -138,17 +137,17 @@ func runCheck(cmd *cobra.Command, g *globals, fl checkFlags) error {
 	opt := g.discoverOptions(probe)
 	opt.Now = now
 	opt.ExecPlugins = fl.execPlugins
-	f := discover.Run(cmd.Context(), root, opt)
-
-	ev, err := check.NewEvaluator(checks.For(f))
+	res, err := preflight.Run(cmd.Context(), root, preflight.Options{
+		Discover: opt, Check: check.Options{Ignore: ig, Strict: fl.strict},
+		Platforms: requested, All: fl.all,
+	})
 	if err != nil {
-		return fmt.Errorf("internal error in the check catalogue: %w", err)
+		return err
 	}
-	mode, ps := "detail", requested
-	if len(ps) == 0 {
-		mode, ps = "matrix", matrixPlatforms(f, fl.all)
+	f, ps, vs, mode := res.Facts, res.Platforms, res.Verdicts, "detail"
+	if res.Defaulted {
+		mode = "matrix"
 	}
-	vs := ev.Evaluate(f, ps, check.Options{Ignore: ig, Strict: fl.strict})
 	names := make([]string, len(requested))
 	for i, p := range requested {
 		names[i] = p.String()
@@ -190,40 +189,6 @@ func checkExit(rep *report.Report, mode string) error {
 		return nil
 	}
 	return &exitError{code: exitNotReady, err: errors.New("")}
-}
-
-// matrixPlatforms are the platforms that make sense for the host: those of
-// the detected distribution (kubeadm when none), without SNP platforms
-// pinned to another product line than the CPU's; all selects every valid
-// platform.
-func matrixPlatforms(f *facts.Facts, all bool) []platform.Platform {
-	if all {
-		return platform.All()
-	}
-	dist := platform.Kubeadm
-	if d, err := platform.ParseDistribution(f.Distribution.Name); err == nil && f.Distribution.Name != "" {
-		dist = d
-	}
-	line := ""
-	switch f.CPU.ProductLine {
-	case "milan":
-		line = "milan"
-	case "genoa", "bergamo", "siena":
-		line = "genoa"
-	case "turin":
-		line = "turin"
-	}
-	var out []platform.Platform
-	for _, p := range platform.All() {
-		if p.Distribution() != dist {
-			continue
-		}
-		if pl := p.ProductLine(); pl != platform.AnyProductLine && pl.String() != line {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
 }
 
 func newCheckExplainCmd(g *globals) *cobra.Command {

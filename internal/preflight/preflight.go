@@ -1,0 +1,89 @@
+// Package preflight is the "discover, then evaluate" step shared by
+// `berth check` and the cluster agent: one place that turns a host root
+// into facts and per-platform verdicts, so that both always agree.
+package preflight
+
+import (
+	"context"
+	"fmt"
+
+	"berth.dev/berth/internal/check"
+	"berth.dev/berth/internal/checks"
+	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/platform"
+)
+
+// Options select what Run discovers and evaluates.
+type Options struct {
+	// Discover are the discovery options (clock, probes, logger).
+	Discover discover.Options
+	// Check turns results into verdicts (--ignore, --strict).
+	Check check.Options
+	// Platforms are evaluated in this order; empty means the platforms
+	// that make sense for the host (see HostPlatforms).
+	Platforms []platform.Platform
+	// All selects every valid platform when Platforms is empty.
+	All bool
+}
+
+// Result is what one run found.
+type Result struct {
+	Facts *facts.Facts
+	// Platforms are the evaluated platforms, in the order of Verdicts.
+	Platforms []platform.Platform
+	// Defaulted is set when Platforms were chosen by HostPlatforms rather
+	// than requested.
+	Defaulted bool
+	Verdicts  []check.Verdict
+}
+
+// Run discovers root and evaluates the facts against the platforms.
+func Run(ctx context.Context, root hostfs.Root, opt Options) (Result, error) {
+	f := discover.Run(ctx, root, opt.Discover)
+	ev, err := check.NewEvaluator(checks.For(f))
+	if err != nil {
+		return Result{}, fmt.Errorf("internal error in the check catalogue: %w", err)
+	}
+	r := Result{Facts: f, Platforms: opt.Platforms}
+	if len(r.Platforms) == 0 {
+		r.Platforms, r.Defaulted = HostPlatforms(f, opt.All), true
+	}
+	r.Verdicts = ev.Evaluate(f, r.Platforms, opt.Check)
+	return r, nil
+}
+
+// HostPlatforms are the platforms that make sense for the host: those of
+// the detected distribution (kubeadm when none), without SNP platforms
+// pinned to another product line than the CPU's; all selects every valid
+// platform.
+func HostPlatforms(f *facts.Facts, all bool) []platform.Platform {
+	if all {
+		return platform.All()
+	}
+	dist := platform.Kubeadm
+	if d, err := platform.ParseDistribution(f.Distribution.Name); err == nil && f.Distribution.Name != "" {
+		dist = d
+	}
+	line := ""
+	switch f.CPU.ProductLine {
+	case "milan":
+		line = "milan"
+	case "genoa", "bergamo", "siena":
+		line = "genoa"
+	case "turin":
+		line = "turin"
+	}
+	var out []platform.Platform
+	for _, p := range platform.All() {
+		if p.Distribution() != dist {
+			continue
+		}
+		if pl := p.ProductLine(); pl != platform.AnyProductLine && pl.String() != line {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
