@@ -94,9 +94,11 @@ func defaultSnapshotter(p Platform) Snapshotter {
 		return Devmapper
 	case p.tee != NoTEE:
 		return Nydus
-	case p.gpu:
-		return Erofs
 	}
+	// GPU platforms without a TEE stay on overlayfs: Kata's Go-runtime
+	// class kata-qemu-nvidia-gpu shares the rootfs over virtio-fs. EROFS is
+	// the choice of the newer runtime-rs NVIDIA handler (Kata PR #13363,
+	// 2026) and needs containerd >= 2.1, so it is opt-in with +erofs.
 	return Overlayfs
 }
 

@@ -503,7 +503,7 @@ func TestKataFacts(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]Snapshotter{
-		"kata-fc": Devmapper, "kata-qemu-snp": Nydus, "kata-qemu-nvidia-gpu": Erofs, "kata-qemu": Overlayfs,
+		"kata-fc": Devmapper, "kata-qemu-snp": Nydus, "kata-qemu-nvidia-gpu": Overlayfs, "kata-qemu": Overlayfs,
 		"openshift-qemu-snp": Overlayfs, "aks-clh-snp": Nydus,
 	} {
 		if p, err := Parse(in); err != nil || p.Snapshotter() != want || p.DefaultSnapshotter() != want {

@@ -172,7 +172,7 @@ var expected = map[string]map[string]expectation{
 	"gpu-h100-vfio-isolated": {
 		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
 		"kata-qemu-snp": {"no", "snp.kernel.version", ""}, "kata-qemu-tdx": {"no", "tdx.cpu.generation", ""},
-		"kata-qemu-nvidia-gpu":            {"ready", "", "the platform model defaults GPU platforms to the erofs snapshotter, which needs containerd >= 2.1; this host has 1.7.27"},
+		"kata-qemu-nvidia-gpu":            {"ready", "", ""},
 		"kubeadm-qemu-none+gpu+overlayfs": {"ready", "", ""},
 	},
 	"openshift-crio": {
@@ -209,7 +209,7 @@ var expected = map[string]map[string]expectation{
 	},
 	"tdx-emr-kubeadm-ready": {
 		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""},
-		"kata-fc":       {"ready", "", "discovery lists runtimes.containerd.snapshotters as [overlayfs] although config.toml configures the devmapper plugin"},
+		"kata-fc":       {"ready", "", ""},
 		"kata-qemu-snp": {"no", "snp.cpu.generation", ""}, "kata-qemu-tdx": {"ready", "", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.present", ""},
 	},
 	"tdx-hibernation": {
