@@ -5,8 +5,9 @@
 // manifest for one platform to install only what that platform needs, and
 // berth refvalues resolves it to find the measured boot components.
 //
-// The format is documented in README.md next to this file; its JSON Schema is
-// manifest.schema.json, kept in step with the Go types by a test.
+// The format is documented in FORMAT.md next to this file; its JSON Schema is
+// manifest.schema.json, kept in step with the Go types by a test, and
+// examples/manifest-kata.yaml is a complete example.
 package manifest
 
 import (
