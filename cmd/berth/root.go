@@ -80,6 +80,8 @@ only what the chosen platform needs.`,
 	cmd.AddCommand(newCheckCmd(g))
 	cmd.AddCommand(newPlatformsCmd(g))
 	cmd.AddCommand(newManifestCmd(g))
+	cmd.AddCommand(newConfigCmd(g))
+	cmd.AddCommand(newVerifyCmd(g))
 	return cmd
 }
 

@@ -1,0 +1,113 @@
+// Package cri asks a container runtime over its CRI socket which runtime
+// handlers it has loaded: the proof that a configuration berth wrote is
+// live, as opposed to merely present on disk.
+package cri
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Handler is a runtime handler as the running runtime reports it.
+type Handler struct {
+	Name string `json:"name"`
+	// RuntimeType, RuntimePath, Snapshotter, PodAnnotations,
+	// PrivilegedWithoutHostDevices and Options come from containerd's
+	// verbose CRI config; they are empty when the runtime only listed the
+	// handler in runtime_handlers.
+	RuntimeType                  string         `json:"runtimeType,omitempty"`
+	RuntimePath                  string         `json:"runtimePath,omitempty"`
+	Snapshotter                  string         `json:"snapshotter,omitempty"`
+	PodAnnotations               []string       `json:"podAnnotations,omitempty"`
+	PrivilegedWithoutHostDevices bool           `json:"privilegedWithoutHostDevices,omitempty"`
+	Options                      map[string]any `json:"options,omitempty"`
+	// Listed is true when the runtime also named it in
+	// StatusResponse.runtime_handlers (containerd 2.x, CRI-O).
+	Listed bool `json:"listed,omitempty"`
+}
+
+// Status is what the runtime said.
+type Status struct {
+	RuntimeName    string             `json:"runtimeName,omitempty"`
+	RuntimeVersion string             `json:"runtimeVersion,omitempty"`
+	Handlers       map[string]Handler `json:"handlers"`
+}
+
+// Names lists the handlers, sorted.
+func (s *Status) Names() []string { return slices.Sorted(maps.Keys(s.Handlers)) }
+
+// Query dials the CRI socket (a path; "unix://" is added) and returns the
+// runtime's handlers from Version and verbose Status.
+func Query(ctx context.Context, socket string, timeout time.Duration) (*Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("CRI socket %s: %w", socket, err)
+	}
+	defer conn.Close()
+	rs := runtimeapi.NewRuntimeServiceClient(conn)
+	st := &Status{Handlers: map[string]Handler{}}
+	if v, err := rs.Version(ctx, &runtimeapi.VersionRequest{}); err == nil {
+		st.RuntimeName, st.RuntimeVersion = v.RuntimeName, v.RuntimeVersion
+	} else {
+		return nil, fmt.Errorf("CRI Version over %s: %w", socket, err)
+	}
+	resp, err := rs.Status(ctx, &runtimeapi.StatusRequest{Verbose: true})
+	if err != nil {
+		return nil, fmt.Errorf("CRI Status over %s: %w", socket, err)
+	}
+	if cfg, ok := resp.GetInfo()["config"]; ok {
+		hs, err := ParseContainerdConfig([]byte(cfg))
+		if err != nil {
+			return nil, fmt.Errorf("CRI Status over %s: info[\"config\"]: %w", socket, err)
+		}
+		maps.Copy(st.Handlers, hs)
+	}
+	for _, h := range resp.GetRuntimeHandlers() {
+		if h.GetName() == "" {
+			continue // the default handler
+		}
+		x := st.Handlers[h.GetName()]
+		x.Name, x.Listed = h.GetName(), true
+		st.Handlers[h.GetName()] = x
+	}
+	return st, nil
+}
+
+type runtimeJSON struct {
+	Type                         string         `json:"runtimeType"`
+	Path                         string         `json:"runtimePath"`
+	Snapshotter                  string         `json:"snapshotter"`
+	PodAnnotations               []string       `json:"PodAnnotations"`
+	PrivilegedWithoutHostDevices bool           `json:"privileged_without_host_devices"`
+	Options                      map[string]any `json:"options"`
+}
+
+// ParseContainerdConfig reads the runtimes out of the CRI config JSON
+// containerd puts in Status info["config"] (1.x and 2.x use the same
+// field names).
+func ParseContainerdConfig(data []byte) (map[string]Handler, error) {
+	var doc struct {
+		Containerd struct {
+			Runtimes map[string]runtimeJSON `json:"runtimes"`
+		} `json:"containerd"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	out := map[string]Handler{}
+	for name, r := range doc.Containerd.Runtimes {
+		out[name] = Handler{Name: name, RuntimeType: r.Type, RuntimePath: r.Path, Snapshotter: r.Snapshotter,
+			PodAnnotations: r.PodAnnotations, PrivilegedWithoutHostDevices: r.PrivilegedWithoutHostDevices, Options: r.Options}
+	}
+	return out, nil
+}
