@@ -3,154 +3,27 @@
 package configure_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"berth.dev/berth/internal/configure"
 	"berth.dev/berth/internal/cri"
+	"berth.dev/berth/internal/cri/critest"
 	"berth.dev/berth/internal/runtimecfg"
 	"berth.dev/berth/platform"
 )
 
-// containerdBin returns the containerd binary named by env, failing the
-// test loudly when the tools were not installed: these tests are the proof
-// that what berth writes is what containerd loads, so they never skip.
-func containerdBin(t *testing.T, env string) string {
+func queryHandlers(t *testing.T, d critest.Dirs) *cri.Status {
 	t.Helper()
-	p := os.Getenv(env)
-	if p == "" {
-		t.Fatalf("%s is not set: run `make tools` (.ci/tools.sh) and source .ci/tools.env", env)
-	}
-	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-		t.Fatalf("%s=%s: not a binary (%v): run `make tools`", env, p, err)
-	}
-	if os.Geteuid() != 0 {
-		t.Fatalf("the containerd integration tests run containerd and must run as root")
-	}
-	return p
-}
-
-// daemonDirs are containerd's own root, state and sockets: short paths
-// outside the host root (unix socket paths are limited to 108 bytes).
-type daemonDirs struct{ dir, sock string }
-
-func newDaemonDirs(t *testing.T) daemonDirs {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "bc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return daemonDirs{dir: dir, sock: filepath.Join(dir, "c.sock")}
-}
-
-// baseConfig is a kubeadm-style main config of version v that keeps the
-// daemon off the host: its own root, state and sockets, no privileged
-// snapshotters, and CRI settings that pull nothing.
-func baseConfig(d daemonDirs, v int, imports string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "version = %d\n", v)
-	if imports != "" {
-		fmt.Fprintf(&b, "imports = [%q]\n", imports)
-	}
-	fmt.Fprintf(&b, "root = %q\nstate = %q\n", filepath.Join(d.dir, "root"), filepath.Join(d.dir, "state"))
-	b.WriteString(`disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.nri.v1.nri", "io.containerd.tracing.processor.v1.otlp"]` + "\n")
-	fmt.Fprintf(&b, "\n[grpc]\n  address = %q\n\n[ttrpc]\n  address = %q\n\n[debug]\n  address = %q\n",
-		d.sock, d.sock+".ttrpc", d.sock+".debug")
-	cni := fmt.Sprintf("  [plugins.%%q.cni]\n    bin_dir = %q\n    conf_dir = %q\n", filepath.Join(d.dir, "cni/bin"), filepath.Join(d.dir, "cni/conf"))
-	if v == 2 {
-		fmt.Fprintf(&b, "\n[plugins.\"io.containerd.internal.v1.opt\"]\n  path = %q\n", filepath.Join(d.dir, "opt"))
-		b.WriteString(`
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "registry.k8s.io/pause:3.9"
-  stream_server_port = "0"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-`)
-		fmt.Fprintf(&b, cni, "io.containerd.grpc.v1.cri")
-		return b.String()
-	}
-	b.WriteString(`
-[plugins."io.containerd.grpc.v1.cri"]
-  stream_server_port = "0"
-
-[plugins."io.containerd.cri.v1.images"]
-  snapshotter = "overlayfs"
-  [plugins."io.containerd.cri.v1.images".pinned_images]
-    sandbox = "registry.k8s.io/pause:3.10"
-
-[plugins."io.containerd.cri.v1.runtime"]
-  [plugins."io.containerd.cri.v1.runtime".containerd]
-    default_runtime_name = "runc"
-    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-`)
-	fmt.Fprintf(&b, cni, "io.containerd.cri.v1.runtime")
-	return b.String()
-}
-
-// startContainerd runs bin with config and waits for its CRI service to
-// answer; the returned function (also run at cleanup) kills it.
-func startContainerd(t *testing.T, bin, config string, d daemonDirs) func() {
-	t.Helper()
-	var log bytes.Buffer
-	cmd := exec.Command(bin, "--config", config)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	stop := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		os.Remove(d.sock)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := cri.Query(context.Background(), d.sock, time.Second); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("%s --config %s exited: %v\n%s", bin, config, err, log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("%s did not answer CRI on %s within 20s\n%s", bin, d.sock, log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	var once sync.Once
-	stopOnce := func() { once.Do(stop) }
-	t.Cleanup(stopOnce)
-	return stopOnce
-}
-
-func queryHandlers(t *testing.T, d daemonDirs) *cri.Status {
-	t.Helper()
-	st, err := cri.Query(context.Background(), d.sock, 5*time.Second)
+	st, err := cri.Query(context.Background(), d.Sock, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,10 +81,10 @@ type scenario struct {
 	plats  []string
 	// setup writes the node's files before berth runs and returns the
 	// main config containerd is started with.
-	setup func(t *testing.T, root string, d daemonDirs, v int) string
+	setup func(t *testing.T, root string, d critest.Dirs, v int) string
 	// render turns the applied tree into the config containerd reads
 	// (k3s renders its template; others read the files directly).
-	render func(t *testing.T, root string, d daemonDirs, v int) string
+	render func(t *testing.T, root string, d critest.Dirs, v int) string
 }
 
 func writeFile(t *testing.T, p, data string) {
@@ -224,15 +97,15 @@ func writeFile(t *testing.T, p, data string) {
 	}
 }
 
-func mainConfig(layout string) func(t *testing.T, root string, d daemonDirs, v int) string {
-	return func(_ *testing.T, root string, _ daemonDirs, _ int) string {
+func mainConfig(layout string) func(t *testing.T, root string, d critest.Dirs, v int) string {
+	return func(_ *testing.T, root string, _ critest.Dirs, _ int) string {
 		return filepath.Join(root, platform.Layouts()[layout].Config)
 	}
 }
 
 // k3sTemplate is what k3s does with config[-v3].toml.tmpl: the "base"
 // template expands to the config k3s would have generated.
-func k3sRender(t *testing.T, root string, d daemonDirs, v int) string {
+func k3sRender(t *testing.T, root string, d critest.Dirs, v int) string {
 	l := platform.Layouts()["k3s"]
 	tmpl := l.Template
 	if v >= 3 {
@@ -242,7 +115,7 @@ func k3sRender(t *testing.T, root string, d daemonDirs, v int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := strings.Replace(string(data), `{{ template "base" . }}`, baseConfig(d, v, ""), 1)
+	out := strings.Replace(string(data), `{{ template "base" . }}`, critest.BaseConfig(d, v, ""), 1)
 	p := filepath.Join(root, l.Config)
 	writeFile(t, p, out)
 	return p
@@ -253,13 +126,13 @@ func k3sRender(t *testing.T, root string, d daemonDirs, v int) string {
 // directory; containerd 1.x would let an imported CRI section replace the
 // node's, so k0s merges the CRI tables of the drop-ins into its own CRI
 // config, emulated here by appending them.
-func k0sRender(t *testing.T, root string, d daemonDirs, v int) string {
+func k0sRender(t *testing.T, root string, d critest.Dirs, v int) string {
 	l := platform.Layouts()["k0s"]
 	p := filepath.Join(root, l.Config)
 	if v >= 3 {
 		return p
 	}
-	out := baseConfig(d, v, "")
+	out := critest.BaseConfig(d, v, "")
 	files, _ := filepath.Glob(filepath.Join(root, l.DropInDir, "*.toml"))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -276,32 +149,32 @@ func k0sRender(t *testing.T, root string, d daemonDirs, v int) string {
 func scenarios() []scenario {
 	return []scenario{
 		{name: "kubeadm-no-imports", layout: "kubeadm", plats: []string{"kubeadm-qemu-snp", "kubeadm-qemu-none"},
-			setup: func(t *testing.T, root string, d daemonDirs, v int) string {
+			setup: func(t *testing.T, root string, d critest.Dirs, v int) string {
 				p := filepath.Join(root, "etc/containerd/config.toml")
-				writeFile(t, p, baseConfig(d, v, ""))
+				writeFile(t, p, critest.BaseConfig(d, v, ""))
 				return p
 			}, render: mainConfig("kubeadm")},
 		{name: "kubeadm-imports", layout: "kubeadm", plats: []string{"kubeadm-clh-none", "kubeadm-qemu-tdx"},
-			setup: func(t *testing.T, root string, d daemonDirs, v int) string {
+			setup: func(t *testing.T, root string, d critest.Dirs, v int) string {
 				p := filepath.Join(root, "etc/containerd/config.toml")
-				writeFile(t, p, baseConfig(d, v, "conf.d/*.toml"))
+				writeFile(t, p, critest.BaseConfig(d, v, "conf.d/*.toml"))
 				writeFile(t, filepath.Join(root, "etc/containerd/conf.d/10-local.toml"), fmt.Sprintf("version = %d\n", v))
 				return p
 			}, render: mainConfig("kubeadm")},
 		{name: "k3s-template", layout: "k3s", plats: []string{"k3s-qemu-snp"},
-			setup: func(t *testing.T, root string, d daemonDirs, v int) string {
+			setup: func(t *testing.T, root string, d critest.Dirs, v int) string {
 				p := filepath.Join(root, platform.Layouts()["k3s"].Config)
-				writeFile(t, p, baseConfig(d, v, ""))
+				writeFile(t, p, critest.BaseConfig(d, v, ""))
 				return p
 			}, render: k3sRender},
 		{name: "k0s-containerd.d", layout: "k0s", plats: []string{"k0s-fc-none"},
-			setup: func(t *testing.T, root string, d daemonDirs, v int) string {
+			setup: func(t *testing.T, root string, d critest.Dirs, v int) string {
 				// k0s writes a main config importing containerd.d/*.toml by
 				// absolute path (containerd 1.6 resolves relative imports
 				// against its working directory).
 				l := platform.Layouts()["k0s"]
 				p := filepath.Join(root, l.Config)
-				writeFile(t, p, baseConfig(d, v, filepath.Join(root, l.DropInDir, "*.toml")))
+				writeFile(t, p, critest.BaseConfig(d, v, filepath.Join(root, l.DropInDir, "*.toml")))
 				return p
 			}, render: k0sRender},
 	}
@@ -313,7 +186,7 @@ func TestContainerdIntegration(t *testing.T) {
 		v   int
 	}{{"BERTH_CONTAINERD1", 2}, {"BERTH_CONTAINERD2", 3}} {
 		t.Run(tc.env, func(t *testing.T) {
-			bin := containerdBin(t, tc.env)
+			bin := critest.ContainerdBin(t, tc.env)
 			for _, sc := range scenarios() {
 				t.Run(sc.name, func(t *testing.T) {
 					runScenario(t, bin, tc.v, sc)
@@ -325,7 +198,7 @@ func TestContainerdIntegration(t *testing.T) {
 
 func runScenario(t *testing.T, bin string, v int, sc scenario) {
 	root := t.TempDir()
-	d := newDaemonDirs(t)
+	d := critest.NewDirs(t)
 	main := sc.setup(t, root, d, v)
 	before := snapshotTree(t, root)
 
@@ -359,7 +232,7 @@ func runScenario(t *testing.T, bin string, v int, sc scenario) {
 			t.Fatalf("second apply of %s changed %v (err %v)", p, res, err)
 		}
 	}
-	stop := startContainerd(t, bin, sc.render(t, root, d, v), d)
+	stop := critest.StartContainerd(t, bin, sc.render(t, root, d, v), d)
 	st := queryHandlers(t, d)
 	for _, p := range plats {
 		assertHandler(t, st, p, v)
@@ -371,7 +244,7 @@ func runScenario(t *testing.T, bin string, v int, sc scenario) {
 		t.Fatal(err)
 	}
 	if len(plats) > 1 {
-		stop := startContainerd(t, bin, sc.render(t, root, d, v), d)
+		stop := critest.StartContainerd(t, bin, sc.render(t, root, d, v), d)
 		st = queryHandlers(t, d)
 		if _, ok := st.Handlers[plats[0].Name()]; ok {
 			t.Errorf("removed handler %s still registered", plats[0].Name())
@@ -389,7 +262,7 @@ func runScenario(t *testing.T, bin string, v int, sc scenario) {
 	if sc.layout == "k3s" {
 		// k3s would regenerate config.toml from its defaults once the
 		// template is gone; emulate that.
-		writeFile(t, main, baseConfig(d, v, ""))
+		writeFile(t, main, critest.BaseConfig(d, v, ""))
 	}
 	after := snapshotTree(t, root)
 	if !maps.Equal(before, after) {
@@ -404,7 +277,7 @@ func runScenario(t *testing.T, bin string, v int, sc scenario) {
 			}
 		}
 	}
-	startContainerd(t, bin, main, d)
+	critest.StartContainerd(t, bin, main, d)
 	st = queryHandlers(t, d)
 	for _, p := range plats {
 		if _, ok := st.Handlers[p.Name()]; ok {
