@@ -131,7 +131,7 @@ func configPlan(ctx context.Context, g *globals, fl configFlags, root hostfs.Roo
 	}
 	opt := g.discoverOptions(false)
 	f := discover.Run(ctx, root, opt)
-	if err := refuseNotReady(f, p, fl.force); err != nil {
+	if err := refuseNotReady(g, f, p, fl.force); err != nil {
 		return nil, err
 	}
 	t, err := targetFor(f, p, fl.configVersion)
@@ -142,7 +142,7 @@ func configPlan(ctx context.Context, g *globals, fl configFlags, root hostfs.Roo
 }
 
 // refuseNotReady evaluates p's checks on the node.
-func refuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
+func refuseNotReady(g *globals, f *facts.Facts, p platform.Platform, force bool) error {
 	ev, err := check.NewEvaluator(checks.For(f))
 	if err != nil {
 		return fmt.Errorf("internal error in the check catalogue: %w", err)
@@ -159,6 +159,7 @@ func refuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
 		}
 	}
 	if force {
+		fmt.Fprintf(g.stderr, "warning: --force: %s\n", b.String())
 		return nil
 	}
 	b.WriteString("\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")
