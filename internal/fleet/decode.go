@@ -1,0 +1,193 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+
+	"berth.dev/berth/api/v1alpha1"
+	"berth.dev/berth/internal/nodereport"
+)
+
+// DefaultPageSize is how many NodeReports one list request asks for.
+const DefaultPageSize = 500
+
+// List reads every NodeReport page by page (Limit/Continue) and decodes
+// each one on its own, so that a malformed object is reported rather than
+// failing the whole list. pageSize <= 0 means DefaultPageSize.
+func List(ctx context.Context, dyn dynamic.Interface, pageSize int64) ([]Node, []Malformed, error) {
+	if pageSize <= 0 {
+		pageSize = DefaultPageSize
+	}
+	res := dyn.Resource(v1alpha1.GroupVersionResource)
+	var nodes []Node
+	var bad []Malformed
+	opts := metav1.ListOptions{Limit: pageSize}
+	for {
+		l, err := res.List(ctx, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing NodeReports (%s): %w", v1alpha1.GroupVersionResource.String(), err)
+		}
+		for i := range l.Items {
+			n, err := Decode(&l.Items[i])
+			if err != nil {
+				bad = append(bad, Malformed{Name: l.Items[i].GetName(), Reason: err.Error()})
+				continue
+			}
+			nodes = append(nodes, n)
+		}
+		if opts.Continue = l.GetContinue(); opts.Continue == "" {
+			return nodes, bad, nil
+		}
+	}
+}
+
+// Decode turns one NodeReport object into the analysis model, or says what
+// is wrong with it (wrong apiVersion or kind, fields of the wrong type,
+// missing fields, unknown verdicts).
+func Decode(u *unstructured.Unstructured) (Node, error) {
+	if gv := u.GetAPIVersion(); gv != v1alpha1.SchemeGroupVersion.String() {
+		return Node{}, fmt.Errorf("apiVersion %q: expected %s", gv, v1alpha1.SchemeGroupVersion.String())
+	}
+	if k := u.GetKind(); k != v1alpha1.Kind {
+		return Node{}, fmt.Errorf("kind %q: expected %s", k, v1alpha1.Kind)
+	}
+	raw, ok := u.Object["report"].(map[string]any)
+	if !ok {
+		return Node{}, errors.New("report: missing or not an object")
+	}
+	var r v1alpha1.Report
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &r); err != nil {
+		return Node{}, fmt.Errorf("report: %w", err)
+	}
+	return FromReport(u.GetName(), &r)
+}
+
+// FromReport builds the analysis model of one report.
+func FromReport(name string, r *v1alpha1.Report) (Node, error) {
+	switch {
+	case r.NodeName == "":
+		return Node{}, errors.New("report.nodeName: missing")
+	case r.NodeName != name:
+		return Node{}, fmt.Errorf("report.nodeName %q: expected the object's name %q", r.NodeName, name)
+	case r.ContentHash == "":
+		return Node{}, errors.New("report.contentHash: missing")
+	}
+	n := Node{Name: name, Class: Class(&r.Facts), Facts: Facts(r), Verdicts: make(map[string]string, len(r.Platforms))}
+	for i, p := range r.Platforms {
+		if p.Name == "" {
+			return Node{}, fmt.Errorf("report.platforms[%d].name: missing", i)
+		}
+		switch p.Verdict {
+		case v1alpha1.VerdictReady:
+			n.Verdicts[p.Name] = Ready
+		case v1alpha1.VerdictWarn:
+			n.Verdicts[p.Name] = ReadyWithWarnings
+		case v1alpha1.VerdictNotReady:
+			n.Verdicts[p.Name] = NotReady
+			if p.FirstBlocker != "" {
+				if n.BlockedBy == nil {
+					n.BlockedBy = map[string]string{}
+				}
+				n.BlockedBy[p.Name] = p.FirstBlocker
+			}
+		default:
+			return Node{}, fmt.Errorf("report.platforms[%d].verdict %q: expected ready, warn or notReady", i, p.Verdict)
+		}
+	}
+	return n, nil
+}
+
+// Class is the hardware class of a node: CPU vendor and product line (the
+// model name when the line is unknown), and the GPU models. Nodes of one
+// class are expected to be configured alike.
+func Class(f *v1alpha1.FactsSummary) string {
+	vendor := f.CPU.Vendor
+	switch vendor {
+	case "AuthenticAMD":
+		vendor = "amd"
+	case "GenuineIntel":
+		vendor = "intel"
+	case "":
+		vendor = "unknown-cpu"
+	}
+	line := f.CPU.ProductLine
+	if line == "" {
+		line = f.CPU.Model
+	}
+	c := strings.TrimSpace(vendor + " " + line)
+	if f.Virt.Guest {
+		c += " (vm)"
+	}
+	if len(f.GPUs) > 0 {
+		models := make([]string, 0, len(f.GPUs))
+		seen := map[string]int{}
+		for _, g := range f.GPUs {
+			if seen[g.Model] == 0 {
+				models = append(models, g.Model)
+			}
+			seen[g.Model]++
+		}
+		for i, m := range models {
+			if seen[m] > 1 {
+				models[i] = fmt.Sprintf("%dx %s", seen[m], m)
+			}
+		}
+		c += " / " + strings.Join(models, ", ")
+	}
+	return c
+}
+
+// Facts flattens the facts that matter for consistency into dotted names.
+// Absent components are left out (and compare as "" with nodes that have
+// them).
+func Facts(r *v1alpha1.Report) map[string]string {
+	f := &r.Facts
+	m := make(map[string]string, 20)
+	set := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	set("kernel.release", f.KernelRelease)
+	set("os", f.OS)
+	set("distribution", f.Distribution)
+	set("containerd.version", f.Runtimes.Containerd)
+	set("crio.version", f.Runtimes.CRIO)
+	set("qemu.version", f.Hypervisors.QEMU)
+	set("cloud-hypervisor.version", f.Hypervisors.CloudHypervisor)
+	set("firecracker.version", f.Hypervisors.Firecracker)
+	m["tee"] = nodereport.TEE(r)
+	if s := f.TEE.SNP; s != nil {
+		m["snp.enabled"] = strconv.FormatBool(s.Enabled)
+		set("snp.firmware", s.FirmwareVersion)
+	}
+	if t := f.TEE.TDX; t != nil {
+		m["tdx.module.initialized"] = strconv.FormatBool(t.ModuleInitialized)
+		set("tdx.module.version", t.ModuleVersion)
+	}
+	m["kvm.usable"] = strconv.FormatBool(f.KVMUsable)
+	m["iommu"] = strconv.FormatBool(f.IOMMUGroups > 0)
+	m["module.kvm"] = strconv.FormatBool(f.Modules.KVM)
+	m["module.vhost_vsock"] = strconv.FormatBool(f.Modules.VhostVsock)
+	m["module.vhost_net"] = strconv.FormatBool(f.Modules.VhostNet)
+	m["module.vfio_pci"] = strconv.FormatBool(f.Modules.VFIOPCI)
+	vfio := 0
+	for _, g := range f.GPUs {
+		if g.VFIO {
+			vfio++
+		}
+	}
+	if len(f.GPUs) > 0 {
+		m["gpu.vfio"] = fmt.Sprintf("%d/%d", vfio, len(f.GPUs))
+	}
+	set("berth.version", r.BerthVersion)
+	return m
+}

@@ -1,0 +1,150 @@
+package fleet
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// maxListed is how many node names a group or split lists before "and N
+// more": a fleet of thousands must still fit on a screen.
+const maxListed = 8
+
+// GroupID is the short name of group i in the text and HTML views.
+func GroupID(i int) string { return fmt.Sprintf("G%d", i+1) }
+
+// cell is the short form of a verdict in the matrix.
+func cell(v string) string {
+	switch v {
+	case Ready:
+		return "ready"
+	case ReadyWithWarnings:
+		return "warn"
+	case NotReady:
+		return "NO"
+	}
+	return "-"
+}
+
+// NodeList names up to maxListed nodes.
+func NodeList(nodes []string) string {
+	if len(nodes) <= maxListed {
+		return strings.Join(nodes, ", ")
+	}
+	return strings.Join(nodes[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(nodes)-maxListed)
+}
+
+// WriteText prints the fleet view: groups, the platform x group matrix
+// with the usable node count per platform, what blocks each group, the
+// consistency report and the malformed reports.
+func WriteText(w io.Writer, a *Analysis) error {
+	bw := &errWriter{w: w}
+	fmt.Fprintf(bw, "%d nodes in %d groups (nodes with the same hardware class and verdicts are collapsed)\n\n", a.Nodes, len(a.Groups))
+	if len(a.Groups) > 0 {
+		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tNODES\tCLASS\tMEMBERS")
+		for i, g := range a.Groups {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", GroupID(i), len(g.Nodes), g.Class, NodeList(g.Nodes))
+		}
+		tw.Flush()
+		fmt.Fprintln(bw)
+
+		tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		head := []string{"PLATFORM", "USABLE"}
+		for i := range a.Groups {
+			head = append(head, GroupID(i))
+		}
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+		for j, p := range a.Platforms {
+			s := a.Summary[j]
+			row := []string{p, fmt.Sprintf("%d/%d", s.Usable(), a.Nodes)}
+			for _, g := range a.Groups {
+				row = append(row, cell(g.Verdicts[j]))
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		tw.Flush()
+
+		var blocked []string
+		for i, g := range a.Groups {
+			by := map[string][]string{}
+			var ids []string
+			for j, b := range g.BlockedBy {
+				if b == "" || g.Verdicts[j] != NotReady {
+					continue
+				}
+				if _, ok := by[b]; !ok {
+					ids = append(ids, b)
+				}
+				by[b] = append(by[b], a.Platforms[j])
+			}
+			slices.Sort(ids)
+			for _, id := range ids {
+				blocked = append(blocked, fmt.Sprintf("  %s: %s blocks %d platform(s): %s", GroupID(i), id, len(by[id]), shortList(by[id], 4)))
+			}
+		}
+		if len(blocked) > 0 {
+			fmt.Fprintln(bw, "\nFirst blockers (berth check explain ID tells more):")
+			for _, l := range blocked {
+				fmt.Fprintln(bw, l)
+			}
+		}
+	}
+
+	fmt.Fprintln(bw, "\nConsistency (facts that differ from the majority of the node's hardware class):")
+	if len(a.Outliers) == 0 && len(a.Splits) == 0 {
+		fmt.Fprintln(bw, "  every hardware class is uniform")
+	}
+	for _, o := range a.Outliers {
+		fmt.Fprintf(bw, "  %s [%s]: %s is %s; %d of %d nodes have %s\n", o.Node, o.Class, o.Fact, shown(o.Value), o.MajorityCount, o.ClassSize, shown(o.Majority))
+	}
+	for _, s := range a.Splits {
+		parts := make([]string, len(s.Values))
+		for i, v := range s.Values {
+			parts[i] = fmt.Sprintf("%s on %d", shown(v.Value), v.Nodes)
+		}
+		fmt.Fprintf(bw, "  [%s]: no majority for %s: %s\n", s.Class, s.Fact, strings.Join(parts, ", "))
+	}
+	if len(a.Malformed) > 0 {
+		fmt.Fprintf(bw, "\nMalformed NodeReports (%d, left out above):\n", len(a.Malformed))
+		for _, m := range a.Malformed {
+			fmt.Fprintf(bw, "  %s: %s\n", m.Name, m.Reason)
+		}
+	}
+	return bw.err
+}
+
+func shortList(s []string, n int) string {
+	if len(s) <= n {
+		return strings.Join(s, ", ")
+	}
+	return strings.Join(s[:n], ", ") + fmt.Sprintf(" and %d more", len(s)-n)
+}
+
+// shown prints an absent value visibly.
+func shown(v string) string {
+	if v == "" {
+		return "(absent)"
+	}
+	return v
+}
+
+// errWriter keeps the first write error so that the printing code stays
+// readable.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return len(p), nil
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, nil
+}
