@@ -131,7 +131,10 @@ func configPlan(ctx context.Context, g *globals, fl configFlags, root hostfs.Roo
 	}
 	opt := g.discoverOptions(false)
 	f := discover.Run(ctx, root, opt)
-	if err := refuseNotReady(g, f, p, fl.force); err != nil {
+	if msg, bad, _ := notReady(f, p); bad && fl.force {
+		fmt.Fprintf(g.stderr, "warning: --force: %s\n", msg)
+	}
+	if err := refuseNotReady(f, p, fl.force); err != nil {
 		return nil, err
 	}
 	t, err := targetFor(f, p, fl.configVersion)
@@ -141,15 +144,16 @@ func configPlan(ctx context.Context, g *globals, fl configFlags, root hostfs.Roo
 	return configure.Render(p, t, configure.Options{Paths: configure.Paths{Prefix: fl.prefix}, TEELabels: fl.teeLabels})
 }
 
-// refuseNotReady evaluates p's checks on the node.
-func refuseNotReady(g *globals, f *facts.Facts, p platform.Platform, force bool) error {
+// notReady evaluates p's checks on the node and, when p is not ready,
+// describes the failing checks.
+func notReady(f *facts.Facts, p platform.Platform) (string, bool, error) {
 	ev, err := check.NewEvaluator(checks.For(f))
 	if err != nil {
-		return fmt.Errorf("internal error in the check catalogue: %w", err)
+		return "", false, fmt.Errorf("internal error in the check catalogue: %w", err)
 	}
 	vs := ev.Evaluate(f, []platform.Platform{p}, check.Options{})
 	if len(vs) == 0 || vs[0].Status != check.NotReady {
-		return nil
+		return "", false, nil
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "platform %s is not ready on this node; failing checks:", p)
@@ -158,12 +162,18 @@ func refuseNotReady(g *globals, f *facts.Facts, p platform.Platform, force bool)
 			fmt.Fprintf(&b, "\n  - %s: %s", fd.ID, fd.Message)
 		}
 	}
-	if force {
-		fmt.Fprintf(g.stderr, "warning: --force: %s\n", b.String())
-		return nil
+	return b.String(), true, nil
+}
+
+// refuseNotReady refuses a platform whose checks fail on the node, unless
+// force; the error lists the failing checks.
+func refuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
+	msg, bad, err := notReady(f, p)
+	if err != nil || !bad || force {
+		return err
 	}
-	b.WriteString("\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")
-	return &exitError{code: exitNotReady, err: errors.New(b.String())}
+	return &exitError{code: exitNotReady, err: errors.New(msg +
+		"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")}
 }
 
 // targetFor takes from the node's facts what the platform's files depend

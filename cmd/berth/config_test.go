@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,6 +135,38 @@ func TestVerifyLive(t *testing.T) {
 	code, out, _ = runCheckCLI(t, "verify", "-p", "kubeadm-qemu-tdx", "--socket", d.Sock, "-o", "json")
 	if code != exitNotReady || !strings.Contains(out, `"live": false`) || !strings.Contains(out, `"kubeadm-qemu-snp"`) {
 		t.Errorf("verify other platform: exit %d\n%s", code, out)
+	}
+
+	// Node.status.runtimeHandlers through a kubeconfig: a fake API server
+	// with a node that lists the handler and one that does not.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handlers := map[string]string{"/api/v1/nodes/n1": `[{"name":"kubeadm-qemu-snp"},{"name":"runc"}]`, "/api/v1/nodes/n2": `[{"name":"runc"}]`}
+		h, ok := handlers[r.URL.Path]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"apiVersion":"v1","kind":"Node","metadata":{"name":%q},"status":{"runtimeHandlers":%s}}`, path.Base(r.URL.Path), h)
+	}))
+	defer srv.Close()
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	os.WriteFile(kc, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`, srv.URL)), 0o600)
+	for _, tc := range []struct {
+		node, want string
+		code       int
+	}{{"n1", "lists kubeadm-qemu-snp", 0}, {"n2", "does NOT list", exitNotReady}, {"n3", "node n3: unknown", exitNotReady}} {
+		code, out, errOut := runCheckCLI(t, "verify", "-p", "kubeadm-qemu-snp", "--socket", d.Sock, "--kubeconfig", kc, "--node", tc.node)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("node %s: exit %d\n%s\n%s", tc.node, code, out, errOut)
+		}
 	}
 }
 

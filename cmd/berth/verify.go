@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,10 +28,20 @@ type verifyResult struct {
 	// Handlers are all handlers the runtime reported, for the "did you
 	// mean" case.
 	Handlers []string `json:"handlers"`
+	// Node is set when a kubeconfig was given: whether the node object
+	// lists the handler in status.runtimeHandlers.
+	Node *nodeResult `json:"node,omitempty"`
+}
+
+type nodeResult struct {
+	Name     string   `json:"name"`
+	Listed   bool     `json:"listed"`
+	Handlers []string `json:"handlers"`
+	Error    string   `json:"error,omitempty"`
 }
 
 func newVerifyCmd(g *globals) *cobra.Command {
-	var plat, socket string
+	var plat, socket, kubeconfig, node string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "verify --platform P",
@@ -39,9 +51,14 @@ whether the platform's runtime handler is loaded: a configuration on disk
 proves nothing until the runtime has read it. The socket is the one of the
 platform's distribution under --root, unless --socket is given.
 
-Exit status: 0 the handler is live, 1 it is not (or the runtime could not
-be asked), 2 usage error. Node.status.runtimeHandlers (asking Kubernetes)
-is not checked yet.`,
+With --kubeconfig it also asks Kubernetes whether the node (--node, default
+the host name) lists the handler in Node.status.runtimeHandlers, which the
+kubelet fills from the runtime (Kubernetes >= 1.30; containerd 1.x reports
+no handlers there).
+
+Exit status: 0 the handler is live (and, with --kubeconfig, listed by the
+node), 1 it is not (or the runtime or the API server could not be asked),
+2 usage error.`,
 		Example: `  berth verify --platform kubeadm-qemu-snp
   berth verify -p k3s-qemu-tdx --socket /run/k3s/containerd/containerd.sock -o json`,
 		Args: noArgs,
@@ -70,6 +87,23 @@ is not checked yet.`,
 					res.Live, res.Found = true, &h
 				}
 			}
+			if kubeconfig != "" {
+				if node == "" {
+					h, err := os.Hostname()
+					if err != nil {
+						return usageErr(fmt.Errorf("--node: %w", err))
+					}
+					node = h
+				}
+				nr := &nodeResult{Name: node, Handlers: []string{}}
+				names, err := cri.NodeRuntimeHandlers(cmd.Context(), kubeconfig, node)
+				if err != nil {
+					nr.Error = err.Error()
+				} else {
+					nr.Handlers, nr.Listed = names, slices.Contains(names, p.Name())
+				}
+				res.Node = nr
+			}
 			if err := output.Render(g.stdout, format, res, func(w io.Writer) error { return writeVerify(w, res, qerr) }); err != nil {
 				return err
 			}
@@ -78,6 +112,10 @@ is not checked yet.`,
 				return &exitError{code: exitNotReady, err: qerr}
 			case !res.Live:
 				return &exitError{code: exitNotReady, err: errors.New("")}
+			case res.Node != nil && res.Node.Error != "":
+				return &exitError{code: exitNotReady, err: errors.New(res.Node.Error)}
+			case res.Node != nil && !res.Node.Listed:
+				return &exitError{code: exitNotReady, err: errors.New("")}
 			}
 			return nil
 		},
@@ -85,11 +123,31 @@ is not checked yet.`,
 	f := cmd.Flags()
 	f.StringVarP(&plat, "platform", "p", "", "platform whose handler to look for")
 	f.StringVar(&socket, "socket", "", "CRI socket (default: the distribution's, under --root)")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "also check Node.status.runtimeHandlers through this kubeconfig")
+	f.StringVar(&node, "node", "", "node name for --kubeconfig (default: the host name)")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the runtime")
 	return cmd
 }
 
 func writeVerify(w io.Writer, r verifyResult, qerr error) error {
+	if err := writeRuntimeVerify(w, r, qerr); err != nil {
+		return err
+	}
+	if n := r.Node; n != nil {
+		switch {
+		case n.Error != "":
+			fmt.Fprintf(w, "node %s: unknown: %s\n", n.Name, n.Error)
+		case n.Listed:
+			fmt.Fprintf(w, "node %s: lists %s in status.runtimeHandlers\n", n.Name, r.Handler)
+		default:
+			fmt.Fprintf(w, "node %s: does NOT list %s in status.runtimeHandlers (has: %s); the kubelet refreshes it after the runtime restarts\n",
+				n.Name, r.Handler, strings.Join(n.Handlers, ", "))
+		}
+	}
+	return nil
+}
+
+func writeRuntimeVerify(w io.Writer, r verifyResult, qerr error) error {
 	if qerr != nil {
 		_, err := fmt.Fprintf(w, "handler %s: unknown: the runtime at %s could not be asked\n", r.Handler, r.Socket)
 		return err
