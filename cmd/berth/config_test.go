@@ -181,3 +181,35 @@ func BenchmarkConfigRender(b *testing.B) {
 		}
 	}
 }
+
+func TestConfigRenderOutAndBadConfig(t *testing.T) {
+	root := t.TempDir()
+	main := filepath.Join(root, "etc/containerd/config.toml")
+	os.MkdirAll(filepath.Dir(main), 0o755)
+	os.WriteFile(main, []byte("version = 3\n[plugins\n"), 0o644)
+	args := []string{"--root", root, "config", "render", "-p", "kubeadm-qemu-none", "--force", "--containerd-config-version", "3"}
+	code, _, errOut := runCheckCLI(t, args...)
+	if code != exitUsage || !strings.Contains(errOut, "etc/containerd/config.toml:2:") {
+		t.Errorf("broken config: exit %d, stderr %s", code, errOut)
+	}
+	code, _, errOut = runCheckCLI(t, "--root", root, "config", "apply", "-p", "kubeadm-qemu-none", "--force", "--containerd-config-version", "3")
+	if b, _ := os.ReadFile(main); code == 0 || string(b) != "version = 3\n[plugins\n" {
+		t.Errorf("apply on a broken config: exit %d (%s), file now %q", code, errOut, b)
+	}
+
+	os.WriteFile(main, []byte("version = 3\n"), 0o644)
+	out := t.TempDir()
+	code, stdout, errOut := runCheckCLI(t, append(args, "--out", out)...)
+	if code != 0 {
+		t.Fatalf("render --out: exit %d %s", code, errOut)
+	}
+	for _, f := range []string{"opt/berth/etc/kata/kubeadm-qemu-none.toml", "etc/containerd/conf.d/berth-kubeadm-qemu-none.toml",
+		"etc/containerd/config.toml", "runtimeclass-kubeadm-qemu-none.yaml"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil || !strings.Contains(stdout, f) {
+			t.Errorf("render --out did not write %s: %v", f, err)
+		}
+	}
+	if b, _ := os.ReadFile(main); string(b) != "version = 3\n" {
+		t.Errorf("render changed the node: %q", b)
+	}
+}
