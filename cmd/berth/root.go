@@ -82,6 +82,9 @@ only what the chosen platform needs.`,
 	cmd.AddCommand(newManifestCmd(g))
 	cmd.AddCommand(newConfigCmd(g))
 	cmd.AddCommand(newVerifyCmd(g))
+	cmd.AddCommand(newAgentCmd(g))
+	cmd.AddCommand(newFleetCmd(g))
+	cmd.AddCommand(newRuntimeClassesCmd(g))
 	return cmd
 }
 

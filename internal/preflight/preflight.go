@@ -6,6 +6,7 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"berth.dev/berth/internal/check"
 	"berth.dev/berth/internal/checks"
@@ -26,6 +27,9 @@ type Options struct {
 	Platforms []platform.Platform
 	// All selects every valid platform when Platforms is empty.
 	All bool
+	// NoDebug leaves debug variants out of the defaulted platforms (the
+	// agent: they double the label count and no workload selects them).
+	NoDebug bool
 }
 
 // Result is what one run found.
@@ -49,6 +53,9 @@ func Run(ctx context.Context, root hostfs.Root, opt Options) (Result, error) {
 	r := Result{Facts: f, Platforms: opt.Platforms}
 	if len(r.Platforms) == 0 {
 		r.Platforms, r.Defaulted = HostPlatforms(f, opt.All), true
+		if opt.NoDebug {
+			r.Platforms = slices.DeleteFunc(r.Platforms, platform.Platform.Debug)
+		}
 	}
 	r.Verdicts = ev.Evaluate(f, r.Platforms, opt.Check)
 	return r, nil
