@@ -15,6 +15,8 @@ pkgs=()
 [ -f /usr/share/misc/pci.ids ] || pkgs+=(pci.ids)
 command -v qemu-system-x86_64 >/dev/null || pkgs+=(qemu-system-x86)
 [ -x /usr/bin/containerd ] || pkgs+=(containerd)
+# Headless Chromium renders the berth fleet --html page in its test.
+[ -x /usr/bin/chromium ] || pkgs+=(chromium)
 if ((${#pkgs[@]})); then
   if [ "$(id -u)" != 0 ]; then
     echo "tools.sh: need root to install: ${pkgs[*]}" >&2; exit 1
