@@ -13,6 +13,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -233,7 +234,7 @@ func (a *Agent) syncOnce(ctx context.Context, d *desired) error {
 	if err != nil {
 		return fmt.Errorf("reading node %s: %w", name, err)
 	}
-	if labelsDiffer(node.Labels, d.labels) {
+	if labelsDiffer(node.Labels, d.labels, ownedLabels(node)) {
 		ac := applycorev1.Node(name).WithLabels(d.labels)
 		if _, err := a.kube.CoreV1().Nodes().Apply(ctx, ac, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true}); err != nil {
 			return fmt.Errorf("applying labels to node %s: %w", name, err)
@@ -271,20 +272,48 @@ func (a *Agent) wrote(what string) {
 }
 
 // labelsDiffer reports whether the node lacks a desired label value, or
-// carries a berth.dev/ label the agent no longer wants (a platform dropped
-// from the evaluation): applying without it removes it.
-func labelsDiffer(have, want map[string]string) bool {
+// still carries a berth.dev/ label that this agent applied earlier and no
+// longer wants (a platform dropped from the evaluation): applying without
+// it removes it. A label someone else set is not the agent's to remove (an
+// apply would leave it, and comparing on it would write every interval).
+func labelsDiffer(have, want map[string]string, owned map[string]bool) bool {
 	for k, v := range want {
 		if hv, ok := have[k]; !ok || hv != v {
 			return true
 		}
 	}
 	for k := range have {
-		if _, ok := want[k]; !ok && isOwnLabel(k) {
+		if _, ok := want[k]; !ok && owned[k] && isOwnLabel(k) {
 			return true
 		}
 	}
 	return false
+}
+
+// ownedLabels are the labels the agent's field manager owns on the node
+// (from managedFields), i.e. those its next apply removes when it omits
+// them.
+func ownedLabels(node *corev1.Node) map[string]bool {
+	owned := map[string]bool{}
+	for _, mf := range node.ManagedFields {
+		if mf.Manager != v1alpha1.FieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		var f struct {
+			Metadata struct {
+				Labels map[string]json.RawMessage `json:"f:labels"`
+			} `json:"f:metadata"`
+		}
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &f); err != nil {
+			continue
+		}
+		for k := range f.Metadata.Labels {
+			if name, ok := strings.CutPrefix(k, "f:"); ok {
+				owned[name] = true
+			}
+		}
+	}
+	return owned
 }
 
 func isOwnLabel(k string) bool {

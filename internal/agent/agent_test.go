@@ -52,10 +52,26 @@ func TestLabelsDiffer(t *testing.T) {
 			}
 			return m
 		}(), true},
+		{"stale but set by someone else", map[string]string{nodereport.TEELabel: "snp", nodereport.KVMLabel: "true",
+			nodereport.PlatformLabelPrefix + "k3s-qemu-snp": "true", nodereport.PlatformLabelPrefix + "theirs": "true"}, false},
 	} {
-		if got := labelsDiffer(tc.have, want); got != tc.diff {
+		owned := map[string]bool{nodereport.PlatformLabelPrefix + "gone": true}
+		if got := labelsDiffer(tc.have, want, owned); got != tc.diff {
 			t.Errorf("%s: labelsDiffer = %v, want %v", tc.name, got, tc.diff)
 		}
+	}
+}
+
+func TestOwnedLabels(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationApply,
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:berth.dev/tee":{},"f:berth.dev/kvm":{}}}}`)}},
+		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:berth.dev/platform.x":{}}}}`)}},
+	}}}
+	got := ownedLabels(node)
+	if len(got) != 2 || !got["berth.dev/tee"] || !got["berth.dev/kvm"] {
+		t.Errorf("owned %v", got)
 	}
 }
 
