@@ -185,4 +185,3 @@ func runAgent(cmd *cobra.Command, g *globals, fl agentFlags) error {
 	}
 	return runErr
 }
-

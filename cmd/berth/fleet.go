@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 
 	"berth.dev/berth/internal/fleet"
 	"berth.dev/berth/internal/output"
@@ -78,11 +77,11 @@ func runFleet(cmd *cobra.Command, g *globals, fl fleetFlags) error {
 	// Listing thousands of reports is a handful of large requests; the
 	// default client rate limit (5 QPS) would only add waiting.
 	cfg.QPS, cfg.Burst = 50, 100
-	dyn, err := dynamic.NewForConfig(cfg)
+	rc, err := fleet.RESTClient(cfg)
 	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
+		return err
 	}
-	nodes, bad, err := fleet.List(cmd.Context(), dyn, fl.pageSize)
+	nodes, bad, err := fleet.List(cmd.Context(), rc, fl.pageSize)
 	if err != nil {
 		return err
 	}

@@ -46,9 +46,17 @@ func fixtureObject(t testing.TB, host, node string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}
 }
 
+func decodeU(u *unstructured.Unstructured) (Node, error) {
+	b, err := u.MarshalJSON()
+	if err != nil {
+		return Node{}, err
+	}
+	return Decode(b)
+}
+
 func TestDecodeMalformed(t *testing.T) {
 	good := fixtureObject(t, "snp-genoa-k3s-ready", "n1")
-	if _, err := Decode(good); err != nil {
+	if _, err := decodeU(good); err != nil {
 		t.Fatalf("a good report: %v", err)
 	}
 	for _, tc := range []struct {
@@ -58,12 +66,12 @@ func TestDecodeMalformed(t *testing.T) {
 	}{
 		{"wrong version", func(o map[string]any) { o["apiVersion"] = "berth.dev/v9" }, `apiVersion "berth.dev/v9"`},
 		{"wrong kind", func(o map[string]any) { o["kind"] = "Node" }, `kind "Node"`},
-		{"no report", func(o map[string]any) { delete(o, "report") }, "report: missing"},
-		{"report not an object", func(o map[string]any) { o["report"] = "x" }, "report: missing or not an object"},
+		{"no report", func(o map[string]any) { delete(o, "report") }, "report.nodeName: missing"},
+		{"report not an object", func(o map[string]any) { o["report"] = "x" }, "decoding: json: cannot unmarshal string"},
 		{"no node name", func(o map[string]any) { delete(o["report"].(map[string]any), "nodeName") }, "report.nodeName: missing"},
 		{"other node", func(o map[string]any) { o["report"].(map[string]any)["nodeName"] = "n2" }, `expected the object's name "n1"`},
 		{"no hash", func(o map[string]any) { delete(o["report"].(map[string]any), "contentHash") }, "contentHash: missing"},
-		{"mistyped", func(o map[string]any) { o["report"].(map[string]any)["summary"] = []any{"x"} }, "report:"},
+		{"mistyped", func(o map[string]any) { o["report"].(map[string]any)["summary"] = []any{"x"} }, "decoding: json: cannot unmarshal array"},
 		{"bad verdict", func(o map[string]any) {
 			o["report"].(map[string]any)["platforms"].([]any)[0].(map[string]any)["verdict"] = "maybe"
 		}, `report.platforms[0].verdict "maybe"`},
@@ -74,7 +82,7 @@ func TestDecodeMalformed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			u := good.DeepCopy()
 			tc.edit(u.Object)
-			_, err := Decode(u)
+			_, err := decodeU(u)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want it to contain %q", err, tc.want)
 			}
@@ -102,7 +110,7 @@ func fleetFixture(t testing.TB) ([]Node, []Malformed) {
 			}
 			u.Object["report"] = m
 		}
-		n, err := Decode(u)
+		n, err := decodeU(u)
 		if err != nil {
 			t.Fatal(err)
 		}
