@@ -5,7 +5,7 @@ BIN       ?= bin/berth
 FUZZTIME  ?= 60s
 export GOFLAGS ?= -buildvcs=auto
 
-.PHONY: build test bench fuzz tools vet fmt-check
+.PHONY: build test bench fuzz tools vet fmt-check image
 
 build:
 	$(GO) build -o $(BIN) ./cmd/berth
@@ -18,6 +18,19 @@ tools:
 
 test: tools
 	. ./.ci/tools.env 2>/dev/null; $(GO) test -count=1 ./...
+	cd tools/ociimage && $(GO) test -count=1 ./...
+
+# The agent's OCI image as a tarball, built without a container engine: the
+# static berth binary at /berth on an empty base (tools/ociimage), checked
+# after writing. Load it with `docker load`, `ctr -n k8s.io images import`
+# or `kind load image-archive`, or push it with `crane push`.
+IMAGE_TAR ?= bin/berth-agent-oci.tar
+IMAGE_TAG ?= ghcr.io/berth-dev/berth-agent:latest
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '-s -w -X berth.dev/berth/internal/buildinfo.version=$(VERSION)' -o bin/berth-linux-amd64 ./cmd/berth
+	cd tools/ociimage && $(GO) run . build -binary ../../bin/berth-linux-amd64 -o ../../$(IMAGE_TAR) -tag $(IMAGE_TAG) -version $(VERSION)
+	cd tools/ociimage && $(GO) run . verify ../../$(IMAGE_TAR)
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
