@@ -68,7 +68,8 @@ asks the running runtime whether the handler is live (berth verify).
 
 A re-run with nothing to do changes nothing and fetches nothing. The
 installation it replaces stays, for berth rollback. Installing a second
-platform from the same manifest keeps the first.
+platform keeps the first, and an upgrade (a new manifest) upgrades every
+platform the prefix serves.
 
 Exit status: 0 installed (and live, when verified), 1 the platform is not
 ready, its handler is not live or the install failed, 2 usage error.`,
@@ -265,7 +266,7 @@ func writeDryRun(w io.Writer, d dryRun) error {
 	pl := d.Plan
 	fmt.Fprintf(w, "%s %s (%s) for %s into %s/versions/%s\n", pl.Manifest, pl.Version, pl.Digest, strings.Join(pl.Platforms, ", "), d.Prefix, pl.ID)
 	if len(pl.Kept) > 0 {
-		fmt.Fprintf(w, "keeping the installed platforms %s (same manifest)\n", strings.Join(pl.Kept, ", "))
+		fmt.Fprintf(w, "keeping the installed platforms %s (berth uninstall removes all)\n", strings.Join(pl.Kept, ", "))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tVERSION\tSIZE\tSOURCE")

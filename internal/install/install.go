@@ -57,8 +57,8 @@ type Plan struct {
 	// Bytes is their download size; AllBytes that of the whole manifest.
 	Bytes    int64 `json:"bytes"`
 	AllBytes int64 `json:"allBytes"`
-	// Kept lists platforms of the current installation (same manifest)
-	// that the new one keeps.
+	// Kept lists platforms of the current installation that the new one
+	// keeps.
 	Kept []string `json:"kept,omitempty"`
 
 	m *manifest.Manifest
@@ -70,9 +70,9 @@ func reservedTops() []string {
 	return []string{versionsDir, currentLink, prevLink, lockFile, recordDir, "etc"}
 }
 
-// Plan resolves the components ps need. When the prefix's current
-// installation comes from the same manifest, its platforms are kept: a
-// second platform is added to, not swapped for, the first.
+// Plan resolves the components ps need, and those of the platforms the
+// prefix's current installation serves: a second platform is added to, not
+// swapped for, the first, and an upgrade upgrades every platform.
 func (in *Installer) Plan(m *manifest.Manifest, ps []platform.Platform) (*Plan, error) {
 	if len(ps) == 0 {
 		return nil, errors.New("no platform to install")
@@ -86,7 +86,10 @@ func (in *Installer) Plan(m *manifest.Manifest, ps []platform.Platform) (*Plan, 
 		}
 	}
 	pl := &Plan{Manifest: m.Name, Version: m.Version, Digest: m.Digest(), AllBytes: m.Bytes(), m: m}
-	if st, err := in.Layout.Status(); err == nil && st.Current != nil && st.Current.Digest == m.Digest() {
+	// The current installation's platforms are kept, across manifest
+	// versions too: their runtime configuration names the prefix's stable
+	// links, which must not lose the files it points at.
+	if st, err := in.Layout.Status(); err == nil && st.Current != nil {
 		for _, s := range st.Current.Platforms {
 			p, err := platform.Parse(s)
 			if err != nil || names[p.String()] {

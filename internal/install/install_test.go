@@ -208,3 +208,17 @@ func TestWrongDigestInMirrorAndNoNetwork(t *testing.T) {
 	}
 	assertNoTemp(t, e.prefix)
 }
+
+func TestUpgradeKeepsEveryPlatform(t *testing.T) {
+	v1 := makeRelease(t, "1.0.0", offline, 1)
+	v2 := makeRelease(t, "2.0.0", offline, 1)
+	e := newEnv(t)
+	snp, clh := mustPlatform(t, "kubeadm-qemu-snp"), mustPlatform(t, "kubeadm-cloud-hypervisor-none")
+	install(t, e.installer(t, v1.mirror(t)), v1.m, snp)
+	install(t, e.installer(t, v1.mirror(t)), v1.m, clh)
+	res := install(t, e.installer(t, v2.mirror(t)), v2.m, snp)
+	if strings.Join(res.Plan.Kept, " ") != clh.String() {
+		t.Errorf("kept %v, want %s", res.Plan.Kept, clh)
+	}
+	assertInstalled(t, e.prefix, v2.expect(t, snp, clh))
+}
