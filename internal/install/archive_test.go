@@ -74,7 +74,7 @@ func TestExtractRefuses(t *testing.T) {
 func TestBundleRoundTrip(t *testing.T) {
 	s := newReleaseServer(t)
 	rel := makeRelease(t, "1.0.0", s.URL, 1)
-	s.release = func() *release { return rel }
+	s.set(func() *release { return rel }, nil)
 	snp := mustPlatform(t, "kubeadm-qemu-snp")
 	tdx := mustPlatform(t, "kubeadm-qemu-tdx")
 	var cs []manifest.Component

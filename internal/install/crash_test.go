@@ -112,7 +112,7 @@ func crashSetup(t *testing.T) (env, *release, *release, *releaseServer, string) 
 	install(t, e.installer(t, v1.mirror(t)), v1.m, mustPlatform(t, "kubeadm-qemu-snp"))
 	s := newReleaseServer(t)
 	v2 := makeRelease(t, "2.0.0", s.URL, 20)
-	s.release = func() *release { return v2 }
+	s.set(func() *release { return v2 }, nil)
 	mp := filepath.Join(t.TempDir(), "manifest.yaml")
 	os.WriteFile(mp, []byte(v2.yaml), 0o644)
 	return e, v1, v2, s, mp
@@ -124,7 +124,7 @@ func TestKillDuringDownload(t *testing.T) {
 	stall := make(chan struct{})
 	defer close(stall)
 	// The shim (6 MB at this scale) stalls after its first megabyte.
-	s.override = func(n int, w http.ResponseWriter, r *http.Request) bool {
+	s.set(nil, func(n int, w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path != "/containerd-shim-kata-v2" || r.Header.Get("Range") != "" {
 			return false
 		}
@@ -137,7 +137,7 @@ func TestKillDuringDownload(t *testing.T) {
 		case <-r.Context().Done():
 		}
 		return true
-	}
+	})
 	cmd := startHelper(t, helperJob{Prefix: e.prefix, Cache: e.cache, Manifest: mp, Platform: snp.String()})
 	shim := v2.m.Components[0]
 	partial := filepath.Join(e.cache, "sha256", shim.SHA256+".partial")
@@ -151,9 +151,7 @@ func TestKillDuringDownload(t *testing.T) {
 	assertInstalled(t, e.prefix, v1.expect(t, snp))
 
 	// A re-run converges, resuming the broken download.
-	s.mu.Lock()
-	s.override = nil
-	s.mu.Unlock()
+	s.set(nil, nil)
 	res := install(t, e.installer(t), v2.m, snp)
 	assertInstalled(t, e.prefix, v2.expect(t, snp))
 	assertNoTemp(t, e.prefix, e.cache)

@@ -317,6 +317,7 @@ type releaseServer struct {
 	n        int
 	served   int64
 	ranges   []string
+	paths    []string
 	release  func() *release
 	override func(n int, w http.ResponseWriter, r *http.Request) bool
 }
@@ -327,6 +328,7 @@ func newReleaseServer(t testing.TB) *releaseServer {
 		s.mu.Lock()
 		n := s.n
 		s.n++
+		s.paths = append(s.paths, r.URL.Path)
 		if rg := r.Header.Get("Range"); rg != "" {
 			s.ranges = append(s.ranges, r.URL.Path+" "+rg)
 		}
@@ -365,4 +367,14 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.ResponseWriter.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// set replaces the server's behaviour while it runs.
+func (s *releaseServer) set(rel func() *release, override func(n int, w http.ResponseWriter, r *http.Request) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rel != nil {
+		s.release = rel
+	}
+	s.override = override
 }
