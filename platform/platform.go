@@ -33,6 +33,10 @@ type Platform struct {
 	snap  Snapshotter
 	gpu   bool
 	debug bool
+	// canon and label are the canonical form and its DNS-label twin,
+	// rendered once at construction: checks, reports and labels ask for
+	// them hundreds of times per evaluation.
+	canon, label string
 }
 
 // Overhead is the pod overhead a RuntimeClass declares for the sandbox VM.
@@ -80,6 +84,8 @@ func build(s Spec) (Platform, string) {
 			return Platform{}, c.id
 		}
 	}
+	p.canon = formatSpec(p.Spec())
+	p.label = strings.ReplaceAll(p.canon, "+", "-")
 	return p, ""
 }
 
@@ -147,7 +153,7 @@ func (p Platform) Spec() Spec {
 // the snapshotter only when it differs from the platform's default.
 func (p Platform) String() string {
 	p.must()
-	return formatSpec(p.Spec())
+	return p.canon
 }
 
 // formatSpec renders a spec in canonical form without validating it, so
@@ -183,7 +189,8 @@ func formatSpec(s Spec) string {
 // ('+' becomes '-'), for handler, RuntimeClass and label names. It is unique
 // per platform because no dimension value is spelled like another.
 func (p Platform) Name() string {
-	return strings.ReplaceAll(p.String(), "+", "-")
+	p.must()
+	return p.label
 }
 
 // MarshalText encodes the canonical form. It panics on the zero Platform

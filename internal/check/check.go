@@ -17,35 +17,105 @@ import (
 	"berth.dev/berth/platform"
 )
 
-// Status is the result of one check.
-type Status string
+// Status is the result of one check. It is a small integer, not a string,
+// because an evaluation of every platform holds tens of thousands of
+// findings; it marshals as its name ("pass", "warn", ...).
+type Status uint8
 
 // The results a finding can have. The order of severity for display is
-// fail, warn, unknown, skip, pass.
+// fail, warn, unknown, skip, pass. The zero Status means "not evaluated".
 const (
 	// Pass: the requirement is met.
-	Pass Status = "pass"
+	Pass Status = iota + 1
 	// Warn: not blocking, but worth a look (or a failure demoted by the
 	// check's severity on this platform or by --ignore).
-	Warn Status = "warn"
+	Warn
 	// Fail: the platform cannot run here until this is fixed.
-	Fail Status = "fail"
+	Fail
 	// Skip: a prerequisite failed, so the check was not evaluated.
-	Skip Status = "skip"
+	Skip
 	// Unknown: the evidence is missing (offline root, unreadable file):
 	// never a pass.
-	Unknown Status = "unknown"
+	Unknown
 )
 
+// String returns the status name used in every output format.
+func (s Status) String() string {
+	switch s {
+	case Pass:
+		return "pass"
+	case Warn:
+		return "warn"
+	case Fail:
+		return "fail"
+	case Skip:
+		return "skip"
+	case Unknown:
+		return "unknown"
+	}
+	return ""
+}
+
+// ParseStatus returns the Status named s (case-insensitive).
+func ParseStatus(s string) (Status, bool) {
+	for st := Pass; st <= Unknown; st++ {
+		if strings.EqualFold(s, st.String()) {
+			return st, true
+		}
+	}
+	return 0, false
+}
+
+// MarshalText encodes the status name.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText decodes a status name.
+func (s *Status) UnmarshalText(b []byte) error {
+	st, ok := ParseStatus(string(b))
+	if !ok {
+		return fmt.Errorf("unknown check status %q: expected pass, warn, fail, skip or unknown", b)
+	}
+	*s = st
+	return nil
+}
+
 // Severity is how much a failed check matters on a platform.
-type Severity string
+type Severity uint8
 
 // Severities. A check that fails with severity Warning is reported as a
 // warning on that platform.
 const (
-	Blocking Severity = "fail"
-	Warning  Severity = "warn"
+	Blocking Severity = iota + 1
+	Warning
 )
+
+// String returns "fail" for Blocking and "warn" for Warning, the words the
+// reports use.
+func (s Severity) String() string {
+	switch s {
+	case Blocking:
+		return "fail"
+	case Warning:
+		return "warn"
+	}
+	return ""
+}
+
+// MarshalText encodes the severity name.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText decodes a severity name.
+func (s *Severity) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "fail":
+		*s = Blocking
+	case "warn":
+		*s = Warning
+	default:
+		return fmt.Errorf("unknown severity %q: expected fail or warn", b)
+	}
+	return nil
+}
 
 // Evidence is one fact a check read and the value it had.
 type Evidence struct {

@@ -17,7 +17,9 @@ func mustPlatform(t testing.TB, s string) platform.Platform {
 }
 
 func fixed(st Status) func(*facts.Facts) Result {
-	return func(*facts.Facts) Result { return Result{Status: st, Message: string(st), Remedy: "do " + string(st)} }
+	return func(*facts.Facts) Result {
+		return Result{Status: st, Message: st.String(), Remedy: "do " + st.String()}
+	}
 }
 
 func cat(parentStatus, childStatus Status, childSev Severity) []Check {

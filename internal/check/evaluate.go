@@ -16,9 +16,9 @@ type Finding struct {
 	*Outcome
 	// Status is the effective result on the platform, after severity,
 	// --ignore and --strict.
-	Status Status `json:"status"`
+	Status Status `json:"status" jsonschema:"type=string,enum=pass,enum=warn,enum=fail,enum=skip,enum=unknown"`
 	// Severity is what a failure of this check means on the platform.
-	Severity Severity `json:"severity"`
+	Severity Severity `json:"severity" jsonschema:"type=string,enum=fail,enum=warn"`
 	// Ignored is set when a failure was demoted to a warning by --ignore.
 	Ignored bool `json:"ignored,omitempty"`
 }
@@ -31,7 +31,7 @@ type Outcome struct {
 	// Depth is the finding's depth in the check tree (0 for a root).
 	Depth int `json:"depth"`
 	// Raw is the check's own result before severity, --ignore and --strict.
-	Raw      Status     `json:"raw"`
+	Raw      Status     `json:"raw" jsonschema:"type=string,enum=pass,enum=warn,enum=fail,enum=skip,enum=unknown"`
 	Message  string     `json:"message,omitempty"`
 	Evidence []Evidence `json:"evidence,omitempty"`
 	Remedy   string     `json:"remedy,omitempty"`
@@ -112,10 +112,16 @@ func (e *Evaluator) Checks() []Check { return e.checks }
 
 // Evaluate runs every check against every platform and returns one verdict
 // per platform, in the order given.
+//
+// The debug variant only selects guest images, which no host check can
+// see, so a platform's debug twin reuses the findings of the platform
+// without it, evaluating again only the checks whose result can differ:
+// RunFor checks without a Key, or whose Key tells the twins apart (the
+// runtime handler check, whose handler name contains "debug"), and the
+// children of a check whose result changed. Applies must therefore not
+// depend on Platform.Debug; the checks package tests that it does not.
 func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options) []Verdict {
 	n := len(e.checks)
-	// Host-wide results and unknown evidence are computed once, however
-	// many platforms there are.
 	// Host-wide results and unknown evidence are computed once, however
 	// many platforms there are; platform results are memoised by Key.
 	host := make([]*Outcome, n)
@@ -125,56 +131,133 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 		unknown[i] = unknownEvidence(f, &e.checks[i])
 	}
 	memo := make([]map[platform.Spec]*Outcome, n)
-	out := make([]Verdict, 0, len(ps))
 	raw := make([]Status, n)
-	for _, p := range ps {
-		v := Verdict{Platform: p.String(), Name: p.Name(), Findings: make([]Finding, 0, n)}
+
+	// run evaluates check i on p; raw holds the results of p's checks so
+	// far, so that a failed or skipped parent skips its children.
+	run := func(i int, p platform.Platform) *Outcome {
+		c := &e.checks[i]
+		var readsUnknown *Result
+		if c.ReadsFor != nil && len(f.Unknown) > 0 {
+			readsUnknown = unknownFields(f, c.ReadsFor(p))
+		}
+		switch pi := e.parent[i]; {
+		case pi >= 0 && (raw[pi] == Fail || raw[pi] == Skip):
+			if skipped[i] == nil {
+				skipped[i] = e.outcome(i, Result{Status: Skip, Message: "skipped: prerequisite " + c.Parent + " did not pass"})
+			}
+			return skipped[i]
+		case unknown[i] != nil:
+			if host[i] == nil {
+				host[i] = e.outcome(i, *unknown[i])
+			}
+			return host[i]
+		case c.Run != nil:
+			if host[i] == nil {
+				host[i] = e.outcome(i, c.Run(f))
+			}
+			return host[i]
+		case readsUnknown != nil:
+			return e.outcome(i, *readsUnknown)
+		case c.Key != nil:
+			k := c.Key(p)
+			if memo[i] == nil {
+				memo[i] = map[platform.Spec]*Outcome{}
+			}
+			o := memo[i][k]
+			if o == nil {
+				o = e.outcome(i, c.RunFor(f, p))
+				memo[i][k] = o
+			}
+			return o
+		default:
+			return e.outcome(i, c.RunFor(f, p))
+		}
+	}
+
+	// Evaluate the platforms without the debug variant first, in full.
+	out := make([]Verdict, len(ps))
+	base := make(map[platform.Spec]int, len(ps))
+	var twins []int
+	for j, p := range ps {
+		if p.Debug() {
+			twins = append(twins, j)
+			continue
+		}
+		base[p.Spec()] = j
+	}
+	// One backing array for every platform's findings: hundreds of
+	// platforms times dozens of checks would otherwise be hundreds of
+	// allocations that dominate the evaluation.
+	all := make([]Finding, 0, n*len(ps))
+	// at[j][i] is the index in all of platform j's finding of check i, or
+	// -1 when the check does not apply.
+	at := make([][]int32, len(ps))
+	finish := func(j int, p platform.Platform, start int) {
+		v := Verdict{Platform: p.String(), Name: p.Name(), Findings: all[start:len(all):len(all)]}
+		for _, fd := range v.Findings {
+			v.add(fd)
+		}
+		v.conclude()
+		out[j] = v
+	}
+	add := func(j, i int, o *Outcome, sev Severity) {
+		fd := Finding{Outcome: o, Severity: sev}
+		fd.Status = effective(o.Raw, sev, opt, e.checks[i].ID, &fd.Ignored)
+		at[j][i] = int32(len(all))
+		all = append(all, fd)
+		raw[i] = o.Raw
+	}
+	full := func(j int, p platform.Platform) {
+		at[j] = make([]int32, n)
+		start := len(all)
 		for i := range e.checks {
-			c := &e.checks[i]
-			raw[i] = ""
-			sev, ok := c.Applies(p)
+			raw[i] = 0
+			at[j][i] = -1
+			sev, ok := e.checks[i].Applies(p)
 			if !ok {
 				continue
 			}
-			var o *Outcome
-			switch pi := e.parent[i]; {
-			case pi >= 0 && (raw[pi] == Fail || raw[pi] == Skip):
-				if skipped[i] == nil {
-					skipped[i] = e.outcome(i, Result{Status: Skip, Message: "skipped: prerequisite " + c.Parent + " did not pass"})
-				}
-				o = skipped[i]
-			case unknown[i] != nil:
-				if host[i] == nil {
-					host[i] = e.outcome(i, *unknown[i])
-				}
-				o = host[i]
-			case c.Run != nil:
-				if host[i] == nil {
-					host[i] = e.outcome(i, c.Run(f))
-				}
-				o = host[i]
-			case c.ReadsFor != nil && unknownFields(f, c.ReadsFor(p)) != nil:
-				o = e.outcome(i, *unknownFields(f, c.ReadsFor(p)))
-			case c.Key != nil:
-				k := c.Key(p)
-				if memo[i] == nil {
-					memo[i] = map[platform.Spec]*Outcome{}
-				}
-				if o = memo[i][k]; o == nil {
-					o = e.outcome(i, c.RunFor(f, p))
-					memo[i][k] = o
-				}
-			default:
-				o = e.outcome(i, c.RunFor(f, p))
-			}
-			raw[i] = o.Raw
-			fd := Finding{Outcome: o, Severity: sev}
-			fd.Status = effective(o.Raw, sev, opt, c.ID, &fd.Ignored)
-			v.add(fd)
-			v.Findings = append(v.Findings, fd)
+			add(j, i, run(i, p), sev)
 		}
-		v.conclude()
-		out = append(out, v)
+		finish(j, p, start)
+	}
+	for j, p := range ps {
+		if !p.Debug() {
+			full(j, p)
+		}
+	}
+	for _, j := range twins {
+		p := ps[j]
+		s := p.Spec()
+		s.Debug = false
+		b, ok := base[s]
+		if !ok {
+			full(j, p)
+			continue
+		}
+		bp := ps[b]
+		at[j] = make([]int32, n)
+		start := len(all)
+		for i := range e.checks {
+			raw[i] = 0
+			at[j][i] = -1
+			k := at[b][i]
+			if k < 0 {
+				continue
+			}
+			bf := all[k]
+			c := &e.checks[i]
+			pi := e.parent[i]
+			same := (c.Run != nil || (c.Key != nil && c.Key(p) == c.Key(bp))) &&
+				(pi < 0 || at[b][pi] < 0 || raw[pi] == all[at[b][pi]].Raw)
+			if same {
+				add(j, i, bf.Outcome, bf.Severity)
+				continue
+			}
+			add(j, i, run(i, p), bf.Severity)
+		}
+		finish(j, p, start)
 	}
 	return out
 }

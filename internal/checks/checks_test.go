@@ -294,3 +294,56 @@ func BenchmarkEvaluateAll(b *testing.B) {
 		e.Evaluate(f, ps, check.Options{})
 	}
 }
+
+// TestEvaluateTogetherEqualsAlone backs the evaluator's reuse of findings
+// between a platform and its debug twin: evaluating every platform at once
+// must give each the same verdict and findings as evaluating it alone, also
+// when a handler is configured for only one of the twins.
+func TestEvaluateTogetherEqualsAlone(t *testing.T) {
+	f := readyFacts()
+	f.Unknown = []facts.Missing{{Field: "qemuProbe", Reason: facts.ReasonNotRun}}
+	if f.Runtimes.Containerd != nil {
+		f.Runtimes.Containerd.Handlers = append(f.Runtimes.Containerd.Handlers, facts.Handler{Name: "kubeadm-qemu-snp", RuntimeType: "io.containerd.kata.v2", Snapshotter: "nydus"})
+	}
+	e := evaluator(t, f)
+	ps := platform.All()
+	together := e.Evaluate(f, ps, check.Options{})
+	for j, p := range ps {
+		alone := e.Evaluate(f, []platform.Platform{p}, check.Options{})[0]
+		got := together[j]
+		if got.Platform != alone.Platform || got.Status != alone.Status || got.BlockedBy != alone.BlockedBy ||
+			got.Failures != alone.Failures || got.Warnings != alone.Warnings || got.Unknowns != alone.Unknowns ||
+			len(got.Findings) != len(alone.Findings) {
+			t.Fatalf("%s: together %+v, alone %+v", p, got, alone)
+		}
+		for k := range got.Findings {
+			a, b := got.Findings[k], alone.Findings[k]
+			if a.ID != b.ID || a.Status != b.Status || a.Raw != b.Raw || a.Message != b.Message || a.Severity != b.Severity {
+				t.Fatalf("%s: finding %s: together %s %q, alone %s %q", p, a.ID, a.Status, a.Message, b.Status, b.Message)
+			}
+		}
+	}
+}
+
+// TestAppliesIgnoresDebug: the evaluator assumes a check applies to a
+// platform and its debug twin alike.
+func TestAppliesIgnoresDebug(t *testing.T) {
+	for _, p := range platform.All() {
+		if !p.Debug() {
+			continue
+		}
+		s := p.Spec()
+		s.Debug = false
+		base, err := platform.New(s)
+		if err != nil {
+			t.Fatalf("%s without debug: %v", p, err)
+		}
+		for _, c := range For(readyFacts()) {
+			s1, ok1 := c.Applies(p)
+			s2, ok2 := c.Applies(base)
+			if s1 != s2 || ok1 != ok2 {
+				t.Errorf("%s: Applies(%s) = %v,%v but Applies(%s) = %v,%v", c.ID, p, s1, ok1, base, s2, ok2)
+			}
+		}
+	}
+}

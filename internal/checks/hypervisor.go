@@ -24,11 +24,17 @@ func minHypervisor(p platform.Platform) []int {
 }
 
 func hypervisorChecks() []check.Check {
+	// The evidence list of each hypervisor is built once: ReadsFor runs for
+	// every platform.
+	binaryReads := map[platform.Hypervisor][]string{}
+	for _, h := range platform.Hypervisors() {
+		binaryReads[h] = []string{"binaries." + h.String() + ".path"}
+	}
 	return []check.Check{{
 		ID:        "hypervisor.binary",
 		Title:     "for the hypervisor binary",
 		Why:       "The platform's hypervisor (QEMU, Cloud Hypervisor or Firecracker) runs every sandbox; berth install brings Kata's static build when the host has none.",
-		ReadsFor:  func(p platform.Platform) []string { return []string{"binaries." + p.Hypervisor().String() + ".path"} },
+		ReadsFor:  func(p platform.Platform) []string { return binaryReads[p.Hypervisor()] },
 		Platforms: "all (warning: installed by berth install)",
 		Remedies:  []string{"berth install installs Kata's static build, which includes the hypervisor", "or install the distribution package (qemu-system-x86, cloud-hypervisor)"},
 		Applies:   check.Always(check.Warning),

@@ -43,13 +43,11 @@ func pluginChecks(f *facts.Facts) []check.Check {
 		if sub := strings.ToLower(strings.TrimSpace(pf.ID)); sub != "" && sub != strings.TrimPrefix(id, "plugin.") {
 			id += "." + strings.ReplaceAll(sub, " ", "-")
 		}
-		st := check.Status(strings.ToLower(pf.Status))
-		switch st {
-		case check.Pass, check.Warn, check.Fail, check.Skip, check.Unknown:
-		default:
+		st, ok := check.ParseStatus(strings.TrimSpace(pf.Status))
+		if !ok {
 			st = check.Unknown
 		}
-		r := check.Result{Status: st, Message: orDefault(pf.Message, string(st)), Remedy: orDefault(pf.Remedy, "see the documentation of the plug-in "+pf.Plugin),
+		r := check.Result{Status: st, Message: orDefault(pf.Message, st.String()), Remedy: orDefault(pf.Remedy, "see the documentation of the plug-in "+pf.Plugin),
 			Evidence: []check.Evidence{check.Ev("plugins.findings."+pf.Plugin, pf.ID+": "+pf.Status)}}
 		add(pluginCheck(id, orDefault(pf.Title, "site check "+pf.Plugin), check.Blocking, r))
 	}

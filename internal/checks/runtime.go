@@ -29,6 +29,8 @@ func runtimeField(p platform.Platform) string {
 func isContainerd(p platform.Platform) bool { return p.Distribution().Runtime() == platform.Containerd }
 
 func runtimeChecks() []check.Check {
+	// The evidence lists are built once: ReadsFor runs for every platform.
+	containerdHandlers, crioHandlers := []string{"runtimes.containerd.handlers"}, []string{"runtimes.crio.handlers"}
 	return []check.Check{{
 		ID:        "runtime.present",
 		Title:     "for the container runtime",
@@ -54,7 +56,7 @@ func runtimeChecks() []check.Check {
 		Remedies:  []string{"upgrade containerd to 1.7 or newer (2.x recommended)"},
 		Applies: func(p platform.Platform) (check.Severity, bool) {
 			if !isContainerd(p) {
-				return "", false
+				return 0, false
 			}
 			if p.Snapshotter() != platform.Overlayfs {
 				return check.Blocking, true
@@ -119,11 +121,16 @@ func runtimeChecks() []check.Check {
 			return check.Ok(lay.Config, ev...)
 		},
 	}, {
-		ID:        "runtime.handler",
-		Title:     "for the platform's runtime handler",
-		Why:       "Pods select the platform through a RuntimeClass whose handler must be configured in the runtime; before berth install it is expected to be absent.",
-		Parent:    "runtime.config.parse",
-		ReadsFor:  func(p platform.Platform) []string { return []string{runtimeField(p) + ".handlers"} },
+		ID:     "runtime.handler",
+		Title:  "for the platform's runtime handler",
+		Why:    "Pods select the platform through a RuntimeClass whose handler must be configured in the runtime; before berth install it is expected to be absent.",
+		Parent: "runtime.config.parse",
+		ReadsFor: func(p platform.Platform) []string {
+			if isContainerd(p) {
+				return containerdHandlers
+			}
+			return crioHandlers
+		},
 		Platforms: "all (warning when misconfigured; absent before install is fine)",
 		Remedies:  []string{"berth install adds the handler and restarts the runtime"},
 		Applies:   check.Always(check.Warning),

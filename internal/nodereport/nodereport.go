@@ -112,7 +112,7 @@ func Build(node, version string, f *facts.Facts, vs []check.Verdict, observed ti
 		}
 		msg := clip(a.message, v1alpha1.MaxTextLen)
 		if msg == "" {
-			msg = string(a.status)
+			msg = a.status.String()
 		}
 		r.Findings = append(r.Findings, v1alpha1.Finding{ID: clip(id, v1alpha1.MaxNameLen), Status: st, Message: msg, Remedy: clip(a.remedy, v1alpha1.MaxTextLen)})
 	}

@@ -37,7 +37,7 @@ func (s Style) paint(color, text string) string {
 // status renders a finding status: the word, coloured (with a symbol) on a
 // terminal.
 func (s Style) status(st check.Status) string {
-	word := strings.ToUpper(string(st))
+	word := strings.ToUpper(st.String())
 	if !s.Color {
 		return word
 	}
@@ -398,7 +398,7 @@ func writeFindings(w io.Writer, r *Report, rows []int, s Style) {
 				skipped++
 				continue
 			}
-			key := string(fd.Status) + "\x00" + fd.ID + "\x00" + fd.Message
+			key := fd.Status.String() + "\x00" + fd.ID + "\x00" + fd.Message
 			g := by[key]
 			if g == nil {
 				g = &group{id: fd.ID, msg: fd.Message, status: fd.Status}
