@@ -68,6 +68,15 @@ names the bundle file: the global -o takes a file name here.`,
 			}
 			f := newFetcher(g, fl, ls)
 			f.Progress = newProgress(g, output.Table).event
+			if isTerminal(g.stderr) {
+				var total int64
+				for _, c := range cs {
+					total += c.Size
+				}
+				bars := newBarProgress(g.stderr, total)
+				f.Progress = bars.event
+				defer bars.finish()
+			}
 			tmp, err := os.MkdirTemp(filepath.Dir(out), ".berth-bundle-")
 			if err != nil {
 				return err

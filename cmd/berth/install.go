@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
 
 	"berth.dev/berth/internal/configure"
 	"berth.dev/berth/internal/discover"
@@ -328,11 +331,19 @@ func runInstall(ctx context.Context, g *globals, fl installFlags) error {
 		d := dryRun{Prefix: in.Layout.Prefix, Plan: pl, Components: comps, ToFetch: toFetch}
 		return output.Render(g.stdout, format, d, func(w io.Writer) error { return writeDryRun(w, d) })
 	}
-	if format != output.YAML {
+	var bars *barProgress
+	switch {
+	case format == output.Table && isTerminal(g.stderr):
+		bars = newBarProgress(g.stderr, pl.Bytes)
+		in.Fetcher.Progress = bars.event
+	case format != output.YAML:
 		in.Fetcher.Progress = newProgress(g, format).event
 	}
 	start := time.Now()
 	res, err := in.Install(ctx, pl)
+	if bars != nil {
+		bars.finish()
+	}
 	if err != nil {
 		return &exitError{code: exitNotReady, err: err}
 	}
@@ -420,4 +431,72 @@ func writeInstallSummary(w io.Writer, s installSummary) error {
 		_, err = fmt.Fprintf(w, "previous installation %s kept for berth rollback\n", s.Previous)
 	}
 	return err
+}
+
+// isTerminal reports whether w is a terminal (progress bars) rather than a
+// pipe or file (progress lines).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// barProgress draws a progress bar per component and one for the total.
+type barProgress struct {
+	mu      sync.Mutex
+	p       *mpb.Progress
+	total   *mpb.Bar
+	bars    map[string]*mpb.Bar
+	counted map[string]int64
+	sum     int64
+}
+
+func newBarProgress(w io.Writer, total int64) *barProgress {
+	b := &barProgress{p: mpb.New(mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithAutoRefresh()), bars: map[string]*mpb.Bar{}, counted: map[string]int64{}}
+	b.total = b.p.AddBar(total, mpb.BarPriority(1<<30),
+		mpb.PrependDecorators(decor.Name("total", decor.WC{W: 30, C: decor.DindentRight})),
+		mpb.AppendDecorators(decor.CountersKibiByte("% .1f / % .1f"), decor.Name(" "), decor.Percentage()))
+	return b
+}
+
+func (b *barProgress) event(e fetch.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bar := b.bars[e.Component]
+	if bar == nil {
+		bar = b.p.AddBar(e.Total,
+			mpb.PrependDecorators(decor.Name(e.Component, decor.WC{W: 30, C: decor.DindentRight})),
+			mpb.AppendDecorators(decor.OnComplete(decor.CountersKibiByte("% .1f / % .1f"), "verified")))
+		b.bars[e.Component] = bar
+	}
+	switch e.Phase {
+	case fetch.PhaseProgress, fetch.PhaseRetry:
+		bar.SetCurrent(e.Bytes)
+	case fetch.PhaseDone:
+		bar.SetCurrent(e.Total)
+	default:
+		return
+	}
+	cur := min(e.Bytes, e.Total)
+	if e.Phase == fetch.PhaseDone {
+		cur = e.Total
+	}
+	b.sum += cur - b.counted[e.Component]
+	b.counted[e.Component] = cur
+	b.total.SetCurrent(b.sum)
+}
+
+// finish stops the bars (aborting those a failure left incomplete) and
+// waits for the last frame.
+func (b *barProgress) finish() {
+	b.mu.Lock()
+	for _, bar := range b.bars {
+		if !bar.Completed() {
+			bar.Abort(false)
+		}
+	}
+	if !b.total.Completed() {
+		b.total.Abort(false)
+	}
+	b.mu.Unlock()
+	b.p.Wait()
 }
