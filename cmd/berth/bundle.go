@@ -48,7 +48,8 @@ names the bundle file: the global -o takes a file name here.`,
 			if err != nil {
 				return usageErr(err)
 			}
-			m, data, err := loadManifest(fl, bundles)
+			f := newFetcher(g, fl, ls)
+			m, data, err := loadManifest(cmd.Context(), f, fl, bundles)
 			if err != nil {
 				return err
 			}
@@ -66,7 +67,6 @@ names the bundle file: the global -o takes a file name here.`,
 					}
 				}
 			}
-			f := newFetcher(g, fl, ls)
 			f.Progress = newProgress(g, output.Table).event
 			if isTerminal(g.stderr) {
 				var total int64

@@ -50,7 +50,7 @@ func addInstallPathFlags(cmd *cobra.Command, fl *installFlags) {
 
 func addFetchFlags(cmd *cobra.Command, fl *installFlags) {
 	f := cmd.Flags()
-	f.StringVarP(&fl.manifest, "manifest", "m", "", "component manifest: PATH or PATH@sha256:<hex> (default: the one in a --from bundle)")
+	f.StringVarP(&fl.manifest, "manifest", "m", "", "component manifest: PATH, PATH@sha256:<hex> or URL@sha256:<hex> (default: the one in a --from bundle)")
 	f.StringArrayVar(&fl.from, "from", nil, "local directory (files named by sha256 or file name) or bundle .tar to take files from before the network; repeatable")
 	f.StringVar(&fl.cache, "cache", "", "download cache (default "+manifest.DefaultCache+" under --root)")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
@@ -119,11 +119,20 @@ func parsePlatforms(ss []string) ([]platform.Platform, error) {
 
 // loadManifest loads --manifest, or the manifest of the only --from
 // bundle, and returns it with its bytes.
-func loadManifest(fl installFlags, bundles []*install.Bundle) (*manifest.Manifest, []byte, error) {
+func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundles []*install.Bundle) (*manifest.Manifest, []byte, error) {
 	if fl.manifest != "" {
 		ref, err := manifest.ParseRef(fl.manifest)
 		if err != nil {
 			return nil, nil, usageErr(err)
+		}
+		if ref.Remote {
+			// Pinned by ParseRef: the digest is checked before parsing.
+			data, err := f.Bytes(ctx, ref.Location, manifest.MaxSize, ref.SHA256)
+			if err != nil {
+				return nil, nil, fmt.Errorf("manifest: %w", err)
+			}
+			m, err := manifest.Parse(data, ref.String())
+			return m, data, err
 		}
 		m, err := manifest.LoadRef(ref)
 		if err != nil {
@@ -299,7 +308,8 @@ func runInstall(ctx context.Context, g *globals, fl installFlags) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	m, _, err := loadManifest(fl, bundles)
+	fetcher := newFetcher(g, fl, ls)
+	m, _, err := loadManifest(ctx, fetcher, fl, bundles)
 	if err != nil {
 		return err
 	}
@@ -317,7 +327,7 @@ func runInstall(ctx context.Context, g *globals, fl installFlags) error {
 	}
 	in := &install.Installer{
 		Layout:       install.Layout{Prefix: g.hostPath(fl.prefix)},
-		Fetcher:      newFetcher(g, fl, ls),
+		Fetcher:      fetcher,
 		Parallel:     fl.parallel,
 		BeforeSwitch: install.PauseHook(g.getenv),
 		Log:          g.log,

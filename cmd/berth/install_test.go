@@ -184,8 +184,8 @@ func TestInstallCLIFlakyServerAndBundle(t *testing.T) {
 		mu.Lock()
 		n++
 		fail := n%2 == 0
-		mu.Unlock()
 		data, ok := rel.files[strings.TrimPrefix(r.URL.Path, "/")]
+		mu.Unlock()
 		switch {
 		case !ok:
 			http.NotFound(w, r)
@@ -199,13 +199,18 @@ func TestInstallCLIFlakyServerAndBundle(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
+	mu.Lock()
 	rel = makeCLIRelease(t, srv.URL)
+	rel.files["manifest.yaml"] = []byte(rel.manifest)
+	mu.Unlock()
 	mp, _ := rel.write(t)
+	msum := sha256.Sum256([]byte(rel.manifest))
+	murl := srv.URL + "/manifest.yaml@sha256:" + hex.EncodeToString(msum[:])
 
 	// Bundle from the flaky server, with a fresh cache.
 	bundle := filepath.Join(t.TempDir(), "berth-bundle.tar")
 	cache := filepath.Join(t.TempDir(), "cache")
-	code, out, errOut := runCheckCLI(t, "bundle", "-p", "k3s-qemu-snp", "-p", "k3s-qemu-tdx", "-m", mp, "--cache", cache, "-o", bundle)
+	code, out, errOut := runCheckCLI(t, "bundle", "-p", "k3s-qemu-snp", "-p", "k3s-qemu-tdx", "-m", murl, "--cache", cache, "-o", bundle)
 	if code != 0 || !strings.Contains(out, "wrote "+bundle) {
 		t.Fatalf("bundle: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -598,3 +598,53 @@ func (f *Fetcher) All(ctx context.Context, items []Item, dst func(Item) string, 
 	}
 	return res, first
 }
+
+// Bytes downloads a small document (a pinned manifest) of at most limit
+// bytes (limit) from rawURL, with the same retries as Fetch, and checks that its
+// SHA-256 is sha (lowercase hex).
+func (f *Fetcher) Bytes(ctx context.Context, rawURL string, limit int64, sha string) ([]byte, error) {
+	var last error
+	for a := 0; a < max(f.Attempts, 1); a++ {
+		if a > 0 {
+			if err := f.Sleep(ctx, f.backoff(a)); err != nil {
+				return nil, err
+			}
+		}
+		data, retry, err := f.getSmall(ctx, rawURL, limit)
+		if err == nil {
+			sum := sha256.Sum256(data)
+			if got := hex.EncodeToString(sum[:]); got != sha {
+				return nil, fmt.Errorf("%s has sha256 %s, but the reference pins %s", redact(rawURL), got, sha)
+			}
+			return data, nil
+		}
+		last = err
+		if !retry {
+			break
+		}
+	}
+	return nil, fmt.Errorf("fetching %s: %w", redact(rawURL), last)
+}
+
+func (f *Fetcher) getSmall(ctx context.Context, rawURL string, limit int64) ([]byte, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	resp, err := f.Client.Do(req)
+	if err != nil {
+		return nil, ctx.Err() == nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests, fmt.Errorf("HTTP %s", resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, true, err
+	}
+	if int64(len(data)) > limit {
+		return nil, false, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return data, false, nil
+}

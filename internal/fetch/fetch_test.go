@@ -483,3 +483,26 @@ func TestCopyHash(t *testing.T) {
 		t.Fatalf("write error not returned: %v", err)
 	}
 }
+
+func TestBytes(t *testing.T) {
+	doc := []byte("apiVersion: berth.dev/manifest/v1\n")
+	sum := sha256.Sum256(doc)
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) int64 {
+		if n == 0 {
+			http.Error(w, "later", 503)
+			return 0
+		}
+		return serve(w, r, doc)
+	})
+	f := newFetcher(t)
+	got, err := f.Bytes(context.Background(), s.URL+"/m.yaml", 1000, hex.EncodeToString(sum[:]))
+	if err != nil || !bytes.Equal(got, doc) {
+		t.Fatalf("got %q err %v", got, err)
+	}
+	if _, err := f.Bytes(context.Background(), s.URL+"/m.yaml", 1000, strings.Repeat("0", 64)); err == nil || !strings.Contains(err.Error(), "pins") {
+		t.Errorf("wrong pin: %v", err)
+	}
+	if _, err := f.Bytes(context.Background(), s.URL+"/m.yaml", 10, hex.EncodeToString(sum[:])); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("too large: %v", err)
+	}
+}
