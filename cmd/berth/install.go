@@ -304,6 +304,9 @@ func runInstall(ctx context.Context, g *globals, fl installFlags) error {
 	if err != nil {
 		return err
 	}
+	if !filepath.IsAbs(fl.prefix) {
+		return usageErr(fmt.Errorf("--prefix %s: expected an absolute path: the runtime configuration names it", fl.prefix))
+	}
 	ls, bundles, err := install.Locators(fl.from)
 	if err != nil {
 		return usageErr(err)

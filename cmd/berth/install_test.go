@@ -251,6 +251,7 @@ func TestInstallCLIRefusals(t *testing.T) {
 		{"no manifest", []string{"install", "-p", "k3s-qemu-snp"}, exitUsage, "--manifest is required"},
 		{"platform not ready", []string{"--root", filepath.Join(hostsDir, "cloud-vm-no-nested"), "install", "-p", "kubeadm-qemu-snp", "-m", mp, "--from", mirror}, exitNotReady, "--force"},
 		{"bad --from", []string{"install", "-p", "k3s-qemu-snp", "-m", mp, "--from", "/nonexistent"}, exitUsage, "--from /nonexistent"},
+		{"relative prefix", []string{"install", "-p", "k3s-qemu-snp", "-m", mp, "--prefix", "opt/berth"}, exitUsage, "absolute path"},
 		{"bundle without output", []string{"bundle", "-p", "k3s-qemu-snp", "-m", mp}, exitUsage, "-o bundle.tar"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
