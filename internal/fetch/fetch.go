@@ -28,6 +28,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Item is one file to fetch.
@@ -280,6 +282,9 @@ func (f *Fetcher) copyVerified(ctx context.Context, it Item, c Candidate, dst st
 	return nil
 }
 
+// errBusy is a partial file another process is writing.
+var errBusy = errors.New("partial file locked by another process")
+
 // errPermanent marks a response that retrying the same URL cannot fix.
 type errPermanent struct{ error }
 
@@ -297,6 +302,12 @@ func (f *Fetcher) download(ctx context.Context, it Item, rawURL, dst string) (in
 	}
 	d := &resumable{f: f, it: it, url: rawURL, part: part}
 	defer d.close()
+	if err := d.open(); errors.Is(err, errBusy) && final != dst {
+		f.log().Info("another berth is downloading this file into the cache: downloading beside it", "component", it.Name)
+		part, final = dst+".partial", dst
+		d = &resumable{f: f, it: it, url: rawURL, part: part}
+		defer d.close()
+	}
 	attempts := max(f.Attempts, 1)
 	var last error
 	for a := 0; a < attempts; a++ {
@@ -321,10 +332,12 @@ func (f *Fetcher) download(ctx context.Context, it Item, rawURL, dst string) (in
 	if last != nil {
 		return d.fetched, fmt.Errorf("%s: %d attempts: %w", redact(rawURL), attempts, last)
 	}
-	d.close()
+	// Renamed while the lock is held, so that nobody resumes a file that
+	// is already complete.
 	if err := os.Rename(part, final); err != nil {
 		return d.fetched, fmt.Errorf("component %s: %w", it.Name, err)
 	}
+	d.close()
 	if final != dst {
 		// Copy out of the cache; between two files on Linux io.Copy uses
 		// copy_file_range, so the kernel copies (or reflinks) the data.
@@ -389,6 +402,15 @@ func (d *resumable) open() error {
 	fl, err := os.OpenFile(d.part, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("component %s: %w", d.it.Name, err)
+	}
+	// Two berth processes (two prefixes, one cache) must not append to
+	// the same partial file.
+	if err := unix.Flock(int(fl.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		fl.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return errBusy
+		}
+		return fmt.Errorf("component %s: locking %s: %w", d.it.Name, d.part, err)
 	}
 	d.file, d.h = fl, sha256.New()
 	n, err := io.Copy(d.h, io.LimitReader(fl, d.it.Size))

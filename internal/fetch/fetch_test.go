@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // blob is deterministic test content with its item.
@@ -504,5 +506,37 @@ func TestBytes(t *testing.T) {
 	}
 	if _, err := f.Bytes(context.Background(), s.URL+"/m.yaml", 10, hex.EncodeToString(sum[:])); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("too large: %v", err)
+	}
+}
+
+// TestCachePartialLocked: another process is downloading the same file
+// into the shared cache; this one downloads beside it instead of appending
+// to the same partial file.
+func TestCachePartialLocked(t *testing.T) {
+	data, it := blob("shim", 80_000)
+	s := newServer(t, func(n int, w http.ResponseWriter, r *http.Request) int64 { return serve(w, r, data) })
+	it.Sources = []string{s.URL + "/shim"}
+	f := newFetcher(t)
+	cp := f.CachePath(it.SHA256)
+	os.MkdirAll(filepath.Dir(cp), 0o755)
+	other, err := os.OpenFile(cp+".partial", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.Write(data[:1000])
+	if err := unix.Flock(int(other.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "shim")
+	if _, err := f.Fetch(context.Background(), it, dst); err != nil {
+		t.Fatal(err)
+	}
+	assertFile(t, dst, data)
+	if fi, _ := os.Stat(cp + ".partial"); fi == nil || fi.Size() != 1000 {
+		t.Errorf("the other process's partial file was touched: %v", fi)
+	}
+	if _, err := os.Stat(dst + ".partial"); err == nil {
+		t.Error("partial file left beside dst")
 	}
 }
