@@ -324,7 +324,13 @@ func runInstall(ctx context.Context, g *globals, fl installFlags) error {
 	// Preflight: the platform's checks, as berth check runs them.
 	facts := discover.Run(ctx, root, g.discoverOptions(false))
 	for _, p := range ps {
-		if err := refuseNotReady(facts, p, fl.force || fl.dryRun); err != nil {
+		err := refuseNotReady(facts, p, fl.force)
+		if err != nil && fl.dryRun {
+			// A dry run changes nothing: say what the real run would refuse.
+			fmt.Fprintf(g.stderr, "warning: %v\n", err)
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}
