@@ -257,7 +257,18 @@ func (a *Agent) syncOnce(ctx context.Context, d *desired) error {
 	if err != nil {
 		return err
 	}
-	if _, err := res.Apply(ctx, name, obj, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true}); err != nil {
+	_, err = res.Apply(ctx, name, obj, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true})
+	if apierrors.IsInvalid(err) && cur != nil {
+		// Server-side apply turns an object that lost its last field
+		// (a node whose TEE went away: facts.tee from {snp: ...} to {})
+		// into null, which the CRD's schema refuses (kubernetes/kubernetes
+		// #117447, #135841). Replace the object instead; the next apply
+		// takes the fields over again.
+		a.cfg.Log.Info("apply refused; replacing the NodeReport", "node", name, "err", err)
+		obj.SetResourceVersion(cur.GetResourceVersion())
+		_, err = res.Update(ctx, obj, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
+	}
+	if err != nil {
 		return fmt.Errorf("applying NodeReport %s: %w", name, err)
 	}
 	a.wrote("report")
@@ -357,13 +368,19 @@ func reportObject(node *corev1.Node, r v1alpha1.Report) (*unstructured.Unstructu
 		},
 		Report: r,
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&nr)
+	// Through encoding/json, as the hash is computed: the unstructured
+	// converter turns empty structs (a node without TEE) into null, which
+	// the CRD's schema refuses.
+	b, err := json.Marshal(&nr)
 	if err != nil {
 		return nil, fmt.Errorf("encoding NodeReport %s: %w", node.Name, err)
 	}
-	u := &unstructured.Unstructured{Object: m}
-	// ToUnstructured writes the zero creationTimestamp as null, which an
-	// apply would claim ownership of.
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		return nil, fmt.Errorf("encoding NodeReport %s: %w", node.Name, err)
+	}
+	// The zero creationTimestamp is written as null, which an apply would
+	// claim ownership of.
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	return u, nil
 }
