@@ -39,3 +39,8 @@ if [ ! -x "$ctr2" ]; then
 fi
 echo "export BERTH_CONTAINERD1=/usr/bin/containerd" >> "$envfile"
 echo "export BERTH_CONTAINERD2=$ctr2" >> "$envfile"
+
+# Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
+# kubectl) for the cluster-mode tests, built from tools/k8s; writes
+# KUBEBUILDER_ASSETS. See .ci/k8s.sh.
+BERTH_CACHE="$cache" bash .ci/k8s.sh "$envfile"
