@@ -51,8 +51,9 @@ const (
 // Options selects optional parts of the control plane.
 type Options struct {
 	// ControllerManager also starts kube-controller-manager with the
-	// garbage collector and namespace controllers, so ownerReferences
-	// cascade and namespaces finish terminating.
+	// garbage collector, namespace and admission policy status controllers,
+	// so ownerReferences cascade, namespaces finish terminating and
+	// ValidatingAdmissionPolicies get their type-checking status.
 	ControllerManager bool
 	// Log receives the control plane's output; nil discards it. Set
 	// KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT=true to see it on stdout.
@@ -213,7 +214,10 @@ func (e *Env) startControllerManager(log io.Writer) error {
 		"--kubeconfig="+e.Kubeconfig,
 		"--authentication-kubeconfig="+e.Kubeconfig,
 		"--authorization-kubeconfig="+e.Kubeconfig,
-		"--controllers=garbagecollector,namespace",
+		// The garbage collector cascades ownerReferences, the namespace
+		// controller finishes deletions, and the admission policy status
+		// controller reports CEL type-checking warnings of policies.
+		"--controllers=garbage-collector-controller,namespace-controller,validatingadmissionpolicy-status-controller",
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
