@@ -185,6 +185,11 @@ func New(opts Options) (*Env, error) {
 	start := time.Now()
 	cfg, err := te.Start()
 	if err != nil {
+		// envtest leaves the processes running when a later step (CRD
+		// installation) fails.
+		if stopErr := te.Stop(); stopErr != nil {
+			slog.Warn("testenv: stopping after a failed start", "err", stopErr)
+		}
 		_ = os.RemoveAll(tmp)
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
 	}
