@@ -163,7 +163,7 @@ func TestClusterEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for {
 			err := a.Cycle(ctx)
 			if err != nil && strings.Contains(err.Error(), "may only write") {

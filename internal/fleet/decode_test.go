@@ -66,7 +66,7 @@ func TestDecodeMalformed(t *testing.T) {
 	}{
 		{"wrong version", func(o map[string]any) { o["apiVersion"] = "berth.dev/v9" }, `apiVersion "berth.dev/v9"`},
 		{"wrong kind", func(o map[string]any) { o["kind"] = "Node" }, `kind "Node"`},
-		{"no report", func(o map[string]any) { delete(o, "report") }, "report.nodeName: missing"},
+		{"no report", func(o map[string]any) { delete(o, "report") }, "report: missing"},
 		{"report not an object", func(o map[string]any) { o["report"] = "x" }, "decoding: json: cannot unmarshal string"},
 		{"no node name", func(o map[string]any) { delete(o["report"].(map[string]any), "nodeName") }, "report.nodeName: missing"},
 		{"other node", func(o map[string]any) { o["report"].(map[string]any)["nodeName"] = "n2" }, `expected the object's name "n1"`},
