@@ -217,6 +217,22 @@ type Check struct {
 	// result depends on, so that the evaluator runs the check once per
 	// distinct key rather than once per platform.
 	Key func(p platform.Platform) platform.Spec
+	// KeyFacts is Key for checks whose grouping depends on the facts too:
+	// the runtime-handler check gives one result to every platform whose
+	// handler is absent, and its own to each platform that has one. At
+	// most one of Key and KeyFacts is set.
+	KeyFacts func(f *facts.Facts, p platform.Platform) platform.Spec
+}
+
+// key returns the memo key of a RunFor check on p, and whether it has one.
+func (c *Check) key(f *facts.Facts, p platform.Platform) (platform.Spec, bool) {
+	switch {
+	case c.Key != nil:
+		return c.Key(p), true
+	case c.KeyFacts != nil:
+		return c.KeyFacts(f, p), true
+	}
+	return platform.Spec{}, false
 }
 
 // Validate reports a malformed catalogue entry; the catalogue test calls
@@ -233,6 +249,8 @@ func (c *Check) Validate() error {
 		return fmt.Errorf("check %s: no Applies predicate", c.ID)
 	case (c.Run == nil) == (c.RunFor == nil):
 		return fmt.Errorf("check %s: exactly one of Run and RunFor must be set", c.ID)
+	case c.Key != nil && c.KeyFacts != nil:
+		return fmt.Errorf("check %s: at most one of Key and KeyFacts may be set", c.ID)
 	case len(c.Remedies) == 0:
 		return fmt.Errorf("check %s: no remedies", c.ID)
 	case c.Platforms == "":

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"berth.dev/berth/internal/facts"
@@ -132,6 +133,9 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 	}
 	memo := make([]map[platform.Spec]*Outcome, n)
 	raw := make([]Status, n)
+	// lastKey[i] is the memo key run computed for check i on the platform
+	// being evaluated; full keeps it per platform for the debug twins.
+	lastKey := make([]platform.Spec, n)
 
 	// run evaluates check i on p; raw holds the results of p's checks so
 	// far, so that a failed or skipped parent skips its children.
@@ -159,8 +163,9 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 			return host[i]
 		case readsUnknown != nil:
 			return e.outcome(i, *readsUnknown)
-		case c.Key != nil:
-			k := c.Key(p)
+		case c.Key != nil || c.KeyFacts != nil:
+			k, _ := c.key(f, p)
+			lastKey[i] = k
 			if memo[i] == nil {
 				memo[i] = map[platform.Spec]*Outcome{}
 			}
@@ -193,6 +198,7 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 	// at[j][i] is the index in all of platform j's finding of check i, or
 	// -1 when the check does not apply.
 	at := make([][]int32, len(ps))
+	keys := make([][]platform.Spec, len(ps))
 	finish := func(j int, p platform.Platform, start int) {
 		v := Verdict{Platform: p.String(), Name: p.Name(), Findings: all[start:len(all):len(all)]}
 		for _, fd := range v.Findings {
@@ -210,6 +216,7 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 	}
 	full := func(j int, p platform.Platform) {
 		at[j] = make([]int32, n)
+		clear(lastKey)
 		start := len(all)
 		for i := range e.checks {
 			raw[i] = 0
@@ -220,6 +227,7 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 			}
 			add(j, i, run(i, p), sev)
 		}
+		keys[j] = slices.Clone(lastKey)
 		finish(j, p, start)
 	}
 	for j, p := range ps {
@@ -236,7 +244,6 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 			full(j, p)
 			continue
 		}
-		bp := ps[b]
 		at[j] = make([]int32, n)
 		start := len(all)
 		for i := range e.checks {
@@ -249,7 +256,12 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 			bf := all[k]
 			c := &e.checks[i]
 			pi := e.parent[i]
-			same := (c.Run != nil || (c.Key != nil && c.Key(p) == c.Key(bp))) &&
+			same := c.Run != nil
+			if !same {
+				kp, keyed := c.key(f, p)
+				same = keyed && kp == keys[b][i]
+			}
+			same = same &&
 				(pi < 0 || at[b][pi] < 0 || raw[pi] == all[at[b][pi]].Raw)
 			if same {
 				add(j, i, bf.Outcome, bf.Severity)

@@ -28,6 +28,22 @@ func runtimeField(p platform.Platform) string {
 
 func isContainerd(p platform.Platform) bool { return p.Distribution().Runtime() == platform.Containerd }
 
+// platformHandler returns the runtime handler configured for p (named after
+// the platform or its Kata runtime class), or nil.
+func platformHandler(f *facts.Facts, p platform.Platform) *facts.Handler {
+	rt, _ := containerRuntime(f, p)
+	if rt == nil {
+		return nil
+	}
+	name, kata := p.Name(), p.KataRuntimeClass()
+	for i := range rt.Handlers {
+		if rt.Handlers[i].Name == name || rt.Handlers[i].Name == kata {
+			return &rt.Handlers[i]
+		}
+	}
+	return nil
+}
+
 func runtimeChecks() []check.Check {
 	// The evidence lists are built once: ReadsFor runs for every platform.
 	containerdHandlers, crioHandlers := []string{"runtimes.containerd.handlers"}, []string{"runtimes.crio.handlers"}
@@ -134,18 +150,20 @@ func runtimeChecks() []check.Check {
 		Platforms: "all (warning when misconfigured; absent before install is fine)",
 		Remedies:  []string{"berth install adds the handler and restarts the runtime"},
 		Applies:   check.Always(check.Warning),
+		// Platforms without a handler share one result per distribution
+		// (the usual state before berth install); a configured handler is
+		// judged for its own platform.
+		KeyFacts: func(f *facts.Facts, p platform.Platform) platform.Spec {
+			if platformHandler(f, p) == nil {
+				return keyDistribution(p)
+			}
+			return p.Spec()
+		},
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			rt, _ := containerRuntime(f, p)
-			name, kata := p.Name(), p.KataRuntimeClass()
-			var h *facts.Handler
-			for i := range rt.Handlers {
-				if rt.Handlers[i].Name == name || rt.Handlers[i].Name == kata {
-					h = &rt.Handlers[i]
-					break
-				}
-			}
+			h := platformHandler(f, p)
 			if h == nil {
-				return check.Ok("handler "+name+" not configured yet: berth install adds it", check.Ev("runtimes.handlers", handlerNames(rt)))
+				return check.Ok("the platform's handler is not configured yet: berth install adds it", check.Ev("runtimes.handlers", handlerNames(rt)))
 			}
 			ev := []check.Evidence{check.Ev("runtimes.handlers."+h.Name+".runtimeType", h.RuntimeType), check.Ev("runtimes.handlers."+h.Name+".snapshotter", h.Snapshotter)}
 			if isContainerd(p) && !strings.Contains(h.RuntimeType, "kata") {
