@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,21 +95,30 @@ func fleetScale(t *testing.T, bin, kubeconfig string, dyn dynamic.Interface, n i
 	}
 	t.Logf("created %d NodeReports in %s", n, time.Since(start).Round(time.Millisecond))
 
-	cmd := exec.Command("/usr/bin/time", "-v", bin, "fleet", "--kubeconfig", kubeconfig)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("berth fleet: %v\n%s", err, stderr.String())
+	// Three runs on a machine shared with other work: the median counts.
+	var walls []time.Duration
+	var kib int
+	for range 3 {
+		cmd := exec.Command("/usr/bin/time", "-v", bin, "fleet", "--kubeconfig", kubeconfig)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("berth fleet: %v\n%s", err, stderr.String())
+		}
+		walls = append(walls, parseElapsed(t, stderr.String()))
+		rss := regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`).FindStringSubmatch(stderr.String())
+		if rss == nil {
+			t.Fatalf("no RSS in /usr/bin/time output:\n%s", stderr.String())
+		}
+		k, _ := strconv.Atoi(rss[1])
+		kib = max(kib, k)
+		if !strings.Contains(stdout.String(), "scale-00000") {
+			t.Errorf("fleet output does not list the reports:\n%.2000s", stdout.String())
+		}
 	}
-	wall := parseElapsed(t, stderr.String())
-	rss := regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`).FindStringSubmatch(stderr.String())
-	if rss == nil {
-		t.Fatalf("no RSS in /usr/bin/time output:\n%s", stderr.String())
-	}
-	kib, _ := strconv.Atoi(rss[1])
-	if !strings.Contains(stdout.String(), "scale-00000") {
-		t.Errorf("fleet output does not list the reports:\n%.2000s", stdout.String())
-	}
+	slices.Sort(walls)
+	wall := walls[1]
+	t.Logf("berth fleet over %d reports: %v wall (median %s), max RSS %d KiB", n, walls, wall, kib)
 	fmt.Printf("BENCH fleet_reports=%d fleet_wall=%s fleet_max_rss_mib=%.1f\n", n, wall, float64(kib)/1024)
 	if n >= 5000 {
 		if wall > 2*time.Second {
