@@ -142,4 +142,3 @@ func StartContainerd(t *testing.T, bin, config string, d Dirs) func() {
 	t.Cleanup(stopOnce)
 	return stopOnce
 }
-
