@@ -1,15 +1,12 @@
 package v1alpha1
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"go/ast"
 	"go/doc"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -18,9 +15,9 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"berth.dev/berth/internal/goldenfile"
+)
 
 // crdPath is the CRD manifest generated from the Go types by this test.
 var crdPath = filepath.Join("..", "..", "deploy", "base", "crd-nodereport.yaml")
@@ -263,17 +260,5 @@ func generateCRD(t *testing.T) []byte {
 // deploy/ checks the result is a valid structural schema that accepts a
 // fully populated object unchanged.
 func TestCRD(t *testing.T) {
-	got := generateCRD(t)
-	if *update {
-		if err := os.WriteFile(crdPath, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(crdPath)
-	if err != nil {
-		t.Fatalf("reading %s: %v (run go test ./api/v1alpha1 -run TestCRD -update)", crdPath, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is stale: run go test ./api/v1alpha1 -run TestCRD -update", crdPath)
-	}
+	goldenfile.Assert(t, crdPath, generateCRD(t))
 }

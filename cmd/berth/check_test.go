@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,11 +13,10 @@ import (
 	"berth.dev/berth/internal/check"
 	"berth.dev/berth/internal/checks"
 	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/internal/hostfs"
 	"berth.dev/berth/platform"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 const hostsDir = "../../testdata/hosts"
 
@@ -68,26 +66,6 @@ func themePlatform(name string) string {
 	return "kata-qemu"
 }
 
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/berth -run Check -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the output (run go test ./cmd/berth -run Check -update and review the diff)", path)
-	}
-}
-
 // TestCheckGolden renders the matrix and one detailed platform per fixture
 // host as a table and as JSON. The matrix JSON golden keeps the verdicts
 // without their findings (all findings are in the detail golden), so that
@@ -121,7 +99,7 @@ func TestCheckGolden(t *testing.T) {
 				if tc.file == "matrix.json" {
 					out = stripFindings(t, out)
 				}
-				checkGolden(t, filepath.Join(dir, tc.file), []byte(out))
+				goldenfile.Assert(t, filepath.Join(dir, tc.file), []byte(out))
 			}
 		})
 	}

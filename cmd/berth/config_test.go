@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/cri/critest"
+	"berth.dev/berth/internal/goldenfile"
 )
 
 // TestConfigRenderGolden renders on fixture hosts whose facts select the
@@ -27,7 +28,7 @@ func TestConfigRenderGolden(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			checkGolden(t, filepath.Join("testdata/config", tc.host+".golden"), []byte(out))
+			goldenfile.Assert(t, filepath.Join("testdata/config", tc.host+".golden"), []byte(out))
 		})
 	}
 }

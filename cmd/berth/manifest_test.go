@@ -3,34 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"berth.dev/berth/internal/goldenfile"
 )
 
 const exampleManifest = "../../examples/manifest-kata.yaml"
-
-func manifestGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "manifest", name)
-	if updateGolden() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test ./cmd/berth -run TestManifest -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run go test -update after checking):\n--- want\n%s\n--- got\n%s", path, want, got)
-	}
-}
 
 func TestManifestResolve(t *testing.T) {
 	tests := []struct {
@@ -61,7 +41,7 @@ func TestManifestResolve(t *testing.T) {
 				t.Errorf("stderr lacks %q: %s", tt.wantErr, errb.String())
 			}
 			if tt.golden != "" {
-				manifestGolden(t, tt.golden, out.String())
+				goldenfile.Assert(t, filepath.Join("testdata", "manifest", tt.golden), out.Bytes())
 			}
 		})
 	}

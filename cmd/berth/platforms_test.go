@@ -3,28 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/platform"
 )
-
-// Other test files of this package may define the conventional -update flag
-// as a package variable; package variables are initialised before init
-// functions run, so this only registers it when nobody else did.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 func runPlatforms(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -32,46 +17,6 @@ func runPlatforms(t *testing.T, args ...string) (int, string, string) {
 	code := run(args, strings.NewReader(""), &out, &errb, func(string) string { return "" })
 	return code, out.String(), errb.String()
 }
-
-func platformsGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if updateGolden() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run go test -update after checking):\n%s", path, firstDiff(string(want), got))
-	}
-}
-
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(wl) || i < len(gl); i++ {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return "line " + itoa(i+1) + ":\n  want: " + w + "\n  got:  " + g
-		}
-	}
-	return ""
-}
-
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestPlatformsGolden(t *testing.T) {
 	tests := []struct {
@@ -97,7 +42,7 @@ func TestPlatformsGolden(t *testing.T) {
 			if code != 0 || stderr != "" {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
-			platformsGolden(t, tt.golden, out)
+			goldenfile.Assert(t, filepath.Join("testdata", tt.golden), []byte(out))
 			if strings.HasSuffix(tt.golden, ".txt") {
 				for i, line := range strings.Split(out, "\n") {
 					if len(line) > 80 {

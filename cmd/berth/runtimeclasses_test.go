@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"berth.dev/berth/internal/configure"
+	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/internal/nodereport"
 	"berth.dev/berth/platform"
 )
@@ -24,7 +26,7 @@ func TestRuntimeClasses(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			platformsGolden(t, tc.golden, out)
+			goldenfile.Assert(t, filepath.Join("testdata", tc.golden), []byte(out))
 		})
 	}
 	t.Run("json is a v1 List", func(t *testing.T) {
