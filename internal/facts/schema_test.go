@@ -1,16 +1,13 @@
 package facts
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"testing"
 
 	"github.com/invopop/jsonschema"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"berth.dev/berth/internal/goldenfile"
+)
 
 // generateSchema reflects the JSON Schema of Facts from the Go types, with
 // their doc comments as descriptions.
@@ -34,24 +31,10 @@ func generateSchema(t *testing.T) []byte {
 	return append(b, '\n')
 }
 
+// TestSchemaUpToDate checks that the committed and embedded schema is the one
+// the Go types generate; run with -update after changing the types.
 func TestSchemaUpToDate(t *testing.T) {
-	got := generateSchema(t)
-	if *update {
-		if err := os.WriteFile("facts.schema.json", got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile("facts.schema.json")
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/facts -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("facts.schema.json is out of date with the Go types: run go test ./internal/facts -update")
-	}
-	if Schema() != string(want) {
-		t.Fatalf("embedded schema differs from facts.schema.json: rebuild")
-	}
+	goldenfile.AssertEmbedded(t, "facts.schema.json", generateSchema(t), Schema())
 }
 
 func TestSchemaDescribesFields(t *testing.T) {

@@ -103,3 +103,25 @@ func hint() string {
 	}
 	return "go test " + pkg + " -update"
 }
+
+// AssertEmbedded is Assert for a generated file that its package also
+// embeds (a JSON schema served by the binary): once the file matches, the
+// embedded copy must match too, or the binary serves a stale one. Under
+// -update the embedded copy is stale until the next build, so it is not
+// compared.
+func AssertEmbedded(t testing.TB, path string, got []byte, embedded string) {
+	t.Helper()
+	assertEmbedded(t, path, got, embedded, Update())
+}
+
+func assertEmbedded(t testing.TB, path string, got []byte, embedded string, update bool) {
+	t.Helper()
+	before := t.Failed()
+	assert(t, path, got, update)
+	if update || t.Failed() != before {
+		return
+	}
+	if embedded != string(got) {
+		t.Errorf("the embedded copy of %s differs from the file: rebuild", path)
+	}
+}

@@ -18,6 +18,8 @@ type recorder struct {
 
 func (r *recorder) Helper() {}
 
+func (r *recorder) Failed() bool { return len(r.errors)+len(r.fatals) > 0 }
+
 func (r *recorder) Errorf(format string, args ...any) {
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
 }
@@ -121,5 +123,35 @@ func TestAssertJSON(t *testing.T) {
 	r = run(t, func(tb testing.TB) { AssertJSON(tb, path, func() {}) })
 	if len(r.fatals) != 1 || !strings.Contains(r.fatals[0], "v.json") {
 		t.Errorf("AssertJSON of an unencodable value: fatals = %q", r.fatals)
+	}
+}
+
+func TestAssertEmbedded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.json")
+	if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, got, embedded string
+		update              bool
+		wantErr             string // substring of the one error, or none
+	}{
+		{"all equal", "{}\n", "{}\n", false, ""},
+		{"embedded stale", "{}\n", "{\"old\":1}\n", false, "embedded copy of " + path + " differs from the file: rebuild"},
+		{"file stale", "{\"new\":1}\n", "{}\n", false, path + " differs from the output"},
+		{"update", "{}\n", "stale", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, func(tb testing.TB) { assertEmbedded(tb, path, []byte(tt.got), tt.embedded, tt.update) })
+			switch {
+			case len(r.fatals) > 0:
+				t.Errorf("unexpected fatal: %v", r.fatals)
+			case tt.wantErr == "" && len(r.errors) > 0:
+				t.Errorf("unexpected errors: %q", r.errors)
+			case tt.wantErr != "" && (len(r.errors) != 1 || !strings.Contains(r.errors[0], tt.wantErr)):
+				t.Errorf("errors = %q, want one with %q", r.errors, tt.wantErr)
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,8 +11,6 @@ import (
 
 	"berth.dev/berth/platform"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 const example = "../../examples/manifest-kata.yaml"
 

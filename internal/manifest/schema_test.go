@@ -1,13 +1,13 @@
 package manifest
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"reflect"
 	"testing"
 
 	"github.com/invopop/jsonschema"
+
+	"berth.dev/berth/internal/goldenfile"
 )
 
 // generateSchema reflects the manifest types. The Go types hold the parsed
@@ -63,22 +63,8 @@ func generateSchema(t *testing.T) []byte {
 
 func ptr[T any](v T) *T { return &v }
 
+// TestSchemaUpToDate checks that the committed and embedded schema is the one
+// the Go types generate; run with -update after changing the types.
 func TestSchemaUpToDate(t *testing.T) {
-	got := generateSchema(t)
-	if *update {
-		if err := os.WriteFile("manifest.schema.json", got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile("manifest.schema.json")
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/manifest -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("manifest.schema.json is out of date with the Go types: run go test ./internal/manifest -update")
-	}
-	if Schema() != string(want) {
-		t.Fatal("embedded schema differs from manifest.schema.json: rebuild")
-	}
+	goldenfile.AssertEmbedded(t, "manifest.schema.json", generateSchema(t), Schema())
 }

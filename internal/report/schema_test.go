@@ -1,16 +1,13 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"testing"
 
 	"github.com/invopop/jsonschema"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"berth.dev/berth/internal/goldenfile"
+)
 
 func generateSchema(t *testing.T) []byte {
 	t.Helper()
@@ -30,22 +27,8 @@ func generateSchema(t *testing.T) []byte {
 	return append(b, '\n')
 }
 
+// TestSchemaUpToDate checks that the committed and embedded schema is the one
+// the Go types generate; run with -update after changing the types.
 func TestSchemaUpToDate(t *testing.T) {
-	got := generateSchema(t)
-	if *update {
-		if err := os.WriteFile("report.schema.json", got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile("report.schema.json")
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/report -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("report.schema.json is out of date with the Go types: run go test ./internal/report -update")
-	}
-	if Schema() != string(want) {
-		t.Fatal("embedded schema differs from report.schema.json: rebuild")
-	}
+	goldenfile.AssertEmbedded(t, "report.schema.json", generateSchema(t), Schema())
 }
