@@ -3,9 +3,7 @@ package configure
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,32 +13,10 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 	"sigs.k8s.io/yaml"
 
+	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/internal/runtimecfg"
 	"berth.dev/berth/platform"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", p, got)
-	}
-}
 
 func mustParse(t testing.TB, s string) platform.Platform {
 	t.Helper()
@@ -120,7 +96,7 @@ func TestKataConfigEveryPlatform(t *testing.T) {
 		body := stripHeader(data)
 		if _, ok := seen[body]; !ok {
 			seen[body] = p.Name()
-			golden(t, filepath.Join("kata", p.Name()+".toml"), data)
+			goldenfile.Assert(t, filepath.Join("testdata", "kata", p.Name()+".toml"), data)
 		}
 	}
 	t.Logf("%d platforms, %d distinct Kata configurations", len(platform.All()), len(seen))
@@ -244,7 +220,7 @@ func TestRenderGolden(t *testing.T) {
 				}
 			}
 			fmt.Fprintf(&b, "==> runtimeclass <==\n%s", r.RuntimeClass)
-			golden(t, filepath.Join("render", tc.name+".txt"), b.Bytes())
+			goldenfile.Assert(t, filepath.Join("testdata", "render", tc.name+".txt"), b.Bytes())
 		})
 	}
 }

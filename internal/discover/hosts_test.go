@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/internal/hostfs"
 )
 
@@ -50,29 +51,6 @@ func discoverHost(t testing.TB, name string) *facts.Facts {
 	return f
 }
 
-// checkGolden compares got with testdata/golden/<name>, rewriting it with
-// -update.
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/discover -run TestHostsGolden -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; run with -update and review the diff\n--- got ---\n%s", path, got)
-	}
-}
-
 func TestHostsGolden(t *testing.T) {
 	for _, h := range fixtureHosts(t) {
 		t.Run(h, func(t *testing.T) {
@@ -85,7 +63,7 @@ func TestHostsGolden(t *testing.T) {
 			if len(b) > 16<<10 {
 				t.Errorf("facts JSON of %s is %d bytes, over the 16 KiB budget", h, len(b))
 			}
-			checkGolden(t, h+".json", b)
+			goldenfile.Assert(t, filepath.Join("testdata", "golden", h+".json"), b)
 			if h == tableGoldenHost {
 				var tb bytes.Buffer
 				if err := facts.WriteTable(&tb, f); err != nil {
@@ -96,7 +74,7 @@ func TestHostsGolden(t *testing.T) {
 						t.Errorf("table line %d is %d columns: %q", i+1, len(l), l)
 					}
 				}
-				checkGolden(t, h+".table", tb.Bytes())
+				goldenfile.Assert(t, filepath.Join("testdata", "golden", h+".table"), tb.Bytes())
 			}
 		})
 	}

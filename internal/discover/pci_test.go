@@ -2,44 +2,14 @@ package discover
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/goldenfile"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got (as indented JSON) with testdata/<name>, rewriting
-// it under -update.
-func golden(t *testing.T, name string, got any) {
-	t.Helper()
-	b, err := json.MarshalIndent(got, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = append(b, '\n')
-	p := filepath.Join("testdata", filepath.FromSlash(name))
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if string(want) != string(b) {
-		t.Errorf("%s differs (run go test -update after checking):\n got: %s\nwant: %s", p, b, want)
-	}
-}
 
 // pciIDsExcerpt is a cut of the real pci.ids format: vendors, devices,
 // a subsystem line and the class section.
@@ -120,7 +90,7 @@ func TestPCISubsystemGolden(t *testing.T) {
 	s := openTree(t, gpuHost())
 	var f facts.Facts
 	runPCI(context.Background(), s, &f)
-	golden(t, "pci/gpu_host.json", struct {
+	goldenfile.AssertJSON(t, "testdata/pci/gpu_host.json", struct {
 		PCI     []facts.PCIDevice `json:"pci"`
 		GPUs    []facts.GPU       `json:"gpus"`
 		Unknown []facts.Missing   `json:"unknown"`

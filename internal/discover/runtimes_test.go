@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/internal/hostfs"
 )
 
@@ -142,7 +143,7 @@ func TestRuntimesFixtures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := discoverRuntimes(t, tt.name)
-			golden(t, "runtimes/"+tt.name+".golden.json", v)
+			goldenfile.AssertJSON(t, "testdata/runtimes/"+tt.name+".golden.json", v)
 			if v.Distribution.Name != tt.distribution {
 				t.Errorf("distribution = %q (%v), want %q", v.Distribution.Name, v.Distribution.Evidence, tt.distribution)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/internal/hostfs"
 )
 
@@ -67,7 +68,7 @@ func TestStorage(t *testing.T) {
 	s := tempRoot(t, files, links)
 	var f facts.Facts
 	runStorage(context.Background(), s, &f)
-	golden(t, "storage/blockdevices.golden.json", f.Storage)
+	goldenfile.AssertJSON(t, "testdata/storage/blockdevices.golden.json", f.Storage)
 
 	got := map[string]facts.BlockDevice{}
 	for _, d := range f.Storage.BlockDevices {

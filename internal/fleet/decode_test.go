@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,12 +14,11 @@ import (
 
 	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/internal/hostfs"
 	"berth.dev/berth/internal/nodereport"
 	"berth.dev/berth/internal/preflight"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -142,7 +139,7 @@ func TestFleetViewsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, got := range map[string][]byte{"fleet.txt": txt.Bytes(), "fleet.json": js.Bytes(), "fleet.html": page.Bytes()} {
-		golden(t, name, got)
+		goldenfile.Assert(t, filepath.Join("testdata", name), got)
 	}
 	// The outlier is the node with the other kernel, spelled out.
 	if !strings.Contains(txt.String(), "genoa-4 [amd genoa]: kernel.release is 6.8.0-40-generic; 3 of 4 nodes have 6.14.0-29-generic") {
@@ -156,25 +153,5 @@ func TestFleetViewsGolden(t *testing.T) {
 		if bytes.Contains(page.Bytes(), []byte(bad)) {
 			t.Errorf("the HTML page references %q", bad)
 		}
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(want, got) {
-		t.Errorf("%s differs (run go test -update and review the diff)", path)
 	}
 }

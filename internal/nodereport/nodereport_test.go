@@ -3,7 +3,6 @@ package nodereport
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,11 +11,10 @@ import (
 
 	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/internal/hostfs"
 	"berth.dev/berth/internal/preflight"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -66,22 +64,7 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("report is %d bytes, want under 8 KiB", len(compact))
 			}
 			t.Logf("%s: %d bytes, %d platforms, %d findings (+%d omitted)", h, len(compact), len(r.Platforms), len(r.Findings), r.FindingsOmitted)
-			golden := filepath.Join("testdata", h+".json")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, append(b, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if string(want) != string(b)+"\n" {
-				t.Errorf("report differs from %s (run with -update and review the diff)", golden)
-			}
+			goldenfile.Assert(t, filepath.Join("testdata", h+".json"), append(b, '\n'))
 			if r.ContentHash != Hash(r) || !strings.HasPrefix(r.ContentHash, "sha256:") {
 				t.Errorf("hash %q not reproducible", r.ContentHash)
 			}

@@ -2,37 +2,11 @@ package refvalues
 
 import (
 	"bytes"
-	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"berth.dev/berth/internal/goldenfile"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/golden/name, or rewrites it with
-// -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file %s (run go test -update after checking):\n%s", name, path, got)
-	}
-}
 
 func TestDocumentGolden(t *testing.T) {
 	cmdline := "console=ttyS0"
@@ -63,16 +37,12 @@ func TestDocumentGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			js, err := json.MarshalIndent(doc, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden(t, tt.name+".json", append(js, '\n'))
+			goldenfile.AssertJSON(t, filepath.Join("testdata", "golden", tt.name+".json"), doc)
 			var tab bytes.Buffer
 			if err := doc.WriteTable(&tab); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.name+".txt", tab.Bytes())
+			goldenfile.Assert(t, filepath.Join("testdata", "golden", tt.name+".txt"), tab.Bytes())
 		})
 	}
 }

@@ -1,43 +1,14 @@
 package runtimecfg
 
 import (
-	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"berth.dev/berth/internal/goldenfile"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares v, as indented JSON, with testdata/golden/name.json.
-func golden(t *testing.T, name string, v any) {
-	t.Helper()
-	got, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	p := filepath.Join("testdata", "golden", name+".json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from golden file %s (go test -update rewrites it):\n%s", name, p, got)
-	}
-}
 
 func TestParseContainerdGolden(t *testing.T) {
 	for _, f := range []string{
@@ -57,7 +28,7 @@ func TestParseContainerdGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseContainerd: %v", err)
 			}
-			golden(t, "containerd-"+strings.NewReplacer("/", "_", ".toml", "").Replace(f), c)
+			goldenfile.AssertJSON(t, filepath.Join("testdata", "golden", "containerd-"+strings.NewReplacer("/", "_", ".toml", "").Replace(f)+".json"), c)
 		})
 	}
 }
@@ -157,7 +128,7 @@ func TestLoadContainerdImports(t *testing.T) {
 	if len(l.Errors) > 0 {
 		t.Fatalf("errors: %v", l.Errors)
 	}
-	golden(t, "load-v3imports", l)
+	goldenfile.AssertJSON(t, "testdata/golden/load-v3imports.json", l)
 	var clh Handler
 	for _, h := range l.Config.Handlers {
 		if h.Name == "kata-clh" {
@@ -214,7 +185,7 @@ func TestLoadCRIO(t *testing.T) {
 	if len(l.Errors) > 0 {
 		t.Fatalf("errors: %v", l.Errors)
 	}
-	golden(t, "load-crio", l)
+	goldenfile.AssertJSON(t, "testdata/golden/load-crio.json", l)
 	if l.Config.DefaultRuntime != "runc" {
 		t.Errorf("DefaultRuntime = %q, want runc from 99-override.conf", l.Config.DefaultRuntime)
 	}
