@@ -212,24 +212,12 @@ func containerdHandlers(file string, runtimes map[string]containerdRuntimeTOML) 
 	for _, name := range slices.Sorted(maps.Keys(runtimes)) {
 		r := runtimes[name]
 		h := Handler{Name: name, Source: file}
-		str := func(key string, p *string, dst *string) {
-			if p != nil {
-				*dst = *p
-				h.Keys = append(h.Keys, key)
-			}
-		}
-		str("runtime_type", r.RuntimeType, &h.RuntimeType)
-		str("runtime_path", r.RuntimePath, &h.RuntimePath)
-		str("runtime_root", r.RuntimeRoot, &h.RuntimeRoot)
-		str("snapshotter", r.Snapshotter, &h.Snapshotter)
-		if r.PodAnnotations != nil {
-			h.PodAnnotations = *r.PodAnnotations
-			h.Keys = append(h.Keys, "pod_annotations")
-		}
-		if r.PrivilegedWithoutHostDevices != nil {
-			h.PrivilegedWithoutHostDevices = *r.PrivilegedWithoutHostDevices
-			h.Keys = append(h.Keys, "privileged_without_host_devices")
-		}
+		setKey(&h, "runtime_type", r.RuntimeType, &h.RuntimeType)
+		setKey(&h, "runtime_path", r.RuntimePath, &h.RuntimePath)
+		setKey(&h, "runtime_root", r.RuntimeRoot, &h.RuntimeRoot)
+		setKey(&h, "snapshotter", r.Snapshotter, &h.Snapshotter)
+		setKey(&h, "pod_annotations", r.PodAnnotations, &h.PodAnnotations)
+		setKey(&h, "privileged_without_host_devices", r.PrivilegedWithoutHostDevices, &h.PrivilegedWithoutHostDevices)
 		if r.Options != nil {
 			h.Options = r.Options
 			h.Keys = append(h.Keys, "options")

@@ -55,24 +55,12 @@ func ParseCRIO(file string, data []byte) (*CRIO, error) {
 	for _, name := range slices.Sorted(maps.Keys(runtimes)) {
 		r := runtimes[name]
 		h := Handler{Name: name, Source: file}
-		str := func(key string, p *string, dst *string) {
-			if p != nil {
-				*dst = *p
-				h.Keys = append(h.Keys, key)
-			}
-		}
-		str("runtime_path", r.RuntimePath, &h.RuntimePath)
-		str("runtime_type", r.RuntimeType, &h.RuntimeType)
-		str("runtime_root", r.RuntimeRoot, &h.RuntimeRoot)
-		str("runtime_config_path", r.RuntimeConfigPath, &h.ConfigPath)
-		if r.PrivilegedWithoutHostDevices != nil {
-			h.PrivilegedWithoutHostDevices = *r.PrivilegedWithoutHostDevices
-			h.Keys = append(h.Keys, "privileged_without_host_devices")
-		}
-		if r.AllowedAnnotations != nil {
-			h.PodAnnotations = *r.AllowedAnnotations
-			h.Keys = append(h.Keys, "allowed_annotations")
-		}
+		setKey(&h, "runtime_path", r.RuntimePath, &h.RuntimePath)
+		setKey(&h, "runtime_type", r.RuntimeType, &h.RuntimeType)
+		setKey(&h, "runtime_root", r.RuntimeRoot, &h.RuntimeRoot)
+		setKey(&h, "runtime_config_path", r.RuntimeConfigPath, &h.ConfigPath)
+		setKey(&h, "privileged_without_host_devices", r.PrivilegedWithoutHostDevices, &h.PrivilegedWithoutHostDevices)
+		setKey(&h, "allowed_annotations", r.AllowedAnnotations, &h.PodAnnotations)
 		slices.Sort(h.Keys)
 		c.Handlers = append(c.Handlers, h)
 	}

@@ -137,6 +137,16 @@ type Handler struct {
 // has reports whether the file set key.
 func (h Handler) has(key string) bool { return slices.Contains(h.Keys, key) }
 
+// setKey copies the value of a key the file set (p non-nil) to dst and
+// records the key in h.Keys; an absent key leaves both alone, which is what
+// lets a merge tell an explicit zero value from no value.
+func setKey[T any](h *Handler, key string, p *T, dst *T) {
+	if p != nil {
+		*dst = *p
+		h.Keys = append(h.Keys, key)
+	}
+}
+
 // mergeHandler applies over to base with containerd's (and CRI-O's) merge
 // semantics: every key the overlay set replaces the base's value; options
 // merge key by key.
