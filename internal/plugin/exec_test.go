@@ -2,14 +2,14 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"berth.dev/berth/internal/testproc"
 )
 
 const goodOutput = `{"schemaVersion":1,"facts":{"site.example.com/attestation-url":"https://kbs.example:8080"},"findings":[{"id":"site.attestation.reachable","status":"pass","title":"Attestation service reachable","message":"kbs.example:8080 answered"}]}`
@@ -115,7 +115,7 @@ func TestRunChecksHostile(t *testing.T) {
 			groupGone(t, name, r.PGID)
 		}
 	}
-	if markerAlive(t, "7777.00") {
+	if testproc.MarkerAlive(t, "7777.00") {
 		t.Errorf("a process of a sleeping plug-in survived")
 	}
 
@@ -163,34 +163,9 @@ func groupGone(t *testing.T, name string, pgid int) {
 	if live := liveMembers(t, pgid); len(live) > 0 {
 		t.Errorf("%s: processes of group %d still running: %v", name, pgid, live)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		err := syscall.Kill(-pgid, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("%s: process group %d survives (kill 0: %v)", name, pgid, err)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := testproc.WaitGroupGone(pgid, 3*time.Second); err != nil {
+		t.Errorf("%s: %v", name, err)
 	}
-}
-
-// markerAlive reports whether a process has marker in its command line.
-func markerAlive(t *testing.T, marker string) bool {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), marker) {
-			return true
-		}
-	}
-	return false
 }
 
 func TestRunChecksUnsafeDirectory(t *testing.T) {

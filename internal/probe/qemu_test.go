@@ -2,18 +2,18 @@ package probe
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"berth.dev/berth/internal/testproc"
 )
 
 // realQEMU returns the QEMU the tests run, failing loudly when it is not
@@ -105,40 +105,6 @@ func script(t *testing.T, body string) string {
 	return p
 }
 
-// pgidGone waits until no process of group pgid exists.
-func pgidGone(t *testing.T, pgid int) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		err := syscall.Kill(-pgid, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process group %d still alive (kill 0: %v)", pgid, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// markerAlive reports whether a process with marker in its command line
-// exists, scanning /proc. The fake QEMUs sleep for an odd number of seconds
-// that serves as the marker.
-func markerAlive(t *testing.T, marker string) bool {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), marker) {
-			return true
-		}
-	}
-	return false
-}
-
 func TestQEMUFailures(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -192,7 +158,8 @@ sleep 4242.0002`,
 			if took > tt.maxTime {
 				t.Errorf("took %s, want under %s", took, tt.maxTime)
 			}
-			if markerAlive(t, "4242.000") {
+			// The fake QEMUs sleep 4242.000N seconds, which marks their processes.
+			if testproc.MarkerAlive(t, "4242.000") {
 				t.Errorf("a process of the fake qemu survived")
 			}
 		})
