@@ -135,6 +135,10 @@ type expectation struct {
 }
 
 var expected = map[string]map[string]expectation{
+	"buildmachine-firecracker": {
+		"kata-qemu": {"no", "virt.hardware", ""}, "kata-clh": {"no", "virt.hardware", ""}, "kata-fc": {"no", "virt.hardware", ""},
+		"kata-qemu-snp": {"no", "virt.hardware", ""}, "kata-qemu-tdx": {"no", "virt.hardware", ""}, "kata-qemu-nvidia-gpu": {"no", "virt.hardware", ""},
+	},
 	"aks-hyperv-nested": {
 		"kata-qemu": {"warn", "", ""}, "kata-clh": {"warn", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
 		"kata-qemu-snp": {"no", "virt.guest.tee", ""}, "kata-qemu-tdx": {"no", "virt.guest.tee", ""}, "kata-qemu-nvidia-gpu": {"no", "", ""},

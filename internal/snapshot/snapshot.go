@@ -138,7 +138,10 @@ func Write(w io.Writer, c hostfs.Capture, source string, live bool, opt Options)
 		case hostfs.KindSymlink:
 			n.target = e.Target
 		default:
-			n.mode |= 0o400
+			// Nothing in a snapshot is runnable: binaries are empty
+			// placeholders and berth never executes from an offline root,
+			// so their execute bits are dropped too.
+			n.mode = (n.mode | 0o400) &^ 0o111
 			if e.Read && !e.Special {
 				data, keys := Redact(e.Path, e.Data)
 				if len(keys) > 0 {

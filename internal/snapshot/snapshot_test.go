@@ -1,9 +1,12 @@
 package snapshot
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,5 +164,46 @@ func TestRedact(t *testing.T) {
 				t.Errorf("%s: %q lost:\n%s", tt.path, s, got)
 			}
 		}
+	}
+}
+
+// TestNothingRunnable: a snapshot of a root with executables carries none.
+func TestNothingRunnable(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "usr/bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "usr/bin/qemu-system-x86_64"), []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, err := hostfs.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, _, err := Take(context.Background(), root, &buf, Options{Now: fixedNow, Discover: discover.Options{Now: fixedNow}}); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	seen := false
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg && h.Mode&0o111 != 0 {
+			t.Errorf("%s has mode %o: snapshots must carry nothing runnable", h.Name, h.Mode)
+		}
+		seen = seen || h.Name == "usr/bin/qemu-system-x86_64"
+	}
+	if !seen {
+		t.Error("the binary discovery found is not in the snapshot")
 	}
 }
