@@ -24,11 +24,7 @@ func generateSchema(t *testing.T) []byte {
 	s := r.Reflect(&Facts{})
 	s.ID = "https://berth.dev/schemas/facts.schema.json"
 	s.Title = "berth facts"
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(b, '\n')
+	return goldenfile.JSON(t, s)
 }
 
 // TestSchemaUpToDate checks that the committed and embedded schema is the one

@@ -32,15 +32,21 @@ func Assert(t testing.TB, path string, got []byte) {
 	assert(t, path, got, Update())
 }
 
-// AssertJSON is Assert of v as JSON indented by two spaces with a trailing
-// newline, the form of every JSON golden file in the repository.
+// AssertJSON is Assert of JSON(v).
 func AssertJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	Assert(t, path, JSON(t, v))
+}
+
+// JSON is v as JSON indented by two spaces with a trailing newline, the
+// form of every JSON golden file and generated schema in the repository.
+func JSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		t.Fatalf("encoding %T for %s: %v", v, path, err)
+		t.Fatalf("encoding %T as JSON: %v", v, err)
 	}
-	Assert(t, path, append(b, '\n'))
+	return append(b, '\n')
 }
 
 func assert(t testing.TB, path string, got []byte, update bool) {

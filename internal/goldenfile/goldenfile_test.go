@@ -121,7 +121,7 @@ func TestAssertJSON(t *testing.T) {
 		t.Errorf("AssertJSON of an equal value failed: %v %v", r.errors, r.fatals)
 	}
 	r = run(t, func(tb testing.TB) { AssertJSON(tb, path, func() {}) })
-	if len(r.fatals) != 1 || !strings.Contains(r.fatals[0], "v.json") {
+	if len(r.fatals) != 1 || !strings.Contains(r.fatals[0], "func()") {
 		t.Errorf("AssertJSON of an unencodable value: fatals = %q", r.fatals)
 	}
 }

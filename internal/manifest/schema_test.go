@@ -54,11 +54,7 @@ func generateSchema(t *testing.T) []byte {
 			pair.Value.OneOf = []*jsonschema.Schema{{Type: "string"}, {Type: "array", Items: item, MinItems: ptr(uint64(1))}}
 		}
 	}
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(b, '\n')
+	return goldenfile.JSON(t, s)
 }
 
 func ptr[T any](v T) *T { return &v }

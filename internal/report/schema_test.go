@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/invopop/jsonschema"
@@ -20,11 +19,7 @@ func generateSchema(t *testing.T) []byte {
 	s := r.Reflect(&Report{})
 	s.ID = "https://berth.dev/schemas/check-report.schema.json"
 	s.Title = "berth check report"
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(b, '\n')
+	return goldenfile.JSON(t, s)
 }
 
 // TestSchemaUpToDate checks that the committed and embedded schema is the one
