@@ -298,27 +298,59 @@ func runConfigApply(ctx context.Context, g *globals, fl configFlags) error {
 	return reportChange(ctx, g, root, l, res, fl.restart, "applied")
 }
 
+// configEditor is what removing berth's runtime configuration works on: the
+// host root (to restart the runtime's unit), its writable view, and the
+// state of what berth configured there.
+type configEditor struct {
+	root  hostfs.Root
+	w     *configure.OSRoot
+	state *configure.State
+}
+
+// openConfigEditor opens a configEditor on --root. The returned close
+// releases what was opened and must be called even after an error.
+func (g *globals) openConfigEditor() (*configEditor, func(), error) {
+	root, cleanup, err := g.openRoot()
+	if err != nil {
+		return nil, cleanup, err
+	}
+	w, err := g.writableRoot()
+	if err != nil {
+		return nil, cleanup, err
+	}
+	closeAll := func() {
+		w.Close()
+		cleanup()
+	}
+	st, err := configure.LoadState(w)
+	if err != nil {
+		return nil, closeAll, err
+	}
+	return &configEditor{root: root, w: w, state: st}, closeAll, nil
+}
+
+// remove removes what berth wrote for handler, restoring backups, and
+// reports the change; l names the runtime unit to restart.
+func (e *configEditor) remove(ctx context.Context, g *globals, handler string, l platform.Layout, restart bool) error {
+	res, err := configure.Remove(e.w, handler)
+	if err != nil {
+		return err
+	}
+	return reportChange(ctx, g, e.root, l, res, restart, "removed")
+}
+
 func runConfigRemove(ctx context.Context, g *globals, fl configFlags) error {
 	if fl.all == (fl.platform != "") {
 		return usageErr(errors.New("remove needs exactly one of --platform P or --all"))
 	}
-	root, cleanup, err := g.openRoot()
-	defer cleanup()
-	if err != nil {
-		return err
-	}
-	w, err := g.writableRoot()
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	st, err := configure.LoadState(w)
+	e, closeEditor, err := g.openConfigEditor()
+	defer closeEditor()
 	if err != nil {
 		return err
 	}
 	var handlers []string
 	if fl.all {
-		handlers = st.Handlers()
+		handlers = e.state.Handlers()
 	} else {
 		p, err := parsePlatformFlag(fl.platform)
 		if err != nil {
@@ -331,16 +363,11 @@ func runConfigRemove(ctx context.Context, g *globals, fl configFlags) error {
 		return nil
 	}
 	for _, h := range handlers {
-		ps := st.Platforms[h]
-		res, err := configure.Remove(w, h)
-		if err != nil {
-			return err
-		}
 		var l platform.Layout
-		if p, err := platform.Parse(ps.Platform); err == nil {
+		if p, err := platform.Parse(e.state.Platforms[h].Platform); err == nil {
 			l, _ = p.Distribution().Layout()
 		}
-		if err := reportChange(ctx, g, root, l, res, fl.restart, "removed"); err != nil {
+		if err := e.remove(ctx, g, h, l, fl.restart); err != nil {
 			return err
 		}
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/configure"
 	"berth.dev/berth/internal/install"
 	"berth.dev/berth/internal/manifest"
 	"berth.dev/berth/platform"
@@ -62,17 +61,8 @@ func runUninstall(ctx context.Context, g *globals, fl installFlags, purgeCache, 
 		}
 	}
 	if !keepConfig && len(plats) > 0 {
-		root, cleanup, err := g.openRoot()
-		defer cleanup()
-		if err != nil {
-			return err
-		}
-		w, err := g.writableRoot()
-		if err != nil {
-			return err
-		}
-		defer w.Close()
-		cst, err := configure.LoadState(w)
+		e, closeEditor, err := g.openConfigEditor()
+		defer closeEditor()
 		if err != nil {
 			return err
 		}
@@ -81,15 +71,11 @@ func runUninstall(ctx context.Context, g *globals, fl installFlags, purgeCache, 
 			if err != nil {
 				return fmt.Errorf("installation record names platform %q: %w", s, err)
 			}
-			if _, ok := cst.Platforms[p.Name()]; !ok {
+			if _, ok := e.state.Platforms[p.Name()]; !ok {
 				continue
 			}
-			res, err := configure.Remove(w, p.Name())
-			if err != nil {
-				return err
-			}
 			lay, _ := p.Distribution().Layout()
-			if err := reportChange(ctx, g, root, lay, res, fl.restart, "removed"); err != nil {
+			if err := e.remove(ctx, g, p.Name(), lay, fl.restart); err != nil {
 				return err
 			}
 		}
