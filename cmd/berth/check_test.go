@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"berth.dev/berth/internal/discover"
 	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/internal/testhosts"
 	"berth.dev/berth/platform"
 )
 
@@ -35,24 +35,6 @@ func runCheckCLI(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-func fixtures(t *testing.T) []string {
-	t.Helper()
-	ents, err := os.ReadDir(hostsDir)
-	if err != nil {
-		t.Fatalf("reading fixture hosts: %v", err)
-	}
-	var out []string
-	for _, e := range ents {
-		if e.IsDir() {
-			out = append(out, e.Name())
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no fixture hosts under " + hostsDir)
-	}
-	return out
-}
-
 // themePlatform is the platform shown in detail for a fixture.
 func themePlatform(name string) string {
 	switch {
@@ -71,7 +53,7 @@ func themePlatform(name string) string {
 // without their findings (all findings are in the detail golden), so that
 // the files stay reviewable.
 func TestCheckGolden(t *testing.T) {
-	for _, name := range fixtures(t) {
+	for _, name := range testhosts.Names(t) {
 		t.Run(name, func(t *testing.T) {
 			root := filepath.Join(hostsDir, name)
 			dir := filepath.Join("testdata", "check", name)
@@ -205,7 +187,7 @@ var expected = map[string]map[string]expectation{
 // that platform does not exist (AKS offers only its SNP class) the kubeadm
 // one is used with the distribution check ignored.
 func TestFixtureVerdicts(t *testing.T) {
-	for _, name := range fixtures(t) {
+	for _, name := range testhosts.Names(t) {
 		exp, ok := expected[name]
 		if !ok {
 			t.Errorf("fixture %s has no expectations: read its NOTES.md and add them", name)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -26,6 +25,7 @@ import (
 	"berth.dev/berth/internal/hostfs"
 	"berth.dev/berth/internal/nodereport"
 	"berth.dev/berth/internal/preflight"
+	"berth.dev/berth/internal/testhosts"
 )
 
 // fleetReports is how many NodeReports fleetScale creates; bench/cluster.sh
@@ -37,16 +37,9 @@ var fleetReports = flag.Int("fleet-reports", 300, "NodeReports created for the b
 // /usr/bin/time -v: wall time and peak RSS.
 func fleetScale(t *testing.T, bin, kubeconfig string, dyn dynamic.Interface, n int) {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join("..", "..", "testdata", "hosts"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var results []preflight.Result
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		root, err := hostfs.OpenDir(filepath.Join("..", "..", "testdata", "hosts", e.Name()))
+	for _, name := range testhosts.Names(t) {
+		root, err := hostfs.OpenDir(filepath.Join("..", "..", "testdata", "hosts", name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/internal/testhosts"
 )
 
 // hostsDir holds the fixture host trees shared by all tests.
@@ -18,25 +18,6 @@ const hostsDir = "../../testdata/hosts"
 
 // tableGoldenHost is the fixture whose table summary is golden-tested.
 const tableGoldenHost = "snp-genoa-k3s-ready"
-
-// fixtureHosts lists the fixture host trees; none is a loud failure.
-func fixtureHosts(t testing.TB) []string {
-	t.Helper()
-	ents, err := os.ReadDir(hostsDir)
-	if err != nil {
-		t.Fatalf("fixture hosts: %v (testdata/hosts is written by the fixture owner)", err)
-	}
-	var hosts []string
-	for _, e := range ents {
-		if e.IsDir() {
-			hosts = append(hosts, e.Name())
-		}
-	}
-	if len(hosts) == 0 {
-		t.Fatalf("no fixture hosts under %s", hostsDir)
-	}
-	return hosts
-}
 
 // discoverHost runs discovery on one fixture with the fixed clock; Root is
 // normalised so that goldens do not depend on the checkout path.
@@ -52,7 +33,7 @@ func discoverHost(t testing.TB, name string) *facts.Facts {
 }
 
 func TestHostsGolden(t *testing.T) {
-	for _, h := range fixtureHosts(t) {
+	for _, h := range testhosts.Names(t) {
 		t.Run(h, func(t *testing.T) {
 			f := discoverHost(t, h)
 			b, err := json.MarshalIndent(f, "", "  ")

@@ -3,7 +3,6 @@ package nodereport
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"berth.dev/berth/internal/goldenfile"
 	"berth.dev/berth/internal/hostfs"
 	"berth.dev/berth/internal/preflight"
+	"berth.dev/berth/internal/testhosts"
 )
 
 var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -31,28 +31,14 @@ func fixtureReport(t testing.TB, host string) v1alpha1.Report {
 	return Build(host, "v0.0.0-test", res.Facts, res.Verdicts, epoch)
 }
 
-func hosts(t testing.TB) []string {
-	t.Helper()
-	ents, err := os.ReadDir(filepath.Join("..", "..", "testdata", "hosts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		if e.IsDir() {
-			out = append(out, e.Name())
-		}
-	}
-	if len(out) < 10 {
-		t.Fatalf("only %d fixture hosts", len(out))
-	}
-	return out
-}
-
 // TestFixtures checks the report of every fixture host against a golden
 // file, its size against the 8 KiB target, and the hash and labels.
 func TestFixtures(t *testing.T) {
-	for _, h := range hosts(t) {
+	hosts := testhosts.Names(t)
+	if len(hosts) < 10 {
+		t.Fatalf("only %d fixture hosts", len(hosts))
+	}
+	for _, h := range hosts {
 		t.Run(h, func(t *testing.T) {
 			r := fixtureReport(t, h)
 			b, err := json.MarshalIndent(r, "", "  ")

@@ -16,6 +16,7 @@ import (
 	"berth.dev/berth/internal/discover"
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/internal/testhosts"
 )
 
 const hostsDir = "../../testdata/hosts"
@@ -37,16 +38,9 @@ func comparable(t *testing.T, f *facts.Facts) string {
 // TestRoundTrip discovers every fixture through a recording root, writes
 // the snapshot, opens it and discovers again: the facts must be the same.
 func TestRoundTrip(t *testing.T) {
-	ents, err := os.ReadDir(hostsDir)
-	if err != nil || len(ents) == 0 {
-		t.Fatalf("fixture hosts missing under %s: %v", hostsDir, err)
-	}
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		t.Run(e.Name(), func(t *testing.T) {
-			root, err := hostfs.OpenDir(filepath.Join(hostsDir, e.Name()))
+	for _, name := range testhosts.Names(t) {
+		t.Run(name, func(t *testing.T) {
+			root, err := hostfs.OpenDir(filepath.Join(hostsDir, name))
 			if err != nil {
 				t.Fatal(err)
 			}
