@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -122,10 +121,6 @@ func runAgent(cmd *cobra.Command, g *globals, fl agentFlags) error {
 	}
 	m := agent.NewMetrics()
 	agent.CountRequests(cfg, func(method string) { m.APIRequests.WithLabelValues(method).Inc() })
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("creating the Kubernetes client: %w", err)
@@ -146,7 +141,7 @@ func runAgent(cmd *cobra.Command, g *globals, fl agentFlags) error {
 		BackoffMax: fl.backoffMax,
 		Log:        log,
 		Metrics:    m,
-	}, kube, dyn)
+	}, dyn)
 	if err != nil {
 		return usageErr(err)
 	}

@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -157,9 +156,8 @@ func TestClusterEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := env.AsAgent("genoa-1")
-		kube, _ := kubernetes.NewForConfig(cfg)
 		dyn, _ := dynamic.NewForConfig(cfg)
-		a, err := agent.New(agent.Config{NodeName: "tdx-1", Evaluate: agent.Evaluator(root, discover.Options{}, nil)}, kube, dyn)
+		a, err := agent.New(agent.Config{NodeName: "tdx-1", Evaluate: agent.Evaluator(root, discover.Options{}, nil)}, dyn)
 		if err != nil {
 			t.Fatal(err)
 		}

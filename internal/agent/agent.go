@@ -27,9 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/nodereport"
@@ -58,19 +57,24 @@ type Config struct {
 	Metrics *Metrics
 }
 
+// nodes is the Node resource. The agent reaches Nodes through the dynamic
+// client like its NodeReports: the typed clientset would register every
+// Kubernetes API group at start-up, which costs every berth command
+// (berth facts, berth check) milliseconds and megabytes.
+var nodes = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+
 // Agent publishes one node's report. Build it with New.
 type Agent struct {
-	cfg  Config
-	kube kubernetes.Interface
-	dyn  dynamic.Interface
+	cfg Config
+	dyn dynamic.Interface
 
 	mu        sync.Mutex
 	published string // content hash of the last verified or written report
 	ready     bool
 }
 
-// New returns an agent using the given clients.
-func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, error) {
+// New returns an agent using the given client.
+func New(cfg Config, dyn dynamic.Interface) (*Agent, error) {
 	if cfg.NodeName == "" {
 		return nil, errors.New("agent: no node name (--node-name or NODE_NAME)")
 	}
@@ -95,7 +99,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{cfg: cfg, kube: kube, dyn: dyn}, nil
+	return &Agent{cfg: cfg, dyn: dyn}, nil
 }
 
 // Ready reports whether the last publish (write or verification) succeeded.
@@ -230,13 +234,24 @@ func (a *Agent) sync(ctx context.Context, d *desired) error {
 
 func (a *Agent) syncOnce(ctx context.Context, d *desired) error {
 	name := a.cfg.NodeName
-	node, err := a.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	u, err := a.dyn.Resource(nodes).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading node %s: %w", name, err)
 	}
+	node := &corev1.Node{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, node); err != nil {
+		return fmt.Errorf("decoding node %s: %w", name, err)
+	}
 	if labelsDiffer(node.Labels, d.labels, ownedLabels(node)) {
-		ac := applycorev1.Node(name).WithLabels(d.labels)
-		if _, err := a.kube.CoreV1().Nodes().Apply(ctx, ac, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true}); err != nil {
+		labels := make(map[string]any, len(d.labels))
+		for k, v := range d.labels {
+			labels[k] = v
+		}
+		ac := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Node",
+			"metadata": map[string]any{"name": name, "labels": labels},
+		}}
+		if _, err := a.dyn.Resource(nodes).Apply(ctx, name, ac, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true}); err != nil {
 			return fmt.Errorf("applying labels to node %s: %w", name, err)
 		}
 		a.wrote("labels")

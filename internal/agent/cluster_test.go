@@ -120,10 +120,6 @@ func newSim(t testing.TB, cfg *rest.Config, node, host string, tune func(*Config
 			s.writes.Add(1)
 		}
 	})
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +134,7 @@ func newSim(t testing.TB, cfg *rest.Config, node, host string, tune func(*Config
 	if tune != nil {
 		tune(&c)
 	}
-	s.a, err = New(c, kube, dyn)
+	s.a, err = New(c, dyn)
 	if err != nil {
 		t.Fatal(err)
 	}
