@@ -77,13 +77,15 @@ func TestRunKernelBadInput(t *testing.T) {
 }
 
 func TestParamBool(t *testing.T) {
-	for in, want := range map[string]bool{"Y": true, "y\n": true, "1": true, "N": false, "0": false} {
+	for in, want := range map[string]bool{"Y": true, "y": true, "y\n": true, "Y\n": true, "1": true, "N": false, "n": false, "0": false} {
 		if got, ok := ParamBool(in); !ok || got != want {
-			t.Errorf("ParamBool(%q) = %v, %v", in, got, ok)
+			t.Errorf("ParamBool(%q) = %v, %v; want %v, true", in, got, ok, want)
 		}
 	}
-	if _, ok := ParamBool("maybe"); ok {
-		t.Error("ParamBool(maybe) ok")
+	for _, in := range []string{"", "yes", "2", "on", "maybe"} {
+		if _, ok := ParamBool(in); ok {
+			t.Errorf("ParamBool(%q) accepted", in)
+		}
 	}
 }
 

@@ -67,24 +67,12 @@ func (s *session) moduleBool(module, param, field string) *bool {
 	if !ok {
 		return nil
 	}
-	b, ok := parseYN(v)
+	b, ok := ParamBool(v)
 	if !ok {
 		s.unknownf(field, "%s", unparseable(p, 1, "expected Y, N, 1 or 0, got "+strconv.Quote(v)))
 		return nil
 	}
 	return &b
-}
-
-// parseYN accepts the spellings of a boolean module parameter: Y/N from
-// bool parameters, 1/0 from the int parameters of old out-of-tree kernels.
-func parseYN(v string) (bool, bool) {
-	switch strings.TrimSpace(v) {
-	case "Y", "y", "1":
-		return true, true
-	case "N", "n", "0":
-		return false, true
-	}
-	return false, false
 }
 
 // tdxSysfs reads sys/firmware/tdx/tdx_module/* on vendor kernels that have

@@ -284,20 +284,6 @@ virt/tdx: module not loaded`,
 	}
 }
 
-func TestParseYN(t *testing.T) {
-	for in, want := range map[string]bool{"Y": true, "y": true, "1": true, "N": false, "n": false, "0": false, "Y\n": true} {
-		got, ok := parseYN(in)
-		if !ok || got != want {
-			t.Errorf("parseYN(%q) = %v, %v; want %v, true", in, got, ok, want)
-		}
-	}
-	for _, in := range []string{"", "yes", "2", "on"} {
-		if _, ok := parseYN(in); ok {
-			t.Errorf("parseYN(%q) accepted", in)
-		}
-	}
-}
-
 // writeTree creates files (content) and symlinks ("->target") under dir.
 func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
