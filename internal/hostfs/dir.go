@@ -50,10 +50,24 @@ func OpenDir(dir string) (*Dir, error) {
 	return openDirFS(dir, os.DirFS(dir).(FS))
 }
 
+// KeepFile marks an otherwise empty directory of a fixture tree, because git
+// does not store empty directories; directory roots leave it out of every
+// listing, so an empty sys/kernel/iommu_groups stays empty.
+const KeepFile = ".keep"
+
+// keepHidden hides KeepFile from directory listings.
+type keepHidden struct{ FS }
+
+// ReadDir lists dir without KeepFile.
+func (k keepHidden) ReadDir(dir string) ([]fs.DirEntry, error) {
+	ents, err := k.FS.ReadDir(dir)
+	return slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return e.Name() == KeepFile }), err
+}
+
 // openDirFS serves fsys as an offline root described as path, loading its
 // recorded outputs.
 func openDirFS(path string, fsys FS) (*Dir, error) {
-	d := &Dir{path: path, fsys: fsys}
+	d := &Dir{path: path, fsys: keepHidden{fsys}}
 	b, err := d.fsys.ReadFile(RecordedFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
