@@ -39,6 +39,15 @@ type binarySpec struct {
 	// files are candidate paths relative to the root.
 	files []string
 	parse versionParser
+	// marker starts the `--version` line when the binary holds it as one
+	// string literal (C binaries); "" when it does not.
+	marker string
+	// modules are the Go module paths of the component's own builds, for
+	// its build info; none for non-Go binaries.
+	modules []string
+	// packages are the Debian packages that ship the component, tried in
+	// order.
+	packages []string
 }
 
 // versionParser extracts the version, and the distributor build when the
@@ -71,19 +80,29 @@ func binarySpecs(distribution string) []binarySpec {
 			containerdDirs = append(containerdDirs, d)
 		}
 	}
+	kataModules := []string{"github.com/kata-containers/kata-containers/src/runtime"}
 	return []binarySpec{
 		{name: "qemu", files: append(in(kataPath, "qemu-system-x86_64", "qemu-system-aarch64"),
-			"usr/libexec/qemu-kvm", "usr/bin/qemu-kvm"), parse: parseQEMUVersion},
-		{name: "cloud-hypervisor", files: in(kataPath, "cloud-hypervisor"), parse: parseCloudHypervisorVersion},
+			"usr/libexec/qemu-kvm", "usr/bin/qemu-kvm"), parse: parseQEMUVersion,
+			marker: "QEMU emulator version ", packages: []string{"qemu-system-x86", "qemu-system-arm", "qemu-kvm"}},
+		{name: "cloud-hypervisor", files: in(kataPath, "cloud-hypervisor"), parse: parseCloudHypervisorVersion,
+			packages: []string{"cloud-hypervisor"}},
 		{name: "firecracker", files: in(kataPath, "firecracker"), parse: parseFirecrackerVersion},
 		{name: "virtiofsd", files: append([]string{"usr/libexec/virtiofsd", "usr/lib/qemu/virtiofsd",
 			"opt/kata/libexec/virtiofsd", "opt/confidential-containers/libexec/virtiofsd"},
-			in(kataPath, "virtiofsd")...), parse: parseVirtiofsdVersion},
-		{name: "nydus-snapshotter", files: in(kataPath, "containerd-nydus-grpc", "nydus-snapshotter"), parse: parseNydusVersion},
-		{name: "kata-shim", files: in(kataPath, "containerd-shim-kata-v2"), parse: parseKataVersion},
-		{name: "kata-runtime", files: in(kataPath, "kata-runtime"), parse: parseKataVersion},
-		{name: "containerd", files: in(containerdDirs, "containerd"), parse: parseContainerdVersion},
-		{name: "crio", files: in(pathDirs, "crio"), parse: parseCRIOVersion},
+			in(kataPath, "virtiofsd")...), parse: parseVirtiofsdVersion,
+			// QEMU's C virtiofsd; the Rust one formats its line at run time.
+			marker: "virtiofsd version ", packages: []string{"virtiofsd", "qemu-system-common"}},
+		{name: "nydus-snapshotter", files: in(kataPath, "containerd-nydus-grpc", "nydus-snapshotter"), parse: parseNydusVersion,
+			modules: []string{"github.com/containerd/nydus-snapshotter"}},
+		{name: "kata-shim", files: in(kataPath, "containerd-shim-kata-v2"), parse: parseKataVersion,
+			modules: kataModules, packages: []string{"kata-containers"}},
+		{name: "kata-runtime", files: in(kataPath, "kata-runtime"), parse: parseKataVersion,
+			modules: kataModules, packages: []string{"kata-containers"}},
+		{name: "containerd", files: in(containerdDirs, "containerd"), parse: parseContainerdVersion,
+			modules: upstreamContainerd, packages: []string{"containerd", "containerd.io"}},
+		{name: "crio", files: in(pathDirs, "crio"), parse: parseCRIOVersion,
+			modules: []string{"github.com/cri-o/cri-o"}, packages: []string{"cri-o"}},
 	}
 }
 
@@ -91,15 +110,17 @@ func binarySpecs(distribution string) []binarySpec {
 // on a host that is busy running workloads.
 const maxVersionRuns = 4
 
-// findBinaries looks for every component and asks each binary found for
-// its version, concurrently. A binary reached through several paths (a
-// merged /usr, a symlink into opt/kata) is reported once, under the first
-// path in search order.
+// findBinaries looks for every component and finds each binary's version,
+// concurrently: from a static source when one answers, else by asking the
+// binary. A binary reached through several paths (a merged /usr, a symlink
+// into opt/kata) is reported once, under the first path in search order.
 func findBinaries(ctx context.Context, s *session, distribution string) []facts.Binary {
 	var out []facts.Binary
-	var parsers []versionParser
+	var found []foundBinary
 	seen := map[string]bool{}
-	for _, spec := range binarySpecs(distribution) {
+	specs := binarySpecs(distribution)
+	lookup := newStaticLookup(s.root, specs, s.opt.Log)
+	for _, spec := range specs {
 		for _, p := range spec.files {
 			real, ok := resolveInRoot(s.root.FS(), p)
 			if !ok || seen[real] {
@@ -111,7 +132,7 @@ func findBinaries(ctx context.Context, s *session, distribution string) []facts.
 			}
 			seen[real] = true
 			out = append(out, facts.Binary{Name: spec.name, Path: "/" + p})
-			parsers = append(parsers, spec.parse)
+			found = append(found, foundBinary{spec: spec, path: p, real: real})
 		}
 	}
 
@@ -124,7 +145,7 @@ func findBinaries(ctx context.Context, s *session, distribution string) []facts.
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			reasons[i] = binaryVersion(ctx, s.root, &out[i], parsers[i])
+			reasons[i] = binaryVersion(ctx, s.root, lookup, &out[i], found[i])
 		}()
 	}
 	wg.Wait()
@@ -136,9 +157,29 @@ func findBinaries(ctx context.Context, s *session, distribution string) []facts.
 	return out
 }
 
-// binaryVersion runs `<path> --version` (or looks the output up on an
-// offline root) and fills b. It returns why the version is unknown, or "".
-func binaryVersion(ctx context.Context, root hostfs.Root, b *facts.Binary, parse versionParser) string {
+// foundBinary is a binary found for spec at path, whose symlinks resolve
+// to real (both relative to the root).
+type foundBinary struct {
+	spec       binarySpec
+	path, real string
+}
+
+// binaryVersion fills b's version from, in order: the static version a
+// snapshot recorded; on a live root, the static sources (recording their
+// answer for snapshots); the output of `<path> --version`, run on a live
+// root or recorded. It returns why the version is unknown, or "".
+func binaryVersion(ctx context.Context, root hostfs.Root, lookup *staticLookup, b *facts.Binary, fb foundBinary) string {
+	var sv staticVersion
+	if err := root.Probe(versionProbe(b.Path), &sv); err == nil && versionShape.MatchString(sv.Version) {
+		b.Version, b.Vendor, b.VersionFrom, b.Recorded = sv.Version, sv.Vendor, sv.From, true
+		return ""
+	}
+	if sv, ok := lookup.lookup(fb.spec, fb.path, fb.real); ok {
+		b.Version, b.Vendor, b.VersionFrom = sv.Version, sv.Vendor, sv.From
+		hostfs.RecordProbe(root, versionProbe(b.Path), sv)
+		return ""
+	}
+	parse := fb.spec.parse
 	argv := []string{b.Path, "--version"}
 	res, err := root.Run(ctx, argv...)
 	cmd := strings.Join(argv, " ")
@@ -153,7 +194,7 @@ func binaryVersion(ctx context.Context, root hostfs.Root, b *facts.Binary, parse
 	// builds); try stdout first.
 	for _, out := range []string{res.Stdout, res.Stderr} {
 		if v, vendor, ok := parse(out); ok {
-			b.Version, b.Vendor = v, vendor
+			b.Version, b.Vendor, b.VersionFrom = v, vendor, fromRun
 			return ""
 		}
 	}

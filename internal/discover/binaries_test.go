@@ -3,7 +3,6 @@ package discover
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"testing"
 
 	"berth.dev/berth/internal/hostfs"
@@ -66,8 +65,6 @@ func TestParseVersions(t *testing.T) {
 		})
 	}
 }
-
-var versionShape = regexp.MustCompile(`^\d+\.\d+(\.\d+)?$`)
 
 // FuzzVersion feeds every tool's version parser the same input: none may
 // panic, and a version, when found, is always dotted numbers.

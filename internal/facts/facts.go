@@ -455,8 +455,15 @@ type Binary struct {
 	Version string `json:"version,omitempty"`
 	// Vendor notes a distributor build recognised from the version string
 	// (e.g. "Debian", "kata-static", "AMDESE snp").
-	Vendor   string `json:"vendor,omitempty"`
-	Recorded bool   `json:"recorded,omitempty"`
+	Vendor string `json:"vendor,omitempty"`
+	// VersionFrom says where Version came from: "file" (the version line
+	// compiled into the binary), "build info" (a Go binary's embedded
+	// module version or -ldflags), "package <name>" (the Debian package
+	// database, when the file is unchanged since the package installed
+	// it) or "--version" (running the binary). The static sources are
+	// tried first so that nothing from the host is executed.
+	VersionFrom string `json:"versionFrom,omitempty"`
+	Recorded    bool   `json:"recorded,omitempty"`
 }
 
 // QEMUProbe is what a QEMU started with no guest said over QMP.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -171,6 +172,31 @@ func (c *cappedBuffer) String() string {
 		return c.buf.String() + "\n[output truncated]"
 	}
 	return c.buf.String()
+}
+
+// RawReader is implemented by live roots that can open a file for reading
+// without the read being captured into a snapshot: discovery reads
+// megabytes of a binary (or the package database) to learn one version
+// string, and records only that string (with RecordProbe).
+type RawReader interface {
+	// OpenRaw opens name (slash-separated, relative to the root) for
+	// reading; it never leaves the root, not even through symlinks.
+	OpenRaw(name string) (*os.File, error)
+}
+
+// OpenRaw implements RawReader through an os.Root, so that neither ".."
+// nor a symlink can lead outside the root.
+func (l *Live) OpenRaw(name string) (*os.File, error) {
+	if !fs.ValidPath(name) {
+		return nil, &os.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	r, err := os.OpenRoot(l.path)
+	if err != nil {
+		return nil, fmt.Errorf("opening live root %s: %w", l.path, err)
+	}
+	// A file opened through the root stays usable after the root closes.
+	defer r.Close()
+	return r.Open(name)
 }
 
 // KernelLogReader is implemented by live roots that can read the kernel

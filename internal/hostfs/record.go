@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -146,6 +147,17 @@ func (r *Recorder) KernelLog() ([]byte, error) {
 	r.kernelLog = append([]byte(nil), b...)
 	r.mu.Unlock()
 	return b, nil
+}
+
+// OpenRaw implements RawReader when the inner root is live and does: the
+// read is deliberately not recorded (a snapshot must not carry binaries);
+// the caller records what it learnt with RecordProbe.
+func (r *Recorder) OpenRaw(name string) (*os.File, error) {
+	rr, ok := r.inner.(RawReader)
+	if !ok || !r.inner.Live() {
+		return nil, ErrOffline
+	}
+	return rr.OpenRaw(name)
 }
 
 // RecordProbe stores v as the recorded value of probe name when root

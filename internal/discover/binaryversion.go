@@ -1,0 +1,576 @@
+package discover
+
+import (
+	"bufio"
+	"bytes"
+	"debug/buildinfo"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"berth.dev/berth/internal/hostfs"
+)
+
+// A binary's version is read, where possible, without running it: from the
+// version line compiled into the file, from a Go binary's build info, or
+// from the Debian package that installed it. Running `--version` costs a
+// process start per binary (containerd ~32 ms, QEMU ~27 ms) and executes
+// host code; the static sources cost a millisecond or two and execute
+// nothing. They need the file itself, so they run on live roots only; a
+// snapshot carries their answer as the probe "version:<path>".
+
+// versionSource is one static source of a binary's version.
+type versionSource int
+
+const (
+	// sourceFile is the `--version` line compiled into a C binary as a
+	// string literal, found in its read-only data.
+	sourceFile versionSource = iota
+	// sourceBuildInfo is a Go binary's embedded module version or -X
+	// version flag.
+	sourceBuildInfo
+	// sourcePackage is the Debian package database.
+	sourcePackage
+)
+
+// sources returns the static sources to try for spec, most precise first:
+// the binary knows its own patch release where its package may not (QEMU's
+// package says 7.2, the binary 7.2.22), so the file and build info come
+// before the package database.
+func (spec binarySpec) sources() []versionSource {
+	var out []versionSource
+	if spec.marker != "" {
+		out = append(out, sourceFile)
+	}
+	if len(spec.modules) > 0 {
+		out = append(out, sourceBuildInfo)
+	}
+	if len(spec.packages) > 0 {
+		out = append(out, sourcePackage)
+	}
+	return out
+}
+
+// staticVersion is what a static source answered; a snapshot records it
+// under the probe name versionProbe(path).
+type staticVersion struct {
+	Version string `json:"version"`
+	Vendor  string `json:"vendor,omitempty"`
+	// From is facts.Binary.VersionFrom.
+	From string `json:"from"`
+}
+
+// versionProbe names the recorded static version of the binary at p (an
+// absolute path inside the root).
+func versionProbe(p string) string { return "version:" + p }
+
+// Version sources as reported in facts.Binary.VersionFrom.
+const (
+	fromFile      = "file"
+	fromBuildInfo = "build info"
+	fromPackage   = "package "
+	fromRun       = "--version"
+)
+
+// maxRodata bounds how much read-only data is searched for a version
+// marker: QEMU's .rodata is ~1.8 MB; a larger section is not a binary we
+// know, and reading it would cost more than running it.
+const maxRodata = 32 << 20
+
+// maxMarkerLine bounds the version line taken after a marker.
+const maxMarkerLine = 256
+
+// dpkgDir is the Debian package database, relative to the root.
+const dpkgDir = "var/lib/dpkg"
+
+// staticLookup answers binary versions from static sources for one
+// discovery run. The package database is scanned at most once, and only
+// for the packages the specs name; it is safe for concurrent use.
+type staticLookup struct {
+	root hostfs.Root
+	raw  hostfs.RawReader
+	log  *slog.Logger
+	// packages are the package names any spec names.
+	packages map[string]bool
+
+	dpkgOnce sync.Once
+	dpkg     map[string][]dpkgPackage
+	dpkgErr  error
+
+	vendorOnce sync.Once
+	vendor     string
+}
+
+// newStaticLookup returns the lookup for root, or nil when root cannot
+// read files raw (an offline root: its snapshot recorded the answers).
+func newStaticLookup(root hostfs.Root, specs []binarySpec, log *slog.Logger) *staticLookup {
+	raw, ok := root.(hostfs.RawReader)
+	if !ok || !root.Live() {
+		return nil
+	}
+	l := &staticLookup{root: root, raw: raw, log: log, packages: map[string]bool{}}
+	for _, s := range specs {
+		for _, p := range s.packages {
+			l.packages[p] = true
+		}
+	}
+	return l
+}
+
+// lookup tries spec's static sources for the binary found at p (relative
+// to the root) whose symlinks resolve to real. ok is false when none
+// answered; the caller then runs the binary.
+func (l *staticLookup) lookup(spec binarySpec, p, real string) (staticVersion, bool) {
+	if l == nil {
+		return staticVersion{}, false
+	}
+	for _, src := range spec.sources() {
+		var (
+			sv  staticVersion
+			err error
+		)
+		switch src {
+		case sourceFile:
+			sv, err = l.fromFile(spec, real)
+		case sourceBuildInfo:
+			sv, err = l.fromBuildInfo(spec, real)
+		case sourcePackage:
+			sv, err = l.fromPackage(spec, p, real)
+		}
+		if err == nil {
+			return sv, true
+		}
+		if l.log != nil {
+			l.log.Debug("static version source did not answer", "binary", "/"+p, "source", src, "err", err)
+		}
+	}
+	return staticVersion{}, false
+}
+
+// errNoVersion says that a source looked and did not find a version.
+var errNoVersion = errors.New("no version found")
+
+// fromFile finds spec.marker in the read-only data of the ELF file real
+// and parses the line it starts, as `--version` would print it.
+func (l *staticLookup) fromFile(spec binarySpec, real string) (staticVersion, error) {
+	f, err := l.raw.OpenRaw(real)
+	if err != nil {
+		return staticVersion{}, err
+	}
+	defer f.Close()
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return staticVersion{}, fmt.Errorf("reading %s: %w", real, err)
+	}
+	for _, sec := range ef.Sections {
+		if !isRodata(sec) {
+			continue
+		}
+		if sec.Size > maxRodata {
+			return staticVersion{}, fmt.Errorf("reading %s: section %s is %d bytes, more than the %d searched", real, sec.Name, sec.Size, maxRodata)
+		}
+		data, err := sec.Data()
+		if err != nil {
+			return staticVersion{}, fmt.Errorf("reading %s section %s: %w", real, sec.Name, err)
+		}
+		if v, vendor, ok := markerVersion(data, spec.marker, spec.parse); ok {
+			return staticVersion{Version: v, Vendor: vendor, From: fromFile}, nil
+		}
+	}
+	return staticVersion{}, fmt.Errorf("%s: %w: no %q in its read-only data", real, errNoVersion, spec.marker)
+}
+
+// isRodata reports whether sec is read-only data that string literals
+// live in (.rodata, and .rodata.* in objects not merged by the linker).
+func isRodata(sec *elf.Section) bool {
+	if sec.Type != elf.SHT_PROGBITS || sec.Flags&elf.SHF_ALLOC == 0 || sec.Flags&(elf.SHF_WRITE|elf.SHF_EXECINSTR) != 0 {
+		return false
+	}
+	return sec.Name == ".rodata" || strings.HasPrefix(sec.Name, ".rodata.")
+}
+
+// markerVersion looks at every occurrence of marker in data, takes the
+// text from it to the next NUL or newline, and returns what parse makes of
+// the first one it accepts: a format string ("... version %s") or a
+// help text mentioning the marker is skipped.
+func markerVersion(data []byte, marker string, parse versionParser) (string, string, bool) {
+	if marker == "" {
+		return "", "", false
+	}
+	m := []byte(marker)
+	for rest := data; ; {
+		i := bytes.Index(rest, m)
+		if i < 0 {
+			return "", "", false
+		}
+		line := rest[i:]
+		line = line[:min(len(line), maxMarkerLine)]
+		if j := bytes.IndexAny(line, "\x00\n"); j >= 0 {
+			line = line[:j]
+		}
+		if v, vendor, ok := parse(string(line)); ok {
+			return v, vendor, true
+		}
+		rest = rest[i+len(m):]
+	}
+}
+
+// fromBuildInfo reads the Go build info of real: the main module's version
+// when the binary is the component's own module (go install ...@v2.4.2),
+// else a `-X <module>/....Version=<v>` flag in -ldflags (which -trimpath
+// builds, Debian's among them, do not record).
+func (l *staticLookup) fromBuildInfo(spec binarySpec, real string) (staticVersion, error) {
+	f, err := l.raw.OpenRaw(real)
+	if err != nil {
+		return staticVersion{}, err
+	}
+	defer f.Close()
+	bi, err := buildinfo.Read(f)
+	if err != nil {
+		return staticVersion{}, fmt.Errorf("reading build info of %s: %w", real, err)
+	}
+	var settings [][2]string
+	for _, s := range bi.Settings {
+		settings = append(settings, [2]string{s.Key, s.Value})
+	}
+	v, ok := buildInfoVersion(bi.Main.Path, bi.Main.Version, settings, spec.modules)
+	if !ok {
+		return staticVersion{}, fmt.Errorf("%s (main module %s %s): %w", real, bi.Main.Path, bi.Main.Version, errNoVersion)
+	}
+	return staticVersion{Version: v, From: fromBuildInfo}, nil
+}
+
+// leadingVersion takes the dotted numbers a Go module version or a -X
+// value starts with, as the --version parsers do ("v2.4.2" and
+// "v1.7.23-k3s2" give 2.4.2 and 1.7.23).
+var leadingVersion = regexp.MustCompile(`^v?(\d+\.\d+(?:\.\d+)?)`)
+
+// buildInfoVersion picks the version out of a Go binary's build info (main
+// module path and version, build settings as key/value pairs) for a
+// component built from one of modules. "(devel)" and pseudo-versions
+// (v0.0.0-<date>-<commit>) say nothing about the release.
+func buildInfoVersion(mainPath, mainVersion string, settings [][2]string, modules []string) (string, bool) {
+	if slices.Contains(modules, mainPath) && !strings.HasPrefix(mainVersion, "v0.0.0-") {
+		if m := leadingVersion.FindStringSubmatch(mainVersion); m != nil {
+			return m[1], true
+		}
+	}
+	for _, s := range settings {
+		if s[0] != "-ldflags" {
+			continue
+		}
+		if v, ok := ldflagsVersion(s[1], modules); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// ldflagsVersion finds `-X <pkg>.Version=<v>` (or `.version`) in a
+// -ldflags value, where pkg is inside one of modules.
+func ldflagsVersion(ldflags string, modules []string) (string, bool) {
+	fields := strings.Fields(ldflags)
+	for i := 0; i < len(fields); i++ {
+		var def string
+		switch {
+		case fields[i] == "-X" && i+1 < len(fields):
+			i++
+			def = fields[i]
+		case strings.HasPrefix(fields[i], "-X="):
+			def = strings.TrimPrefix(fields[i], "-X=")
+		default:
+			continue
+		}
+		def = strings.Trim(def, `'"`)
+		name, value, ok := strings.Cut(def, "=")
+		if !ok {
+			continue
+		}
+		dot := strings.LastIndexByte(name, '.')
+		if dot < 0 || !strings.EqualFold(name[dot+1:], "version") {
+			continue
+		}
+		pkg := name[:dot]
+		inModule := slices.ContainsFunc(modules, func(m string) bool {
+			return pkg == m || strings.HasPrefix(pkg, m+"/")
+		})
+		if !inModule {
+			continue
+		}
+		if m := leadingVersion.FindStringSubmatch(value); m != nil {
+			return m[1], true
+		}
+	}
+	return "", false
+}
+
+// dpkgPackage is one installed package as the status file lists it.
+type dpkgPackage struct {
+	Name    string
+	Arch    string
+	Version string
+}
+
+// fromPackage answers with the version of the first of spec.packages that
+// installed the file at p (or real, or its unmerged-/usr alias) and whose
+// file has not changed since (ctime no later than the .list file's mtime,
+// which dpkg writes after unpacking): a binary replaced by hand is not the
+// package's.
+func (l *staticLookup) fromPackage(spec binarySpec, p, real string) (staticVersion, error) {
+	l.dpkgOnce.Do(func() { l.dpkg, l.dpkgErr = l.readDpkgStatus() })
+	if l.dpkgErr != nil {
+		return staticVersion{}, l.dpkgErr
+	}
+	var installed []dpkgPackage
+	for _, name := range spec.packages {
+		installed = append(installed, l.dpkg[name]...)
+	}
+	if len(installed) == 0 {
+		return staticVersion{}, fmt.Errorf("none of the packages %s is installed: %w", strings.Join(spec.packages, ", "), errNoVersion)
+	}
+	f, err := l.raw.OpenRaw(real)
+	if err != nil {
+		return staticVersion{}, err
+	}
+	fi, err := f.Stat()
+	f.Close()
+	if err != nil {
+		return staticVersion{}, fmt.Errorf("stat %s: %w", real, err)
+	}
+	ctime, ok := changeTime(fi)
+	if !ok {
+		return staticVersion{}, fmt.Errorf("%s: no change time on this system: %w", real, errNoVersion)
+	}
+	paths := l.listPaths(p, real)
+	for _, pkg := range installed {
+		listFile, listed, err := l.packageLists(pkg, paths)
+		if err != nil {
+			return staticVersion{}, err
+		}
+		if !listed {
+			continue
+		}
+		if ctime.After(listFile.ModTime()) {
+			return staticVersion{}, fmt.Errorf("/%s changed at %s, after package %s installed it (%s): %w",
+				real, ctime.UTC().Format("2006-01-02T15:04:05.000000"), pkg.Name, listFile.ModTime().UTC().Format("2006-01-02T15:04:05.000000"), errNoVersion)
+		}
+		v, ok := upstreamVersion(pkg.Version)
+		if !ok {
+			return staticVersion{}, fmt.Errorf("package %s version %q: expected <upstream>[-<revision>] with a dotted-number upstream: %w", pkg.Name, pkg.Version, errNoVersion)
+		}
+		return staticVersion{Version: v, Vendor: l.distributor() + " " + pkg.Version, From: fromPackage + pkg.Name}, nil
+	}
+	return staticVersion{}, fmt.Errorf("/%s is in none of the installed packages %s: %w", real, strings.Join(spec.packages, ", "), errNoVersion)
+}
+
+// readDpkgStatus scans the status file for the candidate packages.
+func (l *staticLookup) readDpkgStatus() (map[string][]dpkgPackage, error) {
+	const status = dpkgDir + "/status"
+	f, err := l.raw.OpenRaw(status)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	pkgs, err := scanDpkgStatus(f, l.packages)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", status, err)
+	}
+	return pkgs, nil
+}
+
+// listPaths are the spellings under which a package's .list file may name
+// the binary: the path as found, its resolved path, and the unmerged-/usr
+// path ("/bin/x" for usr/bin/x) when that resolves to the same file, as
+// packages built before the /usr merge list it there.
+func (l *staticLookup) listPaths(p, real string) []string {
+	out := []string{"/" + p}
+	add := func(q string) {
+		if !slices.Contains(out, "/"+q) {
+			out = append(out, "/"+q)
+		}
+	}
+	add(real)
+	for _, q := range []string{p, real} {
+		if alias, ok := strings.CutPrefix(q, "usr/"); ok {
+			if r, ok := resolveInRoot(l.root.FS(), alias); ok && r == real {
+				add(alias)
+			}
+		}
+	}
+	return out
+}
+
+// packageLists opens the .list file of pkg (named <pkg>.list, or
+// <pkg>:<arch>.list for multi-arch packages) and reports whether it lists
+// one of paths.
+func (l *staticLookup) packageLists(pkg dpkgPackage, paths []string) (os.FileInfo, bool, error) {
+	names := []string{pkg.Name + ".list"}
+	if pkg.Arch != "" {
+		names = append(names, pkg.Name+":"+pkg.Arch+".list")
+	}
+	for _, n := range names {
+		p := path.Join(dpkgDir, "info", n)
+		f, err := l.raw.OpenRaw(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, false, fmt.Errorf("stat %s: %w", p, err)
+		}
+		listed, err := listContains(f, paths)
+		f.Close()
+		if err != nil {
+			return nil, false, fmt.Errorf("reading %s: %w", p, err)
+		}
+		return fi, listed, nil
+	}
+	return nil, false, nil
+}
+
+// distributor names the distribution in a package version's vendor
+// ("Debian 1.6.20~ds1-1+deb12u3"): the first word of os-release's NAME,
+// or "Debian" (dpkg's) when there is none.
+func (l *staticLookup) distributor() string {
+	l.vendorOnce.Do(func() {
+		l.vendor = "Debian"
+		for _, p := range osReleaseFiles {
+			b, err := l.root.FS().ReadFile(p)
+			if err != nil {
+				continue
+			}
+			kv, err := parseOSRelease(b)
+			if err != nil {
+				return
+			}
+			if w := strings.Fields(kv["NAME"]); len(w) > 0 {
+				l.vendor = w[0]
+			}
+			return
+		}
+	})
+	return l.vendor
+}
+
+// maxDpkgLine bounds one line of the status file (descriptions are long,
+// but not this long).
+const maxDpkgLine = 1 << 20
+
+// scanDpkgStatus streams a dpkg status file and returns the installed
+// packages among wanted, keyed by name (several architectures may be
+// installed). A stanza counts as installed when its Status ends in "ok
+// installed", whatever the selection: a package on hold is installed.
+// Other fields are skipped without being kept.
+func scanDpkgStatus(r io.Reader, wanted map[string]bool) (map[string][]dpkgPackage, error) {
+	out := map[string][]dpkgPackage{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxDpkgLine)
+	var (
+		cur       dpkgPackage
+		installed bool
+		line      int
+	)
+	flush := func() {
+		if installed && cur.Name != "" && cur.Version != "" && wanted[cur.Name] {
+			out[cur.Name] = append(out[cur.Name], cur)
+		}
+		cur, installed = dpkgPackage{}, false
+	}
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 {
+			flush()
+			continue
+		}
+		if b[0] == ' ' || b[0] == '\t' {
+			continue // continuation of a multi-line field
+		}
+		key, value, ok := bytes.Cut(b, []byte(":"))
+		if !ok {
+			return nil, fmt.Errorf("line %d: expected Field: value, got %q", line, truncate(string(b), 60))
+		}
+		switch string(key) {
+		case "Package":
+			if cur.Name != "" {
+				// A stanza without its blank line: dpkg never writes
+				// that, so the file is not a status file.
+				return nil, fmt.Errorf("line %d: Package field in the middle of stanza %q (expected a blank line between stanzas)", line, cur.Name)
+			}
+			cur.Name = string(bytes.TrimSpace(value))
+		case "Status":
+			installed = strings.HasSuffix(string(bytes.TrimSpace(value)), " ok installed")
+		case "Version":
+			cur.Version = string(bytes.TrimSpace(value))
+		case "Architecture":
+			cur.Arch = string(bytes.TrimSpace(value))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", line+1, err)
+	}
+	flush()
+	return out, nil
+}
+
+// truncate shortens s for an error message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// listContains reports whether the dpkg .list file r (one absolute path a
+// line) has one of paths as a line.
+func listContains(r io.Reader, paths []string) (bool, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4<<10), 64<<10)
+	for sc.Scan() {
+		if slices.Contains(paths, sc.Text()) {
+			return true, nil
+		}
+	}
+	return false, sc.Err()
+}
+
+// upstreamVersion turns a Debian package version into the upstream
+// release the binary reports: it drops the epoch ("1:"), the Debian
+// revision (after the last "-"), and the repack and pre-release suffixes
+// ("~ds1", "+dfsg", "~rc1"), so "1:7.2+dfsg-7+deb12u18+b3" gives "7.2"
+// and "1.6.20~ds1-1+deb12u3" gives "1.6.20". ok is false unless the rest
+// is dotted numbers, the shape the --version parsers give.
+func upstreamVersion(v string) (string, bool) {
+	if _, after, ok := strings.Cut(v, ":"); ok {
+		v = after
+	}
+	if i := strings.LastIndexByte(v, '-'); i >= 0 {
+		v = v[:i]
+	}
+	// "2.0+really1.9" is how Debian goes back to an older release.
+	if _, after, ok := strings.Cut(v, "+really"); ok {
+		v = after
+	}
+	if i := strings.IndexAny(v, "~+"); i >= 0 {
+		v = v[:i]
+	}
+	if !versionShape.MatchString(v) {
+		return "", false
+	}
+	return v, true
+}
+
+// versionShape is what a version looks like once parsed.
+var versionShape = regexp.MustCompile(`^\d+\.\d+(\.\d+)?$`)
