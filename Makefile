@@ -2,13 +2,17 @@
 # one command that runs the whole test suite (README, .ci/run).
 GO        ?= go
 BIN       ?= bin/berth
+BIN_CLUSTER ?= $(dir $(BIN))berth-cluster
 FUZZTIME  ?= 60s
 export GOFLAGS ?= -buildvcs=auto
 
 .PHONY: build test bench fuzz tools vet fmt-check image
 
+# berth runs berth-cluster (for agent, fleet, verify, runtimeclasses) from
+# the directory it is in, so both are built side by side.
 build:
 	$(GO) build -o $(BIN) ./cmd/berth
+	$(GO) build -o $(BIN_CLUSTER) ./cmd/berth-cluster
 
 # Tools that integration tests need (real QEMU, containerd, kube-apiserver,
 # etcd) are installed or built by tools; the test suite fails loudly if a
@@ -21,15 +25,16 @@ test: tools
 	cd tools/ociimage && $(GO) test -count=1 ./...
 
 # The agent's OCI image as a tarball, built without a container engine: the
-# static berth binary at /berth on an empty base (tools/ociimage), checked
+# static berth-cluster binary (every berth command, plus the agent) at /berth
+# on an empty base (tools/ociimage), checked
 # after writing. Load it with `docker load`, `ctr -n k8s.io images import`
 # or `kind load image-archive`, or push it with `crane push`.
 IMAGE_TAR ?= bin/berth-agent-oci.tar
 IMAGE_TAG ?= ghcr.io/berth-dev/berth-agent:latest
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 image:
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '-s -w -X berth.dev/berth/internal/buildinfo.version=$(VERSION)' -o bin/berth-linux-amd64 ./cmd/berth
-	cd tools/ociimage && $(GO) run . build -binary ../../bin/berth-linux-amd64 -o ../../$(IMAGE_TAR) -tag $(IMAGE_TAG) -version $(VERSION)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '-s -w -X berth.dev/berth/internal/buildinfo.version=$(VERSION)' -o bin/berth-cluster-linux-amd64 ./cmd/berth-cluster
+	cd tools/ociimage && $(GO) run . build -binary ../../bin/berth-cluster-linux-amd64 -o ../../$(IMAGE_TAR) -tag $(IMAGE_TAG) -version $(VERSION)
 	cd tools/ociimage && $(GO) run . verify ../../$(IMAGE_TAR)
 
 bench:

@@ -20,7 +20,7 @@ echo "-- $agents simulated agents"
 go test ./internal/agent/ -run 'TestFleetPublishAndQuiet$' -count=1 -timeout 30m -v -args -agents="$agents" \
   | grep -E '^(BENCH|--- |FAIL|ok)' 
 echo "-- berth fleet over $reports NodeReports"
-go test ./cmd/berth/ -run 'TestClusterEndToEnd$' -count=1 -timeout 30m -v -args -fleet-reports="$reports" \
+go test ./internal/cli/clustercmd/ -run 'TestClusterEndToEnd$' -count=1 -timeout 30m -v -args -fleet-reports="$reports" \
   | grep -E '^(BENCH|--- |    --- |FAIL|ok)|created [0-9]+ NodeReports'
 echo "-- fleet analysis, 100,000 reports in memory"
 go test ./internal/fleet/ -run '^$' -bench 'BenchmarkAnalyze100k$' -benchtime 5x -count=1 | grep -E '^(Benchmark|ok|FAIL)'

@@ -3,7 +3,7 @@
 // empty base, written as an image tarball that `docker load`, `ctr images
 // import`, `kind load image-archive` and `crane push` accept.
 //
-//	ociimage build -binary bin/berth-linux-amd64 -o bin/berth-agent-oci.tar -tag ghcr.io/berth-dev/berth-agent:v0.3.0 -version v0.3.0
+//	ociimage build -binary bin/berth-cluster-linux-amd64 -o bin/berth-agent-oci.tar -tag ghcr.io/berth-dev/berth-agent:v0.3.0 -version v0.3.0
 //	ociimage verify bin/berth-agent-oci.tar
 //
 // The build is reproducible: file times and the creation time come from

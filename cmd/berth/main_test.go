@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNoClusterDependencies keeps client-go, gRPC and the CRI API out of
+// berth: they cost the host commands ~5 ms of start-up and ~7 MiB of RSS
+// (README, "Two binaries"), so they belong to berth-cluster only.
+func TestNoClusterDependencies(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, banned := range []string{"k8s.io/client-go/", "google.golang.org/grpc", "k8s.io/cri-api/", "berth.dev/berth/internal/cli/clustercmd"} {
+			if strings.HasPrefix(dep+"/", banned) || strings.HasPrefix(dep, banned) {
+				t.Errorf("berth links %s", dep)
+			}
+		}
+	}
+}
+
+// TestDelegation builds both binaries side by side, as make build and the
+// image do, and runs a cluster command through berth.
+func TestDelegation(t *testing.T) {
+	dir := t.TempDir()
+	berth, cluster := filepath.Join(dir, "berth"), filepath.Join(dir, "berth-cluster")
+	for bin, pkg := range map[string]string{berth: ".", cluster: "../berth-cluster"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	run := func(bin string, env []string, args ...string) (int, string, string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		c := exec.Command(bin, args...)
+		c.Env, c.Stdout, c.Stderr = env, &stdout, &stderr
+		err := c.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, stdout.String(), stderr.String()
+	}
+	env := []string{"PATH=/usr/bin:/bin"}
+	args := []string{"-o", "json", "runtimeclasses", "-p", "kubeadm-qemu-snp"}
+	wantCode, want, _ := run(cluster, env, args...)
+	code, got, errOut := run(berth, env, args...)
+	if code != 0 || wantCode != 0 || got != want || !strings.Contains(got, `"handler": "kubeadm-qemu-snp"`) {
+		t.Errorf("berth %v: exit %d (berth-cluster %d)\n%s\n%s\nwant\n%s", args, code, wantCode, got, errOut, want)
+	}
+	// The exit code of the delegate is berth's.
+	if code, _, errOut := run(berth, env, "runtimeclasses", "-p", "nonsense"); code != 2 || !strings.Contains(errOut, "nonsense") {
+		t.Errorf("bad platform through berth: exit %d, %s", code, errOut)
+	}
+	// berth alone: a clear error naming what is missing and how to get it.
+	lone := filepath.Join(t.TempDir(), "berth")
+	b, err := os.ReadFile(berth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(lone, []string{"PATH=" + t.TempDir()}, "fleet")
+	if code != 2 || !strings.Contains(errOut, "berth-cluster, which was not found") || !strings.Contains(errOut, "make build") {
+		t.Errorf("berth fleet without berth-cluster: exit %d, %s", code, errOut)
+	}
+	// BERTH_CLUSTER names it explicitly.
+	code, got, errOut = run(lone, []string{"PATH=" + t.TempDir(), "BERTH_CLUSTER=" + cluster}, args...)
+	if code != 0 || got != want {
+		t.Errorf("BERTH_CLUSTER: exit %d, %s", code, errOut)
+	}
+	// Host commands never need it.
+	if code, out, errOut := run(lone, []string{"PATH=" + t.TempDir()}, "version"); code != 0 || !strings.Contains(out, "berth") {
+		t.Errorf("berth version alone: exit %d, %s %s", code, out, errOut)
+	}
+}

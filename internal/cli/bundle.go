@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"berth.dev/berth/internal/install"
+	"berth.dev/berth/internal/manifest"
+	"berth.dev/berth/internal/output"
+)
+
+func newBundleCmd(g *Globals) *cobra.Command {
+	var fl installFlags
+	cmd := &cobra.Command{
+		Use:   "bundle --platform P... --manifest M -o bundle.tar",
+		Short: "Pack the manifest and every file some platforms need into one tar, for an air-gapped site",
+		Long: `bundle fetches (from --from, the cache or the manifest's URLs, verifying
+every SHA-256) the components the platforms need and writes them with the
+manifest into one uncompressed tar: manifest.yaml, then sha256/<hex> per
+file. Carry it to the air-gapped node and run
+
+  berth install --platform P --from bundle.tar
+
+which takes the manifest and every file from the bundle. -o (or --out)
+names the bundle file: the global -o takes a file name here.`,
+		Example: `  berth bundle -p kubeadm-qemu-snp -p kubeadm-qemu-tdx -m kata-3.24.yaml -o berth-bundle.tar`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := fl.out
+			if out == "" && g.output != "" {
+				if _, err := output.ParseFormat(g.output); err != nil || strings.HasSuffix(g.output, ".tar") {
+					out = g.output
+				}
+			}
+			if out == "" {
+				return usageErr(errors.New("-o bundle.tar (or --out) is required: the file to write"))
+			}
+			ps, err := parsePlatforms(fl.platforms)
+			if err != nil {
+				return err
+			}
+			ls, bundles, err := install.Locators(fl.from)
+			if err != nil {
+				return usageErr(err)
+			}
+			f := newFetcher(g, fl, ls)
+			m, data, err := loadManifest(cmd.Context(), f, fl, bundles)
+			if err != nil {
+				return err
+			}
+			var cs []manifest.Component
+			seen := map[string]bool{}
+			for _, p := range ps {
+				r, err := m.Resolve(p)
+				if err != nil {
+					return err
+				}
+				for _, c := range r {
+					if !seen[c.Name] {
+						seen[c.Name] = true
+						cs = append(cs, c)
+					}
+				}
+			}
+			f.Progress = newProgress(g, output.Table).event
+			if isTerminal(g.stderr) {
+				var total int64
+				for _, c := range cs {
+					total += c.Size
+				}
+				bars := newBarProgress(g.stderr, total)
+				f.Progress = bars.event
+				defer bars.finish()
+			}
+			tmp, err := os.MkdirTemp(filepath.Dir(out), ".berth-bundle-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
+			part := out + ".partial"
+			w, err := os.Create(part)
+			if err != nil {
+				return err
+			}
+			n, err := install.WriteBundle(cmd.Context(), w, data, cs, f, tmp)
+			if err == nil {
+				err = w.Sync()
+			}
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = os.Rename(part, out)
+			}
+			if err != nil {
+				os.Remove(part)
+				return &exitError{code: exitNotReady, err: fmt.Errorf("bundle %s: %w", out, err)}
+			}
+			pct := float64(n) * 100 / float64(max(m.Bytes(), 1))
+			fmt.Fprintf(g.stdout, "wrote %s: %s %s, %d components, %s (%.0f%% of the manifest)\n", out, m.Name, m.Version, len(cs), human(n), pct)
+			return nil
+		},
+	}
+	addFetchFlags(cmd, &fl)
+	f := cmd.Flags()
+	f.StringArrayVarP(&fl.platforms, "platform", "p", nil, "platform the bundle must serve; repeatable")
+	f.StringVar(&fl.out, "out", "", "bundle file to write (same as -o FILE)")
+	return cmd
+}

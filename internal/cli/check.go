@@ -1,0 +1,272 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"berth.dev/berth/internal/check"
+	"berth.dev/berth/internal/checks"
+	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/preflight"
+	"berth.dev/berth/internal/report"
+	"berth.dev/berth/platform"
+)
+
+// nfdFormat is the extra -o value of berth check.
+const nfdFormat output.Format = "nfd"
+
+// checkFlags are the flags of berth check.
+type checkFlags struct {
+	platforms   []string
+	all         bool
+	ignore      []string
+	strict      bool
+	probe       bool
+	noProbe     bool
+	execPlugins bool
+	nfdExpiry   time.Duration
+}
+
+func newCheckCmd(g *Globals) *cobra.Command {
+	var fl checkFlags
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Tell which platforms this host can run, and why not",
+		Long: `check discovers the host and evaluates it against the platforms.
+
+Without --platform it prints a matrix of the platforms that make sense for
+this host (those of the detected distribution; --all for every platform):
+ready, ready with warnings, or not ready with the first blocking check and
+its remedy, then the checks that failed or warned.
+
+With --platform P (repeatable) it prints every check for P as a tree:
+a failed check skips the checks that depend on it.
+
+Exit status: 0 every requested platform is ready (without --platform: at
+least one platform shown is ready), 1 otherwise, 2 usage or internal error.`,
+		Example: `  berth check
+  berth check --platform kubeadm-qemu-snp-genoa
+  berth check --platform kata-qemu-tdx --ignore tdx.sgx -o json
+  berth check -o nfd > /etc/kubernetes/node-feature-discovery/features.d/berth
+  berth check explain kvm.device.usable`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCheck(cmd, g, fl) },
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&fl.platforms, "platform", "p", nil, "platform to check in detail (canonical name, Kata runtime class or Contrast name); repeatable")
+	f.BoolVar(&fl.all, "all", false, "show every valid platform in the matrix, not only those of the detected distribution")
+	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings (comma-separated, case-insensitive; \"all\" only alone)")
+	f.BoolVar(&fl.strict, "strict", false, "treat warnings and unknown results as failures")
+	f.BoolVar(&fl.probe, "probe", true, "run live probes that start processes (the QEMU probe)")
+	f.BoolVar(&fl.noProbe, "no-probe", false, "do not run live probes that start processes")
+	f.BoolVar(&fl.execPlugins, "exec-plugins", false, "run the executable host checks in /etc/berth/checks.d (as root)")
+	f.DurationVar(&fl.nfdExpiry, "nfd-expiry", 0, "with -o nfd: add an expiry-time directive this far after the facts were collected (e.g. 24h)")
+	cmd.AddCommand(newCheckExplainCmd(g))
+	return cmd
+}
+
+// checkClock is the clock of berth check: SOURCE_DATE_EPOCH (seconds) when
+// set, for reproducible output, else the real time.
+func checkClock(getenv func(string) string) (func() time.Time, error) {
+	s := getenv("SOURCE_DATE_EPOCH")
+	if s == "" {
+		return time.Now, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("SOURCE_DATE_EPOCH=%q: expected seconds since 1970", s))
+	}
+	t := time.Unix(n, 0).UTC()
+	return func() time.Time { return t }, nil
+}
+
+func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
+	format, err := g.format(output.Table, output.JSON, output.YAML, nfdFormat)
+	if err != nil {
+		return err
+	}
+	now, err := checkClock(g.getenv)
+	if err != nil {
+		return err
+	}
+	var requested []platform.Platform
+	for _, s := range fl.platforms {
+		for _, one := range strings.Split(s, " ") {
+			if one == "" {
+				continue
+			}
+			p, err := platform.Parse(one)
+			if err != nil {
+				return usageErr(fmt.Errorf("--platform: %w", err))
+			}
+			requested = append(requested, p)
+		}
+	}
+	if fl.all && len(requested) > 0 {
+		return usageErr(errors.New("--all selects the matrix of every platform; it cannot be combined with --platform"))
+	}
+	static := checks.All()
+	ig, err := check.ParseIgnore(fl.ignore, func(id string) bool {
+		if strings.HasPrefix(id, "plugin.") {
+			return true
+		}
+		for _, c := range static {
+			if c.ID == id {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return usageErr(err)
+	}
+
+	root, cleanup, err := g.openRoot()
+	defer cleanup()
+	if err != nil {
+		return err
+	}
+	probe := fl.probe && !fl.noProbe
+	opt := g.discoverOptions(probe)
+	opt.Now = now
+	opt.ExecPlugins = fl.execPlugins
+	res, err := preflight.Run(cmd.Context(), root, preflight.Options{
+		Discover: opt, Check: check.Options{Ignore: ig, Strict: fl.strict},
+		Platforms: requested, All: fl.all,
+	})
+	if err != nil {
+		return err
+	}
+	f, ps, vs, mode := res.Facts, res.Platforms, res.Verdicts, "detail"
+	if res.Defaulted {
+		mode = "matrix"
+	}
+	names := make([]string, len(requested))
+	for i, p := range requested {
+		names[i] = p.String()
+	}
+	rep, err := report.New(f, mode, vs, report.Opts{Platforms: names, All: fl.all, Ignore: ig.String(), Strict: fl.strict, Probe: probe})
+	if err != nil {
+		return err
+	}
+	style := report.Style{Color: g.color()}
+	switch format {
+	case nfdFormat:
+		var exp time.Time
+		if fl.nfdExpiry > 0 {
+			exp = f.CollectedAt.Add(fl.nfdExpiry)
+		}
+		err = report.WriteNFD(g.stdout, rep, f, exp)
+	default:
+		err = output.Render(g.stdout, format, rep, func(w io.Writer) error {
+			if mode == "matrix" {
+				return report.WriteMatrix(w, rep, ps, style)
+			}
+			return report.WriteDetail(w, rep, style)
+		})
+	}
+	if err != nil {
+		return err
+	}
+	return checkExit(rep, mode)
+}
+
+// checkExit maps verdicts to the exit status: in detail mode every
+// requested platform must be ready; in the matrix at least one platform
+// must be.
+func checkExit(rep *report.Report, mode string) error {
+	if mode == "detail" && rep.AllReady() {
+		return nil
+	}
+	if mode == "matrix" && rep.Summary.Ready+rep.Summary.ReadyWithWarnings > 0 {
+		return nil
+	}
+	return &exitError{code: exitNotReady, err: errors.New("")}
+}
+
+func newCheckExplainCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "explain [ID]",
+		Short: "Explain a check: what it checks, why, remedies and the platforms it applies to",
+		Long:  "explain describes one check by ID; without an ID it lists every check by area.",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cat := checks.All()
+			if len(args) == 0 {
+				return listChecks(g.stdout, cat)
+			}
+			id := strings.ToLower(args[0])
+			for _, c := range cat {
+				if c.ID == id {
+					return explain(g.stdout, c)
+				}
+			}
+			if strings.HasPrefix(id, "plugin.") {
+				_, err := fmt.Fprintf(g.stdout, "%s\n  A finding reported by the host plug-in %q under /etc/berth (features.d or checks.d).\n  See that plug-in's documentation; berth check --exec-plugins runs executable checks.\n", id, strings.TrimPrefix(id, "plugin."))
+				return err
+			}
+			var near []string
+			for _, c := range cat {
+				if strings.Contains(c.ID, id) || strings.HasPrefix(id, strings.SplitN(c.ID, ".", 2)[0]+".") {
+					near = append(near, c.ID)
+				}
+			}
+			msg := fmt.Sprintf("no check %q", args[0])
+			if len(near) > 0 {
+				msg += "; did you mean " + strings.Join(near, ", ") + "?"
+			}
+			return usageErr(errors.New(msg + " (berth check explain lists every check)"))
+		},
+	}
+}
+
+func listChecks(w io.Writer, cat []check.Check) error {
+	areas := map[string][]string{}
+	var order []string
+	for _, c := range cat {
+		a := strings.SplitN(c.ID, ".", 2)[0]
+		if _, ok := areas[a]; !ok {
+			order = append(order, a)
+		}
+		areas[a] = append(areas[a], c.ID)
+	}
+	for _, a := range order {
+		ids := areas[a]
+		sort.Strings(ids)
+		fmt.Fprintf(w, "%s\n", a)
+		for _, id := range ids {
+			for _, c := range cat {
+				if c.ID == id {
+					fmt.Fprintf(w, "  %-28s %s\n", id, "Checking "+c.Title)
+				}
+			}
+		}
+	}
+	_, err := fmt.Fprintln(w, "plugin\n  plugin.<name>                findings and errors of host plug-ins")
+	return err
+}
+
+func explain(w io.Writer, c check.Check) error {
+	report.Wrap(w, c.ID+": ", "  ", "Checking "+c.Title)
+	fmt.Fprintln(w)
+	report.Wrap(w, "Why:        ", "            ", c.Why)
+	report.Wrap(w, "Platforms:  ", "            ", c.Platforms)
+	if c.Parent != "" {
+		report.Wrap(w, "Depends on: ", "            ", c.Parent+" (skipped when it fails)")
+	}
+	if len(c.Reads) > 0 {
+		report.Wrap(w, "Reads:      ", "            ", strings.Join(c.Reads, ", ")+" (the result is unknown when any of them is)")
+	}
+	fmt.Fprintln(w, "Remedies:")
+	for _, r := range c.Remedies {
+		report.Wrap(w, "  - ", "    ", r)
+	}
+	return nil
+}

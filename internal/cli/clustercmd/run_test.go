@@ -1,0 +1,17 @@
+package clustercmd
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"berth.dev/berth/internal/cli"
+)
+
+// runCLI runs berth-cluster in-process with a clean environment.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Run(args, strings.NewReader(""), &out, &errb, func(string) string { return "" }, Wiring())
+	return code, out.String(), errb.String()
+}

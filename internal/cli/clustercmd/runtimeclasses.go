@@ -1,0 +1,77 @@
+package clustercmd
+
+import (
+	"berth.dev/berth/internal/cli"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"berth.dev/berth/internal/configure"
+	"berth.dev/berth/internal/nodereport"
+	"berth.dev/berth/internal/output"
+)
+
+func newRuntimeClassesCmd(g *cli.Globals) *cobra.Command {
+	var platforms []string
+	var teeLabels bool
+	cmd := &cobra.Command{
+		Use:   "runtimeclasses",
+		Short: "Print the RuntimeClasses of platforms, selecting the nodes the agent labelled ready",
+		Long: `runtimeclasses prints one node.k8s.io/v1 RuntimeClass per --platform: the
+handler berth configures, the platform's pod overhead, and a nodeSelector on
+the label berth's agent publishes (berth.dev/platform.<name>: "true"), so
+that pods only land on nodes that can run them. YAML by default (apply it
+with kubectl apply -f -), -o json for a v1 List.`,
+		Example: `  berth runtimeclasses --platform k3s-qemu-snp-genoa | kubectl apply -f -
+  berth runtimeclasses -p kata-qemu-tdx -p kata-qemu -o json`,
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := g.Format(output.YAML, output.JSON)
+			if err != nil {
+				if g.Output() == "table" { // the global default: YAML here
+					format, err = output.YAML, nil
+				} else {
+					return err
+				}
+			}
+			ps, err := platformList(platforms)
+			if err != nil {
+				return err
+			}
+			if len(ps) == 0 {
+				return cli.UsageErr(errors.New("--platform is required (repeatable); berth platforms lists them"))
+			}
+			var items []json.RawMessage
+			for i, p := range ps {
+				if !nodereport.LabelFits(p.Name()) {
+					return cli.UsageErr(fmt.Errorf("platform %s: its label %s%s is longer than a label key may be, so the agent cannot publish it", p, nodereport.PlatformLabelPrefix, p.Name()))
+				}
+				doc := configure.RuntimeClass(p, configure.RuntimeClassOptions{TEELabels: teeLabels})
+				if format == output.YAML {
+					if i > 0 {
+						fmt.Fprintln(g.Stdout(), "---")
+					}
+					if _, err := g.Stdout().Write(doc); err != nil {
+						return err
+					}
+					continue
+				}
+				j, err := yaml.YAMLToJSON(doc)
+				if err != nil {
+					return fmt.Errorf("RuntimeClass %s: %w", p.Name(), err)
+				}
+				items = append(items, j)
+			}
+			if format == output.JSON {
+				return output.Render(g.Stdout(), output.JSON, map[string]any{"apiVersion": "v1", "kind": "List", "items": items}, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVarP(&platforms, "platform", "p", nil, "platform (canonical name, Kata runtime class or Contrast name); repeatable")
+	cmd.Flags().BoolVar(&teeLabels, "tee-labels", false, "also require Node Feature Discovery's TEE label (for clusters that run NFD)")
+	return cmd
+}

@@ -1,0 +1,176 @@
+package clustercmd
+
+import (
+	"berth.dev/berth/internal/cli"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"berth.dev/berth/internal/cri"
+	"berth.dev/berth/internal/output"
+)
+
+// verifyResult is what berth verify reports.
+type verifyResult struct {
+	Platform       string       `json:"platform"`
+	Handler        string       `json:"handler"`
+	Socket         string       `json:"socket"`
+	RuntimeName    string       `json:"runtimeName,omitempty"`
+	RuntimeVersion string       `json:"runtimeVersion,omitempty"`
+	Live           bool         `json:"live"`
+	Found          *cri.Handler `json:"found,omitempty"`
+	// Handlers are all handlers the runtime reported, for the "did you
+	// mean" case.
+	Handlers []string `json:"handlers"`
+	// Node is set when a kubeconfig was given: whether the node object
+	// lists the handler in status.runtimeHandlers.
+	Node *nodeResult `json:"node,omitempty"`
+}
+
+type nodeResult struct {
+	Name     string   `json:"name"`
+	Listed   bool     `json:"listed"`
+	Handlers []string `json:"handlers"`
+	Error    string   `json:"error,omitempty"`
+}
+
+func newVerifyCmd(g *cli.Globals) *cobra.Command {
+	var plat, socket, kubeconfig, node string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "verify --platform P",
+		Short: "Ask the running container runtime whether the platform's handler is live",
+		Long: `verify asks the container runtime over its CRI socket (CRI Status, verbose)
+whether the platform's runtime handler is loaded: a configuration on disk
+proves nothing until the runtime has read it. The socket is the one of the
+platform's distribution under --root, unless --socket is given.
+
+With --kubeconfig it also asks Kubernetes whether the node (--node, default
+the host name) lists the handler in Node.status.runtimeHandlers, which the
+kubelet fills from the runtime (Kubernetes >= 1.30; containerd 1.x reports
+no handlers there).
+
+Exit status: 0 the handler is live (and, with --kubeconfig, listed by the
+node), 1 it is not (or the runtime or the API server could not be asked),
+2 usage error.`,
+		Example: `  berth verify --platform kubeadm-qemu-snp
+  berth verify -p k3s-qemu-tdx --socket /run/k3s/containerd/containerd.sock -o json`,
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := g.Format(output.Table, output.JSON, output.YAML)
+			if err != nil {
+				return err
+			}
+			p, err := cli.ParsePlatformFlag(plat)
+			if err != nil {
+				return err
+			}
+			if socket == "" {
+				l, ok := p.Distribution().Layout()
+				if !ok {
+					return cli.UsageErr(fmt.Errorf("distribution %s has no known socket: pass --socket", p.Distribution()))
+				}
+				socket = filepath.Join(g.Root(), filepath.FromSlash(l.Socket))
+			}
+			res := verifyResult{Platform: p.String(), Handler: p.Name(), Socket: socket, Handlers: []string{}}
+			st, qerr := cri.Query(cmd.Context(), socket, timeout)
+			if qerr == nil {
+				res.RuntimeName, res.RuntimeVersion = st.RuntimeName, st.RuntimeVersion
+				res.Handlers = st.Names()
+				if h, ok := st.Handlers[p.Name()]; ok {
+					res.Live, res.Found = true, &h
+				}
+			}
+			if kubeconfig != "" {
+				if node == "" {
+					h, err := os.Hostname()
+					if err != nil {
+						return cli.UsageErr(fmt.Errorf("--node: %w", err))
+					}
+					node = h
+				}
+				nr := &nodeResult{Name: node, Handlers: []string{}}
+				names, err := cri.NodeRuntimeHandlers(cmd.Context(), kubeconfig, node)
+				if err != nil {
+					nr.Error = err.Error()
+				} else {
+					nr.Handlers, nr.Listed = names, slices.Contains(names, p.Name())
+				}
+				res.Node = nr
+			}
+			if err := output.Render(g.Stdout(), format, res, func(w io.Writer) error { return writeVerify(w, res, qerr) }); err != nil {
+				return err
+			}
+			switch {
+			case qerr != nil:
+				return cli.ExitErr(cli.ExitNotReady, qerr)
+			case !res.Live:
+				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+			case res.Node != nil && res.Node.Error != "":
+				return cli.ExitErr(cli.ExitNotReady, errors.New(res.Node.Error))
+			case res.Node != nil && !res.Node.Listed:
+				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&plat, "platform", "p", "", "platform whose handler to look for")
+	f.StringVar(&socket, "socket", "", "CRI socket (default: the distribution's, under --root)")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "also check Node.status.runtimeHandlers through this kubeconfig")
+	f.StringVar(&node, "node", "", "node name for --kubeconfig (default: the host name)")
+	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the runtime")
+	return cmd
+}
+
+func writeVerify(w io.Writer, r verifyResult, qerr error) error {
+	if err := writeRuntimeVerify(w, r, qerr); err != nil {
+		return err
+	}
+	if n := r.Node; n != nil {
+		switch {
+		case n.Error != "":
+			fmt.Fprintf(w, "node %s: unknown: %s\n", n.Name, n.Error)
+		case n.Listed:
+			fmt.Fprintf(w, "node %s: lists %s in status.runtimeHandlers\n", n.Name, r.Handler)
+		default:
+			fmt.Fprintf(w, "node %s: does NOT list %s in status.runtimeHandlers (has: %s); the kubelet refreshes it after the runtime restarts\n",
+				n.Name, r.Handler, strings.Join(n.Handlers, ", "))
+		}
+	}
+	return nil
+}
+
+func writeRuntimeVerify(w io.Writer, r verifyResult, qerr error) error {
+	if qerr != nil {
+		_, err := fmt.Fprintf(w, "handler %s: unknown: the runtime at %s could not be asked\n", r.Handler, r.Socket)
+		return err
+	}
+	if !r.Live {
+		_, err := fmt.Fprintf(w, "handler %s: NOT live in %s %s (%s)\n  the runtime has: %s\n  run berth config apply --platform %s --restart\n",
+			r.Handler, r.RuntimeName, r.RuntimeVersion, r.Socket, strings.Join(r.Handlers, ", "), r.Platform)
+		return err
+	}
+	h := r.Found
+	fmt.Fprintf(w, "handler %s: live in %s %s (%s)\n", r.Handler, r.RuntimeName, r.RuntimeVersion, r.Socket)
+	if h.RuntimeType != "" {
+		fmt.Fprintf(w, "  runtime type  %s\n", h.RuntimeType)
+	}
+	if h.RuntimePath != "" {
+		fmt.Fprintf(w, "  runtime path  %s\n", h.RuntimePath)
+	}
+	if h.Snapshotter != "" {
+		fmt.Fprintf(w, "  snapshotter   %s\n", h.Snapshotter)
+	}
+	if cp, ok := h.Options["ConfigPath"].(string); ok {
+		fmt.Fprintf(w, "  config        %s\n", cp)
+	}
+	return nil
+}

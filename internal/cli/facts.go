@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/internal/output"
+)
+
+// openRoot opens the host root selected by --root and --live. Every
+// command that inspects a host goes through it; cleanup is never nil. A
+// root that cannot be opened (missing, not a snapshot, escaping paths) is
+// a usage error.
+func (g *Globals) openRoot() (hostfs.Root, func(), error) {
+	root, cleanup, err := hostfs.Open(g.root, g.live)
+	if err != nil {
+		return nil, cleanup, usageErr(err)
+	}
+	if g.log != nil {
+		g.log.Info("host root", "path", root.Path(), "live", root.Live())
+	}
+	return root, cleanup, nil
+}
+
+// discoverOptions are the discovery options every command uses.
+func (g *Globals) discoverOptions(probe bool) discover.Options {
+	return discover.Options{Now: time.Now, Probe: probe, Log: g.log}
+}
+
+func newFactsCmd(g *Globals) *cobra.Command {
+	var probe, schema bool
+	cmd := &cobra.Command{
+		Use:   "facts",
+		Short: "Print everything berth knows about the host, with the reason for every unknown fact",
+		Long: `facts discovers the host root (the live system, --root DIR or --root
+SNAPSHOT.tar.gz) and prints one versioned document: CPU, virtualisation,
+kernel, devices, IOMMU and GPUs, TEE, runtimes, distribution and binaries.
+Whatever could not be determined is listed under "unknown" with the reason.
+--schema prints the JSON Schema of the document instead.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if schema {
+				_, err := io.WriteString(g.stdout, facts.Schema())
+				return err
+			}
+			format, err := g.format()
+			if err != nil {
+				return err
+			}
+			root, cleanup, err := g.openRoot()
+			defer cleanup()
+			if err != nil {
+				return err
+			}
+			f := discover.Run(cmd.Context(), root, g.discoverOptions(probe))
+			return output.Render(g.stdout, format, f, func(w io.Writer) error { return facts.WriteTable(w, f) })
+		},
+	}
+	cmd.Flags().BoolVar(&probe, "probe", false, "also run live probes that start processes (the QEMU probe); live roots only")
+	cmd.Flags().BoolVar(&schema, "schema", false, "print the JSON Schema of the facts document and exit")
+	return cmd
+}
+
+// errNoSnapshotFile explains how snapshot is called.
+var errNoSnapshotFile = errors.New("berth snapshot needs the archive to write: -o FILE.tar.gz (or -o - for stdout)")

@@ -1,0 +1,520 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
+
+	"berth.dev/berth/internal/configure"
+	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/fetch"
+	"berth.dev/berth/internal/install"
+	"berth.dev/berth/internal/manifest"
+	"berth.dev/berth/internal/output"
+	"berth.dev/berth/platform"
+)
+
+// installFlags are the flags of install, bundle, rollback and uninstall.
+type installFlags struct {
+	platforms     []string
+	manifest      string
+	prefix        string
+	from          []string
+	cache         string
+	dryRun        bool
+	force         bool
+	parallel      int
+	noConfig      bool
+	restart       bool
+	configVersion int
+	out           string
+}
+
+func addInstallPathFlags(cmd *cobra.Command, fl *installFlags) {
+	f := cmd.Flags()
+	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "installation prefix (a path on the host named by --root)")
+}
+
+func addFetchFlags(cmd *cobra.Command, fl *installFlags) {
+	f := cmd.Flags()
+	f.StringVarP(&fl.manifest, "manifest", "m", "", "component manifest: PATH, PATH@sha256:<hex> or URL@sha256:<hex> (default: the one in a --from bundle)")
+	f.StringArrayVar(&fl.from, "from", nil, "local directory (files named by sha256 or file name) or bundle .tar to take files from before the network; repeatable")
+	f.StringVar(&fl.cache, "cache", "", "download cache (default "+manifest.DefaultCache+" under --root)")
+	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
+}
+
+func newInstallCmd(g *Globals) *cobra.Command {
+	var fl installFlags
+	cmd := &cobra.Command{
+		Use:   "install --platform P --manifest M",
+		Short: "Install what a platform needs from a component manifest, configure the runtime and verify it",
+		Long: `install resolves the components the platform needs from the manifest,
+runs the platform's checks on this node (refusing a failing platform unless
+--force), fetches the components (from --from directories or bundles, the
+cache, then the manifest's URLs), verifies every SHA-256, installs them into
+<prefix>/versions/<id>/ and switches <prefix>/current to it atomically. Then
+it applies the platform's runtime configuration (berth config apply) and
+asks the running runtime whether the handler is live (berth verify).
+
+A re-run with nothing to do changes nothing and fetches nothing. The
+installation it replaces stays, for berth rollback. Installing a second
+platform keeps the first, and an upgrade (a new manifest) upgrades every
+platform the prefix serves.
+
+Exit status: 0 installed (and live, when verified), 1 the platform is not
+ready, its handler is not live or the install failed, 2 usage error.`,
+		Example: `  berth install --platform kubeadm-qemu-snp --manifest kata-3.24.yaml --dry-run
+  sudo berth install -p kubeadm-qemu-snp -m kata-3.24.yaml --restart
+  sudo berth install -p kubeadm-qemu-snp --from /media/usb/berth-bundle.tar`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runInstall(cmd.Context(), g, fl) },
+	}
+	addInstallPathFlags(cmd, &fl)
+	addFetchFlags(cmd, &fl)
+	f := cmd.Flags()
+	f.StringArrayVarP(&fl.platforms, "platform", "p", nil, "platform to install (canonical name, Kata runtime class or Contrast name); repeatable")
+	f.BoolVar(&fl.dryRun, "dry-run", false, "show the components, their sizes and sources, and change nothing")
+	f.BoolVar(&fl.force, "force", false, "install even though the platform's checks fail on this node")
+	f.BoolVar(&fl.noConfig, "no-config", false, "install the files only: no runtime configuration, no verify")
+	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime if its configuration changed (needed for verify to see the handler)")
+	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version (2 or 3) when the node's containerd version is unknown")
+	return cmd
+}
+
+// hostPath is path p of the host named by --root, on this machine.
+func (g *Globals) hostPath(p string) string {
+	if g.root == "" || filepath.Clean(g.root) == "/" {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(g.root, p)
+}
+
+func parsePlatforms(ss []string) ([]platform.Platform, error) {
+	var ps []platform.Platform
+	for _, s := range ss {
+		p, err := parsePlatformFlag(s)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return nil, usageErr(errors.New("--platform is required: berth never picks a platform for you (berth check lists those this node can run)"))
+	}
+	return ps, nil
+}
+
+// loadManifest loads --manifest, or the manifest of the only --from
+// bundle, and returns it with its bytes.
+func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundles []*install.Bundle) (*manifest.Manifest, []byte, error) {
+	if fl.manifest != "" {
+		ref, err := manifest.ParseRef(fl.manifest)
+		if err != nil {
+			return nil, nil, usageErr(err)
+		}
+		if ref.Remote {
+			// Pinned by ParseRef: the digest is checked before parsing.
+			data, err := f.Bytes(ctx, ref.Location, manifest.MaxSize, ref.SHA256)
+			if err != nil {
+				return nil, nil, fmt.Errorf("manifest: %w", err)
+			}
+			m, err := manifest.Parse(data, ref.String())
+			return m, data, err
+		}
+		m, err := manifest.LoadRef(ref)
+		if err != nil {
+			return nil, nil, usageErr(err)
+		}
+		data, err := os.ReadFile(ref.Location)
+		return m, data, err
+	}
+	switch len(bundles) {
+	case 0:
+		return nil, nil, usageErr(errors.New("--manifest is required (or --from a bundle made by berth bundle)"))
+	case 1:
+	default:
+		return nil, nil, usageErr(errors.New("several --from bundles: pass --manifest to say which release to install"))
+	}
+	data, err := bundles[0].Manifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := manifest.Parse(data, bundles[0].Path()+"!"+install.BundleManifest)
+	return m, data, err
+}
+
+// newFetcher builds the fetcher of install and bundle.
+func newFetcher(g *Globals, fl installFlags, ls []fetch.Locator) *fetch.Fetcher {
+	cache := fl.cache
+	if cache == "" {
+		cache = g.hostPath(manifest.DefaultCache)
+	}
+	f := fetch.New(ls, cache)
+	f.Log = g.log
+	return f
+}
+
+// progress reports fetch events: JSON lines on stdout with -o json, else
+// one line per component start, retry, fallback and finish (and every 10%
+// of a download) on stderr.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	json  bool
+	start time.Time
+	last  map[string]int64
+}
+
+func newProgress(g *Globals, format output.Format) *progress {
+	p := &progress{w: g.stderr, start: time.Now(), last: map[string]int64{}}
+	if format == output.JSON {
+		p.w, p.json = g.stdout, true
+	}
+	return p
+}
+
+func (p *progress) event(e fetch.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.Phase == fetch.PhaseProgress {
+		step := max(e.Total/10, 1)
+		if e.Bytes/step == p.last[e.Component]/step {
+			return
+		}
+		p.last[e.Component] = e.Bytes
+	}
+	if p.json {
+		b, _ := json.Marshal(struct {
+			Time string `json:"time"`
+			fetch.Event
+		}{time.Now().UTC().Format(time.RFC3339Nano), e})
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	switch e.Phase {
+	case fetch.PhaseStart:
+		fmt.Fprintf(p.w, "fetch %s (%s)\n", e.Component, human(e.Total))
+	case fetch.PhaseProgress:
+		fmt.Fprintf(p.w, "  %s %3d%% %s/%s\n", e.Component, e.Bytes*100/max(e.Total, 1), human(e.Bytes), human(e.Total))
+	case fetch.PhaseRetry:
+		fmt.Fprintf(p.w, "  %s: retrying %s at %s: %s\n", e.Component, e.Source, human(e.Bytes), e.Error)
+	case fetch.PhaseFallback:
+		fmt.Fprintf(p.w, "  %s: %s unusable, trying the next source: %s\n", e.Component, e.Source, e.Error)
+	case fetch.PhaseDone:
+		fmt.Fprintf(p.w, "  %s verified (from %s)\n", e.Component, e.Source)
+	}
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// dryRunComponent is one line of install --dry-run.
+type dryRunComponent struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Size    int64  `json:"size"`
+	SHA256  string `json:"sha256"`
+	Source  string `json:"source"`
+}
+
+// dryRun is what install --dry-run prints.
+type dryRun struct {
+	Prefix     string            `json:"prefix"`
+	Plan       *install.Plan     `json:"plan"`
+	Components []dryRunComponent `json:"components"`
+	// ToFetch is the size of the components that no local source or the
+	// cache has.
+	ToFetch int64 `json:"toFetch"`
+}
+
+func planSources(f *fetch.Fetcher, pl *install.Plan) ([]dryRunComponent, int64) {
+	var out []dryRunComponent
+	var toFetch int64
+	for _, c := range pl.Components {
+		it := install.Item(c)
+		d := dryRunComponent{Name: c.Name, Version: c.Version, Size: c.Size, SHA256: c.SHA256}
+		for _, l := range f.Locals {
+			if cs := l.Lookup(it); len(cs) > 0 && d.Source == "" {
+				d.Source = cs[0].Name
+			}
+		}
+		if cp := f.CachePath(c.SHA256); d.Source == "" && cp != "" {
+			if _, err := os.Stat(cp); err == nil {
+				d.Source = cp + " (cache)"
+			}
+		}
+		if d.Source == "" && len(c.Sources) > 0 {
+			d.Source = c.Sources[0]
+			toFetch += c.Size
+		}
+		out = append(out, d)
+	}
+	return out, toFetch
+}
+
+func writeDryRun(w io.Writer, d dryRun) error {
+	pl := d.Plan
+	fmt.Fprintf(w, "%s %s (%s) for %s into %s/versions/%s\n", pl.Manifest, pl.Version, pl.Digest, strings.Join(pl.Platforms, ", "), d.Prefix, pl.ID)
+	if len(pl.Kept) > 0 {
+		fmt.Fprintf(w, "keeping the installed platforms %s (berth uninstall removes all)\n", strings.Join(pl.Kept, ", "))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tVERSION\tSIZE\tSOURCE")
+	for _, c := range d.Components {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.Version, human(c.Size), c.Source)
+	}
+	tw.Flush()
+	pct := 0.0
+	if pl.AllBytes > 0 {
+		pct = float64(pl.Bytes) * 100 / float64(pl.AllBytes)
+	}
+	_, err := fmt.Fprintf(w, "total %s in %d components (%.0f%% of the manifest's %s); to download %s\n",
+		human(pl.Bytes), len(pl.Components), pct, human(pl.AllBytes), human(d.ToFetch))
+	return err
+}
+
+func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
+	format, err := g.format(output.Table, output.JSON, output.YAML)
+	if err != nil {
+		return err
+	}
+	ps, err := parsePlatforms(fl.platforms)
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(fl.prefix) {
+		return usageErr(fmt.Errorf("--prefix %s: expected an absolute path: the runtime configuration names it", fl.prefix))
+	}
+	ls, bundles, err := install.Locators(fl.from)
+	if err != nil {
+		return usageErr(err)
+	}
+	fetcher := newFetcher(g, fl, ls)
+	m, _, err := loadManifest(ctx, fetcher, fl, bundles)
+	if err != nil {
+		return err
+	}
+	root, cleanup, err := g.openRoot()
+	defer cleanup()
+	if err != nil {
+		return err
+	}
+	// Preflight: the platform's checks, as berth check runs them.
+	facts := discover.Run(ctx, root, g.discoverOptions(false))
+	for _, p := range ps {
+		err := refuseNotReady(facts, p, fl.force)
+		if err != nil && fl.dryRun {
+			// A dry run changes nothing: say what the real run would refuse.
+			fmt.Fprintf(g.stderr, "warning: %v\n", err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	in := &install.Installer{
+		Layout:       install.Layout{Prefix: g.hostPath(fl.prefix)},
+		Fetcher:      fetcher,
+		Parallel:     fl.parallel,
+		BeforeSwitch: install.PauseHook(g.getenv),
+		Log:          g.log,
+	}
+	pl, err := in.Plan(m, ps)
+	if err != nil {
+		return err
+	}
+	if fl.dryRun {
+		comps, toFetch := planSources(in.Fetcher, pl)
+		d := dryRun{Prefix: in.Layout.Prefix, Plan: pl, Components: comps, ToFetch: toFetch}
+		return output.Render(g.stdout, format, d, func(w io.Writer) error { return writeDryRun(w, d) })
+	}
+	var bars *barProgress
+	switch {
+	case format == output.Table && isTerminal(g.stderr):
+		bars = newBarProgress(g.stderr, pl.Bytes)
+		in.Fetcher.Progress = bars.event
+	case format != output.YAML:
+		in.Fetcher.Progress = newProgress(g, format).event
+	}
+	start := time.Now()
+	res, err := in.Install(ctx, pl)
+	if bars != nil {
+		bars.finish()
+	}
+	if err != nil {
+		return &exitError{code: exitNotReady, err: err}
+	}
+	summary := installSummary{Prefix: in.Layout.Prefix, ID: pl.ID, Platforms: pl.Platforms, Changed: res.Changed,
+		Previous: res.Previous, Bytes: pl.Bytes, Fetched: res.Fetched, Seconds: time.Since(start).Seconds()}
+	if format == output.JSON {
+		// One line, like the progress lines before it: JSON lines.
+		b, _ := json.Marshal(summary)
+		fmt.Fprintf(g.stdout, "%s\n", b)
+	} else if err := output.Render(g.stdout, format, summary, func(w io.Writer) error { return writeInstallSummary(w, summary) }); err != nil {
+		return err
+	}
+	// What config apply says is prose: keep stdout machine-readable.
+	cg := g
+	if format != output.Table {
+		c := *g
+		c.stdout = g.stderr
+		cg = &c
+	}
+	if fl.noConfig {
+		return nil
+	}
+	// Runtime configuration, as berth config apply does it; the configure
+	// package names paths under the prefix, which the stable links resolve
+	// to the current installation.
+	w, err := g.writableRoot()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	for _, p := range ps {
+		t, err := targetFor(facts, p, fl.configVersion)
+		if err != nil {
+			return err
+		}
+		r, err := configure.Render(p, t, configure.Options{Paths: configure.Paths{Prefix: fl.prefix}})
+		if err != nil {
+			return err
+		}
+		cres, err := configure.Apply(w, r)
+		if err != nil {
+			return fmt.Errorf("installed, but applying the runtime configuration failed: %w", err)
+		}
+		l, _ := p.Distribution().Layout()
+		if err := reportChange(ctx, cg, root, l, cres, fl.restart, "applied"); err != nil {
+			return err
+		}
+	}
+	if !root.Live() {
+		fmt.Fprintf(g.stderr, "not verifying: --root %s is not a running system (berth verify asks the live runtime)\n", root.Path())
+		return nil
+	}
+	if g.verify == nil {
+		return errors.New("installed, but this build of berth cannot verify: run `berth verify` for each platform")
+	}
+	for _, p := range ps {
+		if err := g.verify(ctx, g, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// installSummary is what install prints when done.
+type installSummary struct {
+	Prefix    string   `json:"prefix"`
+	ID        string   `json:"id"`
+	Platforms []string `json:"platforms"`
+	Changed   bool     `json:"changed"`
+	Previous  string   `json:"previous,omitempty"`
+	Bytes     int64    `json:"bytes"`
+	Fetched   int64    `json:"fetched"`
+	Seconds   float64  `json:"seconds"`
+}
+
+func writeInstallSummary(w io.Writer, s installSummary) error {
+	if !s.Changed {
+		_, err := fmt.Fprintf(w, "%s: already installed (%s), nothing fetched\n", s.Prefix, s.ID)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "installed %s into %s/versions/%s (%s, %s downloaded, %.1fs); current -> versions/%s\n",
+		strings.Join(s.Platforms, ", "), s.Prefix, s.ID, human(s.Bytes), human(s.Fetched), s.Seconds, s.ID)
+	if err == nil && s.Previous != "" && s.Previous != s.ID {
+		_, err = fmt.Fprintf(w, "previous installation %s kept for berth rollback\n", s.Previous)
+	}
+	return err
+}
+
+// isTerminal reports whether w is a terminal (progress bars) rather than a
+// pipe or file (progress lines).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// barProgress draws a progress bar per component and one for the total.
+type barProgress struct {
+	mu      sync.Mutex
+	p       *mpb.Progress
+	total   *mpb.Bar
+	bars    map[string]*mpb.Bar
+	counted map[string]int64
+	sum     int64
+}
+
+func newBarProgress(w io.Writer, total int64) *barProgress {
+	b := &barProgress{p: mpb.New(mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithAutoRefresh()), bars: map[string]*mpb.Bar{}, counted: map[string]int64{}}
+	b.total = b.p.AddBar(total, mpb.BarPriority(1<<30),
+		mpb.PrependDecorators(decor.Name("total", decor.WC{W: 30, C: decor.DindentRight})),
+		mpb.AppendDecorators(decor.CountersKibiByte("% .1f / % .1f"), decor.Name(" "), decor.Percentage()))
+	return b
+}
+
+func (b *barProgress) event(e fetch.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bar := b.bars[e.Component]
+	if bar == nil {
+		bar = b.p.AddBar(e.Total,
+			mpb.PrependDecorators(decor.Name(e.Component, decor.WC{W: 30, C: decor.DindentRight})),
+			mpb.AppendDecorators(decor.OnComplete(decor.CountersKibiByte("% .1f / % .1f"), "verified")))
+		b.bars[e.Component] = bar
+	}
+	switch e.Phase {
+	case fetch.PhaseProgress, fetch.PhaseRetry:
+		bar.SetCurrent(e.Bytes)
+	case fetch.PhaseDone:
+		bar.SetCurrent(e.Total)
+	default:
+		return
+	}
+	cur := min(e.Bytes, e.Total)
+	if e.Phase == fetch.PhaseDone {
+		cur = e.Total
+	}
+	b.sum += cur - b.counted[e.Component]
+	b.counted[e.Component] = cur
+	b.total.SetCurrent(b.sum)
+}
+
+// finish stops the bars (aborting those a failure left incomplete) and
+// waits for the last frame.
+func (b *barProgress) finish() {
+	b.mu.Lock()
+	for _, bar := range b.bars {
+		if !bar.Completed() {
+			bar.Abort(false)
+		}
+	}
+	if !b.total.Completed() {
+		b.total.Abort(false)
+	}
+	b.mu.Unlock()
+	b.p.Wait()
+}

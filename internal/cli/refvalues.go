@@ -1,0 +1,277 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"berth.dev/berth/internal/manifest"
+	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/refvalues"
+	"berth.dev/berth/platform"
+)
+
+// refvaluesFlags are the options of berth refvalues.
+type refvaluesFlags struct {
+	platform, firmware, kernel, initrd, cmdline string
+	vcpus, vcpuType, pageOrder                  string
+	guestFeatures, policy                       string
+	manifest, cache                             string
+	from                                        []string
+}
+
+// bootInputs are the measured components, from flags or from a manifest;
+// want holds the manifest's digests to check the computed inputs against.
+type bootInputs struct {
+	firmware, kernel, initrd refvalues.Component
+	cmdline                  *string
+	want                     map[string]manifest.Component
+}
+
+func newRefvaluesCmd(g *Globals) *cobra.Command {
+	var f refvaluesFlags
+	cmd := &cobra.Command{
+		Use:   "refvalues --platform P (--firmware F [--kernel K [--initrd I] [--cmdline C]] | --manifest M [--from DIR]...)",
+		Short: "Compute attestation reference values (SNP launch digest, TDX MRTD) from boot components",
+		Long: `refvalues computes what an attestation service must expect from a
+confidential guest booted from the given components, without running it:
+
+  SNP platforms: the launch digest (SHA-384) of a QEMU/KVM guest booted from an
+  AmdSev OVMF image with measured direct boot, for each vCPU count in --vcpus,
+  for the platform's product line (or each of Milan, Genoa, Turin when the
+  platform does not pin one), plus the guest policy and the TCB fields the
+  operator must set.
+
+  TDX platforms: MRTD of the TDVF image (the kernel, initrd and command line go
+  into RTMRs, which berth does not compute).
+
+With --manifest, the firmware, kernel, initrd and command line are those the
+component manifest resolves for the platform (roles firmware, kernel, initrd;
+the measured kernelCmdline). Their files are looked up in the --from
+directories (named by sha256 digest first, then by install path base name or
+component name) and in the download cache (<cache>/sha256/<digest>), and
+their sha256 and size must match the manifest.
+
+-o json prints the versioned schema berth.dev/refvalues/v1.`,
+		Example: `  berth refvalues --platform k3s-qemu-snp-genoa --firmware OVMF.amdsev.fd \
+    --kernel vmlinuz --initrd initrd.img --cmdline "console=ttyS0" --vcpus 1-4 -o json
+  berth refvalues --platform kata-qemu-tdx --firmware OVMF.inteltdx.fd
+  berth refvalues --platform kata-qemu-snp --manifest kata.yaml --from ./downloads`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRefvalues(cmd, g, &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.platform, "platform", "", "confidential platform (e.g. k3s-qemu-snp-genoa, kata-qemu-tdx); required")
+	fl.StringVar(&f.firmware, "firmware", "", "firmware image: AmdSev OVMF for SNP, TDVF (IntelTdx OVMF) for TDX; required")
+	fl.StringVar(&f.kernel, "kernel", "", "kernel for measured direct boot (SNP)")
+	fl.StringVar(&f.initrd, "initrd", "", "initrd for measured direct boot (SNP; needs --kernel)")
+	fl.StringVar(&f.cmdline, "cmdline", "", "kernel command line (SNP; needs --kernel; measured with a trailing NUL)")
+	fl.StringVar(&f.vcpus, "vcpus", "1-8", "vCPU count N, or a range A-B, to compute SNP launch digests for")
+	fl.StringVar(&f.vcpuType, "vcpu-type", "", "QEMU CPU model (e.g. EPYC-Genoa) or CPUID signature (0x...) instead of the product line's")
+	fl.StringVar(&f.guestFeatures, "guest-features", "0x1", "SNP guest features (SEV_FEATURES of the VMSA), hex")
+	fl.StringVar(&f.policy, "policy", "0x30000", "SNP guest policy, hex")
+	fl.StringVar(&f.pageOrder, "page-order", "single-pass", "TDX page order: single-pass (upstream KVM, QEMU >= 9) or two-pass (QEMU 8.x stacks)")
+	fl.StringVar(&f.manifest, "manifest", "", "component manifest (PATH, PATH@sha256:<hex> or URL@sha256:<hex>) to take the boot components from, instead of --firmware/--kernel/--initrd/--cmdline")
+	fl.StringArrayVar(&f.from, "from", nil, "directory holding the manifest's component files (repeatable; with --manifest)")
+	fl.StringVar(&f.cache, "cache", manifest.DefaultCache, "download cache root searched as <cache>/sha256/<digest> (with --manifest; \"\" for none)")
+	return cmd
+}
+
+func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
+	format, err := g.format()
+	if err != nil {
+		return err
+	}
+	if f.platform == "" {
+		return usageErr(fmt.Errorf("--platform is required (e.g. k3s-qemu-snp-genoa or kata-qemu-tdx)"))
+	}
+	p, err := platform.Parse(f.platform)
+	if err != nil {
+		return usageErr(fmt.Errorf("--platform: %w", err))
+	}
+	if !p.Confidential() {
+		return usageErr(fmt.Errorf("platform %s has no TEE: reference values exist only for SNP and TDX platforms (e.g. %s-qemu-snp or %s-qemu-tdx)", p, p.Distribution(), p.Distribution()))
+	}
+	if p.Hypervisor() != platform.QEMU {
+		return usageErr(fmt.Errorf("platform %s uses %s: berth models the launch measurement of QEMU guests only", p, p.Hypervisor()))
+	}
+	changed := cmd.Flags().Changed
+	var in bootInputs
+	if f.manifest != "" {
+		for _, name := range []string{"firmware", "kernel", "initrd", "cmdline"} {
+			if changed(name) {
+				return usageErr(fmt.Errorf("--%s and --manifest exclude each other: the manifest names the boot components", name))
+			}
+		}
+		if in, err = manifestInputs(g, f, p); err != nil {
+			return usageErr(err)
+		}
+	} else {
+		if len(f.from) > 0 || changed("cache") {
+			return usageErr(fmt.Errorf("--from and --cache apply with --manifest only"))
+		}
+		if f.firmware == "" {
+			return usageErr(fmt.Errorf("--firmware is required (or --manifest)"))
+		}
+		in = flagInputs(f, changed)
+	}
+	var doc *refvalues.Document
+	switch p.TEE() {
+	case platform.SNP:
+		if changed("page-order") {
+			return usageErr(fmt.Errorf("--page-order applies to TDX platforms only; %s is SNP", p))
+		}
+		req, err := snpRequest(f, in, p.ProductLine())
+		if err != nil {
+			return usageErr(err)
+		}
+		if doc, err = refvalues.SNP(req); err != nil {
+			return usageErr(err)
+		}
+	case platform.TDX:
+		for _, name := range []string{"vcpus", "vcpu-type", "guest-features", "policy"} {
+			if changed(name) {
+				return usageErr(fmt.Errorf("--%s applies to SNP platforms only; %s is TDX", name, p))
+			}
+		}
+		for _, name := range []string{"kernel", "initrd", "cmdline"} {
+			if changed(name) {
+				g.log.Warn("TDX measures the kernel, initrd and command line into RTMRs, which berth does not compute; only MRTD is printed", "flag", "--"+name)
+			}
+		}
+		if f.manifest != "" {
+			g.log.Info("TDX measures the kernel, initrd and command line into RTMRs, which berth does not compute; only MRTD is printed")
+		}
+		order, err := refvalues.ParsePageOrder(f.pageOrder)
+		if err != nil {
+			return usageErr(fmt.Errorf("--page-order: %w", err))
+		}
+		if doc, err = refvalues.TDX(refvalues.TDXRequest{Firmware: in.firmware, PageOrder: order}); err != nil {
+			return usageErr(err)
+		}
+	default:
+		return usageErr(fmt.Errorf("platform %s: no reference values for TEE %s", p, p.TEE()))
+	}
+	if err := in.check(doc); err != nil {
+		return usageErr(err)
+	}
+	doc.Platform = p.String()
+	return output.Render(g.stdout, format, doc, func(w io.Writer) error { return doc.WriteTable(w) })
+}
+
+// snpRequest turns the flags into an SNP request; the product line comes
+// from the platform (AnyProductLine: one set per product line).
+func snpRequest(f *refvaluesFlags, in bootInputs, line platform.ProductLine) (refvalues.SNPRequest, error) {
+	var req refvalues.SNPRequest
+	var err error
+	req.Firmware, req.Kernel, req.Initrd, req.Cmdline = in.firmware, in.kernel, in.initrd, in.cmdline
+	if !req.Kernel.Given() && (req.Initrd.Given() || req.Cmdline != nil) {
+		return req, fmt.Errorf("--initrd and --cmdline need --kernel: without a kernel nothing is booted directly and nothing is measured")
+	}
+	if req.VCPUs, err = refvalues.ParseVCPURange(f.vcpus); err != nil {
+		return req, fmt.Errorf("--vcpus: %w", err)
+	}
+	if req.GuestFeatures, err = refvalues.ParseHex(f.guestFeatures); err != nil {
+		return req, fmt.Errorf("--guest-features: %w", err)
+	}
+	if req.GuestPolicy, err = refvalues.ParseHex(f.policy); err != nil {
+		return req, fmt.Errorf("--policy: %w", err)
+	}
+	switch line {
+	case platform.Milan:
+		req.ProductLine = refvalues.Milan
+	case platform.Genoa:
+		req.ProductLine = refvalues.Genoa
+	case platform.Turin:
+		req.ProductLine = refvalues.Turin
+	}
+	if f.vcpuType != "" {
+		vt, err := refvalues.ParseVCPUType(f.vcpuType)
+		if err != nil {
+			return req, fmt.Errorf("--vcpu-type: %w", err)
+		}
+		req.VCPUType = &vt
+	}
+	return req, nil
+}
+
+// flagInputs takes the boot components from --firmware, --kernel, --initrd
+// and --cmdline.
+func flagInputs(f *refvaluesFlags, changed func(string) bool) bootInputs {
+	in := bootInputs{firmware: refvalues.File(f.firmware)}
+	if f.kernel != "" {
+		in.kernel = refvalues.File(f.kernel)
+	}
+	if f.initrd != "" {
+		in.initrd = refvalues.File(f.initrd)
+	}
+	if changed("cmdline") {
+		c := f.cmdline
+		in.cmdline = &c
+	}
+	return in
+}
+
+// manifestInputs resolves the measured boot of p from the manifest and finds
+// each component's file locally, checking its digest. TDX needs only the
+// firmware: the kernel and initrd are not looked up.
+func manifestInputs(g *Globals, f *refvaluesFlags, p platform.Platform) (bootInputs, error) {
+	ref, err := manifest.ParseRef(f.manifest)
+	if err != nil {
+		return bootInputs{}, fmt.Errorf("--manifest: %w", err)
+	}
+	m, err := manifest.LoadRef(ref)
+	if err != nil {
+		return bootInputs{}, err
+	}
+	g.log.Info("manifest", "source", m.Source(), "name", m.Name, "version", m.Version, "digest", m.Digest())
+	boot, err := m.Boot(p)
+	if err != nil {
+		return bootInputs{}, err
+	}
+	store := manifest.Store{Dirs: f.from, Cache: f.cache}
+	in := bootInputs{want: map[string]manifest.Component{}}
+	find := func(role string, c manifest.Component) (refvalues.Component, error) {
+		path, err := store.Find(c)
+		if err != nil {
+			return refvalues.Component{}, err
+		}
+		g.log.Info("component", "role", role, "name", c.Name, "path", path)
+		in.want[role] = c
+		return refvalues.File(path), nil
+	}
+	if in.firmware, err = find("firmware", boot.Firmware); err != nil {
+		return in, err
+	}
+	if p.TEE() != platform.SNP {
+		return in, nil
+	}
+	if in.kernel, err = find("kernel", boot.Kernel); err != nil {
+		return in, err
+	}
+	if boot.Initrd != nil {
+		if in.initrd, err = find("initrd", *boot.Initrd); err != nil {
+			return in, err
+		}
+	}
+	in.cmdline = &boot.Cmdline
+	return in, nil
+}
+
+// check compares what refvalues actually read with the manifest's digests:
+// Store.Find verified the files, but they could change before they were
+// measured, and the values must describe the manifest's components.
+func (in bootInputs) check(doc *refvalues.Document) error {
+	read := map[string]*refvalues.Input{"firmware": &doc.Inputs.Firmware, "kernel": doc.Inputs.Kernel, "initrd": doc.Inputs.Initrd}
+	for role, c := range in.want {
+		got := read[role]
+		if got == nil {
+			return fmt.Errorf("%s %s from the manifest was not measured", role, c.Name)
+		}
+		if got.SHA256 != c.SHA256 || got.Size != c.Size {
+			return fmt.Errorf("component %s: %s changed while it was measured: sha256 %s (%d bytes), expected %s (%d bytes)", c.Name, got.Name, got.SHA256, got.Size, c.SHA256, c.Size)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"berth.dev/berth/internal/buildinfo"
+	"berth.dev/berth/internal/output"
+)
+
+func newVersionCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print berth's version, commit and Go version",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := g.format()
+			if err != nil {
+				return err
+			}
+			info := buildinfo.Get()
+			return output.Render(g.stdout, f, info, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "berth %s\ncommit: %s\ngo: %s\nplatform: %s\n", info.Version, info.Commit, info.GoVersion, info.Platform)
+				return err
+			})
+		},
+	}
+}
