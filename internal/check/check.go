@@ -213,10 +213,14 @@ type Check struct {
 	// RunFor evaluates a check whose result depends on the platform (its
 	// hypervisor, memory overhead, handler name ...).
 	RunFor func(f *facts.Facts, p platform.Platform) Result
-	// Key, for a RunFor check, reduces a platform to the dimensions the
-	// result depends on, so that the evaluator runs the check once per
-	// distinct key rather than once per platform.
-	Key func(p platform.Platform) platform.Spec
+	// Key, for a RunFor check, names the platform dimensions the result
+	// depends on, so that the evaluator runs the check once per distinct
+	// combination of them rather than once per platform; zero means the
+	// result may depend on anything (the check runs for every platform).
+	// A declaration rather than a function, so that the evaluator knows
+	// without calling anything that, say, a debug twin shares its base's
+	// result.
+	Key Dims
 	// KeyFacts is Key for checks whose grouping depends on the facts too:
 	// the runtime-handler check gives one result to every platform whose
 	// handler is absent, and its own to each platform that has one. At
@@ -224,11 +228,49 @@ type Check struct {
 	KeyFacts func(f *facts.Facts, p platform.Platform) platform.Spec
 }
 
+// Dims is a set of platform dimensions (Check.Key).
+type Dims uint8
+
+// The dimensions of a platform.Spec.
+const (
+	ByDistribution Dims = 1 << iota
+	ByHypervisor
+	ByTEE
+	ByProductLine
+	BySnapshotter
+	ByGPU
+	ByDebug
+)
+
+// Of returns s with only the dimensions in d set: the memo key of a check
+// whose Key is d.
+func (d Dims) Of(s platform.Spec) platform.Spec {
+	var k platform.Spec
+	if d&ByDistribution != 0 {
+		k.Distribution = s.Distribution
+	}
+	if d&ByHypervisor != 0 {
+		k.Hypervisor = s.Hypervisor
+	}
+	if d&ByTEE != 0 {
+		k.TEE = s.TEE
+	}
+	if d&ByProductLine != 0 {
+		k.ProductLine = s.ProductLine
+	}
+	if d&BySnapshotter != 0 {
+		k.Snapshotter = s.Snapshotter
+	}
+	k.GPU = d&ByGPU != 0 && s.GPU
+	k.Debug = d&ByDebug != 0 && s.Debug
+	return k
+}
+
 // key returns the memo key of a RunFor check on p, and whether it has one.
 func (c *Check) key(f *facts.Facts, p platform.Platform) (platform.Spec, bool) {
 	switch {
-	case c.Key != nil:
-		return c.Key(p), true
+	case c.Key != 0:
+		return c.Key.Of(p.Spec()), true
 	case c.KeyFacts != nil:
 		return c.KeyFacts(f, p), true
 	}
@@ -249,7 +291,7 @@ func (c *Check) Validate() error {
 		return fmt.Errorf("check %s: no Applies predicate", c.ID)
 	case (c.Run == nil) == (c.RunFor == nil):
 		return fmt.Errorf("check %s: exactly one of Run and RunFor must be set", c.ID)
-	case c.Key != nil && c.KeyFacts != nil:
+	case c.Key != 0 && c.KeyFacts != nil:
 		return fmt.Errorf("check %s: at most one of Key and KeyFacts may be set", c.ID)
 	case len(c.Remedies) == 0:
 		return fmt.Errorf("check %s: no remedies", c.ID)

@@ -117,185 +117,341 @@ func (e *Evaluator) Checks() []Check { return e.checks }
 // The debug variant only selects guest images, which no host check can
 // see, so a platform's debug twin reuses the findings of the platform
 // without it, evaluating again only the checks whose result can differ:
-// RunFor checks without a Key, or whose Key tells the twins apart (the
-// runtime handler check, whose handler name contains "debug"), and the
-// children of a check whose result changed. Applies must therefore not
-// depend on Platform.Debug; the checks package tests that it does not.
+// RunFor checks without a Key, or whose Key tells the twins apart (ByDebug,
+// or a KeyFacts that does: the runtime handler check, whose handler name
+// contains "debug"), and the children of a check whose result changed.
+// Applies and ReadsFor must therefore not depend on Platform.Debug; the
+// checks package tests that they do not.
+//
+// The verdicts share memory: an Outcome is shared by every finding with
+// that result, and a debug twin whose findings all equal its base's
+// shares the base's Findings slice. Callers must treat verdicts as
+// read-only values (copy a Findings slice before changing it).
 func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options) []Verdict {
+	s := e.newRun(f, opt)
 	n := len(e.checks)
-	// Host-wide results and unknown evidence are computed once, however
-	// many platforms there are; platform results are memoised by Key.
-	host := make([]*Outcome, n)
-	unknown := make([]*Result, n)
-	skipped := make([]*Outcome, n)
-	for i := range e.checks {
-		unknown[i] = unknownEvidence(f, &e.checks[i])
-	}
-	memo := make([]map[platform.Spec]*Outcome, n)
-	raw := make([]Status, n)
-	// lastKey[i] is the memo key run computed for check i on the platform
-	// being evaluated; full keeps it per platform for the debug twins.
-	lastKey := make([]platform.Spec, n)
-
-	// run evaluates check i on p; raw holds the results of p's checks so
-	// far, so that a failed or skipped parent skips its children.
-	run := func(i int, p platform.Platform) *Outcome {
-		c := &e.checks[i]
-		var readsUnknown *Result
-		if c.ReadsFor != nil && len(f.Unknown) > 0 {
-			readsUnknown = unknownFields(f, c.ReadsFor(p))
-		}
-		switch pi := e.parent[i]; {
-		case pi >= 0 && (raw[pi] == Fail || raw[pi] == Skip):
-			if skipped[i] == nil {
-				skipped[i] = e.outcome(i, Result{Status: Skip, Message: "skipped: prerequisite " + c.Parent + " did not pass"})
-			}
-			return skipped[i]
-		case unknown[i] != nil:
-			if host[i] == nil {
-				host[i] = e.outcome(i, *unknown[i])
-			}
-			return host[i]
-		case c.Run != nil:
-			if host[i] == nil {
-				host[i] = e.outcome(i, c.Run(f))
-			}
-			return host[i]
-		case readsUnknown != nil:
-			return e.outcome(i, *readsUnknown)
-		case c.Key != nil || c.KeyFacts != nil:
-			k, _ := c.key(f, p)
-			lastKey[i] = k
-			if memo[i] == nil {
-				memo[i] = map[platform.Spec]*Outcome{}
-			}
-			o := memo[i][k]
-			if o == nil {
-				o = e.outcome(i, c.RunFor(f, p))
-				memo[i][k] = o
-			}
-			return o
-		default:
-			return e.outcome(i, c.RunFor(f, p))
-		}
-	}
-
-	// Evaluate the platforms without the debug variant first, in full.
 	out := make([]Verdict, len(ps))
-	base := make(map[platform.Spec]int, len(ps))
-	var twins []int
-	for j, p := range ps {
-		if p.Debug() {
-			twins = append(twins, j)
-			continue
-		}
-		base[p.Spec()] = j
-	}
-	// One backing array for every platform's findings: hundreds of
-	// platforms times dozens of checks would otherwise be hundreds of
-	// allocations that dominate the evaluation.
-	all := make([]Finding, 0, n*len(ps))
-	// at[j][i] is the index in all of platform j's finding of check i, or
-	// -1 when the check does not apply.
-	at := make([][]int32, len(ps))
-	keys := make([][]platform.Spec, len(ps))
-	finish := func(j int, p platform.Platform, start int) {
-		v := Verdict{Platform: p.String(), Name: p.Name(), Findings: all[start:len(all):len(all)]}
-		for _, fd := range v.Findings {
-			v.add(fd)
-		}
-		v.conclude()
-		out[j] = v
-	}
-	add := func(j, i int, o *Outcome, sev Severity) {
-		fd := Finding{Outcome: o, Severity: sev}
-		fd.Status = effective(o.Raw, sev, opt, e.checks[i].ID, &fd.Ignored)
-		at[j][i] = int32(len(all))
-		all = append(all, fd)
-		raw[i] = o.Raw
-	}
-	full := func(j int, p platform.Platform) {
-		at[j] = make([]int32, n)
-		clear(lastKey)
-		start := len(all)
-		for i := range e.checks {
-			raw[i] = 0
-			at[j][i] = -1
-			sev, ok := e.checks[i].Applies(p)
-			if !ok {
-				continue
-			}
-			add(j, i, run(i, p), sev)
-		}
-		keys[j] = slices.Clone(lastKey)
-		finish(j, p, start)
-	}
+
+	// A debug twin is evaluated against its base, the same platform
+	// without the debug variant, when that one is requested too; every
+	// other platform is evaluated in full.
+	base := make(map[platform.Spec]int32, len(ps)/2+1)
 	for j, p := range ps {
 		if !p.Debug() {
-			full(j, p)
+			base[p.Spec()] = int32(j)
 		}
 	}
-	for _, j := range twins {
+	twinOf := make([]int32, len(ps)) // index of the base, or -1
+	row := make([]int32, len(ps))    // row in sev of a platform in full, or -1
+	var full []int
+	for j, p := range ps {
+		twinOf[j], row[j] = -1, -1
+		if p.Debug() {
+			sp := p.Spec()
+			sp.Debug = false
+			if b, ok := base[sp]; ok {
+				twinOf[j] = b
+				continue
+			}
+		}
+		row[j] = int32(len(full))
+		full = append(full, j)
+	}
+
+	// Applicability first, so that the findings of every platform
+	// evaluated in full fit one exactly sized array: hundreds of platforms
+	// times dozens of checks would otherwise be hundreds of allocations
+	// (or a far too large array) that dominate the evaluation.
+	sev := make([]Severity, len(full)*n)
+	total := 0
+	for r, j := range full {
+		sr := sev[r*n : (r+1)*n]
+		for i := range e.checks {
+			sv, ok := e.checks[i].Applies(ps[j])
+			if !ok {
+				sv = notApplicable
+			} else {
+				total++
+			}
+			sr[i] = sv
+		}
+	}
+	all := make([]Finding, 0, total)
+
+	// The platforms without the debug variant are evaluated first, then
+	// the debug ones (in full when their base is not requested), so that
+	// memoised results come from the same platforms whatever the order.
+	evalFull := func(j int) {
 		p := ps[j]
-		s := p.Spec()
-		s.Debug = false
-		b, ok := base[s]
-		if !ok {
-			full(j, p)
+		sr := sev[int(row[j])*n : int(row[j]+1)*n]
+		clear(s.raw)
+		start := len(all)
+		for i, sv := range sr {
+			if sv == notApplicable {
+				continue
+			}
+			all = append(all, s.finding(i, s.run(i, p), sv))
+		}
+		out[j] = verdict(p, all[start:len(all):len(all)])
+	}
+	for _, j := range full {
+		if !ps[j].Debug() {
+			evalFull(j)
+		}
+	}
+	// Twins whose findings differ from their base's get their own, in
+	// extra; slices of it are handed out only once it stops growing.
+	var extra []Finding
+	type span struct{ j, start, end int }
+	var spans []span
+	for j, p := range ps {
+		if !p.Debug() {
 			continue
 		}
-		at[j] = make([]int32, n)
-		start := len(all)
-		for i := range e.checks {
-			raw[i] = 0
-			at[j][i] = -1
-			k := at[b][i]
-			if k < 0 {
-				continue
-			}
-			bf := all[k]
-			c := &e.checks[i]
-			pi := e.parent[i]
-			same := c.Run != nil
-			if !same {
-				kp, keyed := c.key(f, p)
-				same = keyed && kp == keys[b][i]
-			}
-			same = same &&
-				(pi < 0 || at[b][pi] < 0 || raw[pi] == all[at[b][pi]].Raw)
-			if same {
-				add(j, i, bf.Outcome, bf.Severity)
-				continue
-			}
-			add(j, i, run(i, p), bf.Severity)
+		b := twinOf[j]
+		if b < 0 {
+			evalFull(j)
+			continue
 		}
-		finish(j, p, start)
+		bfs := out[b].Findings
+		sr := sev[int(row[b])*n : int(row[b]+1)*n]
+		clear(s.raw)
+		clear(s.baseRaw)
+		own, k := -1, 0
+		for i, sv := range sr {
+			if sv == notApplicable {
+				continue
+			}
+			bf := bfs[k]
+			c := &e.checks[i]
+			// A host-wide result, or one keyed by dimensions that leave
+			// out the debug variant, is the base's (given the same
+			// parent result); a key that depends on the facts is
+			// computed.
+			same := c.Run != nil || (c.Key != 0 && c.Key&ByDebug == 0)
+			if !same && c.KeyFacts != nil {
+				same = s.memo[i].get(c.KeyFacts(f, p)) == bf.Outcome
+			}
+			if pi := e.parent[i]; pi >= 0 && s.raw[pi] != s.baseRaw[pi] {
+				same = false
+			}
+			s.baseRaw[i] = bf.Raw
+			fd := bf
+			if same {
+				s.raw[i] = bf.Raw
+			} else {
+				fd = s.finding(i, s.run(i, p), bf.Severity)
+			}
+			if own < 0 && fd != bf {
+				own = len(extra)
+				extra = append(extra, bfs[:k]...)
+			}
+			if own >= 0 {
+				extra = append(extra, fd)
+			}
+			k++
+		}
+		if own < 0 {
+			v := out[b]
+			v.Platform, v.Name = p.String(), p.Name()
+			out[j] = v
+			continue
+		}
+		spans = append(spans, span{j, own, len(extra)})
+	}
+	for _, sp := range spans {
+		out[sp.j] = verdict(ps[sp.j], extra[sp.start:sp.end:sp.end])
 	}
 	return out
 }
 
-func (e *Evaluator) outcome(i int, r Result) *Outcome {
-	c := &e.checks[i]
-	return &Outcome{ID: c.ID, Title: c.Title, Parent: c.Parent, Depth: e.depth[i],
-		Raw: r.Status, Message: r.Message, Evidence: r.Evidence, Remedy: r.Remedy}
+// notApplicable marks a check that does not apply to a platform in the
+// evaluation's table of severities.
+const notApplicable Severity = 0xff
+
+// run is the state of one Evaluate call: the results that platforms share.
+type run struct {
+	e   *Evaluator
+	f   *facts.Facts
+	opt Options
+	// host[i] is the result of a host-wide check i (or of any check whose
+	// declared evidence is unknown), computed once.
+	host []*Outcome
+	// unknown[i] is the Unknown result of check i when a fact it Reads is
+	// unknown.
+	unknown []*Result
+	// skipped[i] is check i's result when its parent did not pass.
+	skipped []*Outcome
+	// memo[i] holds the results of RunFor check i by Key.
+	memo []memo
+	// reads[i] holds the results of ReadsFor check i's unknown evidence by
+	// the fields ReadsFor returned.
+	reads [][]readsEntry
+	// ignored[i] is whether --ignore matches check i; nil when it is empty.
+	ignored []bool
+	// raw holds the raw results of the checks of the platform being
+	// evaluated, so that a parent that failed or was skipped skips its
+	// children; baseRaw those of a debug twin's base.
+	raw, baseRaw []Status
+	// slab backs the outcomes, a few allocations instead of one each.
+	slab []Outcome
+}
+
+// memo is the memo of one RunFor check: a handful of keys at most, so a
+// slice searched from the last hit beats a map.
+type memo struct {
+	keys []platform.Spec
+	outs []*Outcome
+	last int
+}
+
+// get returns the outcome memoised for k, or nil.
+func (m *memo) get(k platform.Spec) *Outcome {
+	if m.last < len(m.keys) && m.keys[m.last] == k {
+		return m.outs[m.last]
+	}
+	for i := range m.keys {
+		if m.keys[i] == k {
+			m.last = i
+			return m.outs[i]
+		}
+	}
+	return nil
+}
+
+func (m *memo) put(k platform.Spec, o *Outcome) {
+	m.last = len(m.keys)
+	m.keys = append(m.keys, k)
+	m.outs = append(m.outs, o)
+}
+
+// readsEntry is the unknown-evidence outcome for one list of fields that a
+// ReadsFor check declared; o is nil when none of them is unknown.
+type readsEntry struct {
+	fields []string
+	o      *Outcome
+}
+
+func (e *Evaluator) newRun(f *facts.Facts, opt Options) *run {
+	n := len(e.checks)
+	s := &run{e: e, f: f, opt: opt,
+		host: make([]*Outcome, n), unknown: make([]*Result, n), skipped: make([]*Outcome, n),
+		memo: make([]memo, n), reads: make([][]readsEntry, n),
+		raw: make([]Status, n), baseRaw: make([]Status, n)}
+	for i := range e.checks {
+		s.unknown[i] = unknownEvidence(f, &e.checks[i])
+	}
+	if opt.Ignore.all || len(opt.Ignore.ids) > 0 {
+		s.ignored = make([]bool, n)
+		for i := range e.checks {
+			s.ignored[i] = opt.Ignore.Matches(e.checks[i].ID)
+		}
+	}
+	return s
+}
+
+// run evaluates check i on p; s.raw holds the results of p's checks so
+// far, so that a failed or skipped parent skips its children.
+func (s *run) run(i int, p platform.Platform) *Outcome {
+	c := &s.e.checks[i]
+	switch pi := s.e.parent[i]; {
+	case pi >= 0 && (s.raw[pi] == Fail || s.raw[pi] == Skip):
+		if s.skipped[i] == nil {
+			s.skipped[i] = s.outcome(i, Result{Status: Skip, Message: "skipped: prerequisite " + c.Parent + " did not pass"})
+		}
+		return s.skipped[i]
+	case s.unknown[i] != nil:
+		if s.host[i] == nil {
+			s.host[i] = s.outcome(i, *s.unknown[i])
+		}
+		return s.host[i]
+	case c.Run != nil:
+		if s.host[i] == nil {
+			s.host[i] = s.outcome(i, c.Run(s.f))
+		}
+		return s.host[i]
+	}
+	if c.ReadsFor != nil && len(s.f.Unknown) > 0 {
+		if o := s.readsUnknown(i, c.ReadsFor(p)); o != nil {
+			return o
+		}
+	}
+	k, keyed := c.key(s.f, p)
+	if !keyed {
+		return s.outcome(i, c.RunFor(s.f, p))
+	}
+	m := &s.memo[i]
+	o := m.get(k)
+	if o == nil {
+		o = s.outcome(i, c.RunFor(s.f, p))
+		m.put(k, o)
+	}
+	return o
+}
+
+// readsUnknown returns the Unknown outcome of check i when one of fields
+// (what its ReadsFor returned for a platform) is unknown, or nil. Checks
+// return the same few lists for every platform, so the answer is memoised
+// by list.
+func (s *run) readsUnknown(i int, fields []string) *Outcome {
+	for _, r := range s.reads[i] {
+		if slices.Equal(r.fields, fields) {
+			return r.o
+		}
+	}
+	var o *Outcome
+	if r := unknownFields(s.f, fields); r != nil {
+		o = s.outcome(i, *r)
+	}
+	s.reads[i] = append(s.reads[i], readsEntry{fields: fields, o: o})
+	return o
+}
+
+// finding is check i's finding on a platform where its severity is sev,
+// and records its raw result for the check's children.
+func (s *run) finding(i int, o *Outcome, sev Severity) Finding {
+	fd := Finding{Outcome: o, Severity: sev}
+	fd.Status = effective(o.Raw, sev, s.opt.Strict, s.ignored != nil && s.ignored[i], &fd.Ignored)
+	s.raw[i] = o.Raw
+	return fd
+}
+
+func (s *run) outcome(i int, r Result) *Outcome {
+	if len(s.slab) == cap(s.slab) {
+		s.slab = make([]Outcome, 0, max(16, len(s.e.checks)))
+	}
+	c := &s.e.checks[i]
+	s.slab = append(s.slab, Outcome{ID: c.ID, Title: c.Title, Parent: c.Parent, Depth: s.e.depth[i],
+		Raw: r.Status, Message: r.Message, Evidence: r.Evidence, Remedy: r.Remedy})
+	return &s.slab[len(s.slab)-1]
+}
+
+// verdict concludes p's verdict from its findings.
+func verdict(p platform.Platform, fs []Finding) Verdict {
+	v := Verdict{Platform: p.String(), Name: p.Name(), Findings: fs}
+	for i := range fs {
+		v.add(&fs[i])
+	}
+	v.conclude()
+	return v
 }
 
 // effective maps a raw status to what it means on a platform.
-func effective(s Status, sev Severity, opt Options, id string, ignored *bool) Status {
+func effective(s Status, sev Severity, strict, ignore bool, ignored *bool) Status {
 	if s == Fail && sev == Warning {
 		s = Warn
 	}
-	if s == Fail && opt.Ignore.Matches(id) {
+	if s == Fail && ignore {
 		*ignored = true
 		return Warn
 	}
-	if opt.Strict && !*ignored && (s == Warn || s == Unknown) {
+	if strict && !*ignored && (s == Warn || s == Unknown) {
 		return Fail
 	}
 	return s
 }
 
-func (v *Verdict) add(fd Finding) {
+func (v *Verdict) add(fd *Finding) {
 	switch fd.Status {
 	case Fail:
 		if v.Failures == 0 {
@@ -359,7 +515,7 @@ func unknownReason(f *facts.Facts, field string) (string, bool) {
 		return r, true
 	}
 	for _, m := range f.Unknown {
-		if strings.HasPrefix(m.Field, field+".") {
+		if len(m.Field) > len(field) && m.Field[len(field)] == '.' && strings.HasPrefix(m.Field, field) {
 			return m.Field + ": " + m.Reason, true
 		}
 	}

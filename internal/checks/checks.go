@@ -49,21 +49,13 @@ func isConfidentialGPU(p platform.Platform) bool {
 func hasVirtioFS(p platform.Platform) bool { return p.SharedFS() == "virtio-fs" }
 
 // Keys for check.Check.Key: the dimensions a RunFor result depends on.
-func keyHypervisorTEE(p platform.Platform) platform.Spec {
-	return platform.Spec{Hypervisor: p.Hypervisor(), TEE: p.TEE()}
-}
-func keyDistribution(p platform.Platform) platform.Spec {
-	return platform.Spec{Distribution: p.Distribution()}
-}
-func keyMemory(p platform.Platform) platform.Spec {
-	return platform.Spec{Hypervisor: p.Hypervisor(), TEE: p.TEE(), GPU: p.GPU(), Snapshotter: p.Snapshotter()}
-}
-func keySnapshotter(p platform.Platform) platform.Spec {
-	return platform.Spec{Hypervisor: p.Hypervisor(), Snapshotter: p.Snapshotter()}
-}
-func keyProductLine(p platform.Platform) platform.Spec {
-	return platform.Spec{ProductLine: p.ProductLine()}
-}
+const (
+	keyHypervisorTEE = check.ByHypervisor | check.ByTEE
+	keyDistribution  = check.ByDistribution
+	keyMemory        = check.ByHypervisor | check.ByTEE | check.ByGPU | check.BySnapshotter
+	keySnapshotter   = check.ByHypervisor | check.BySnapshotter
+	keyProductLine   = check.ByProductLine
+)
 
 // yes is a *bool that is set and true.
 func yes(b *bool) bool { return b != nil && *b }

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -326,7 +327,7 @@ func TestEvaluateTogetherEqualsAlone(t *testing.T) {
 }
 
 // TestAppliesIgnoresDebug: the evaluator assumes a check applies to a
-// platform and its debug twin alike.
+// platform and its debug twin alike, and reads the same facts on both.
 func TestAppliesIgnoresDebug(t *testing.T) {
 	for _, p := range platform.All() {
 		if !p.Debug() {
@@ -343,6 +344,9 @@ func TestAppliesIgnoresDebug(t *testing.T) {
 			s2, ok2 := c.Applies(base)
 			if s1 != s2 || ok1 != ok2 {
 				t.Errorf("%s: Applies(%s) = %v,%v but Applies(%s) = %v,%v", c.ID, p, s1, ok1, base, s2, ok2)
+			}
+			if c.ReadsFor != nil && !slices.Equal(c.ReadsFor(p), c.ReadsFor(base)) {
+				t.Errorf("%s: ReadsFor(%s) = %q but ReadsFor(%s) = %q", c.ID, p, c.ReadsFor(p), base, c.ReadsFor(base))
 			}
 		}
 	}

@@ -32,7 +32,10 @@ func isContainerd(p platform.Platform) bool { return p.Distribution().Runtime() 
 // the platform or its Kata runtime class), or nil.
 func platformHandler(f *facts.Facts, p platform.Platform) *facts.Handler {
 	rt, _ := containerRuntime(f, p)
-	if rt == nil {
+	if rt == nil || len(rt.Handlers) == 0 {
+		// The usual state before berth install, and the evaluator asks
+		// for every platform: KataRuntimeClass would build a string each
+		// time.
 		return nil
 	}
 	name, kata := p.Name(), p.KataRuntimeClass()
@@ -155,7 +158,7 @@ func runtimeChecks() []check.Check {
 		// judged for its own platform.
 		KeyFacts: func(f *facts.Facts, p platform.Platform) platform.Spec {
 			if platformHandler(f, p) == nil {
-				return keyDistribution(p)
+				return keyDistribution.Of(p.Spec())
 			}
 			return p.Spec()
 		},
