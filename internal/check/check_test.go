@@ -128,3 +128,31 @@ func TestParseIgnore(t *testing.T) {
 		}
 	}
 }
+
+// TestFindingsShared: verdicts share memory (a debug twin whose findings
+// equal its base's shares the base's slice), so every Findings slice is
+// capped at its length: a caller that appends gets a copy and cannot
+// overwrite another platform's findings. Verdicts are read-only values.
+func TestFindingsShared(t *testing.T) {
+	e, err := NewEvaluator(cat(Pass, Fail, Blocking))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := []platform.Platform{mustPlatform(t, "kubeadm-qemu-none"), mustPlatform(t, "kubeadm-qemu-none+debug"), mustPlatform(t, "k3s-qemu-none")}
+	vs := e.Evaluate(&facts.Facts{}, ps, Options{})
+	for _, v := range vs {
+		if len(v.Findings) != 3 || cap(v.Findings) != len(v.Findings) {
+			t.Fatalf("%s: %d findings, capacity %d, want 3 and 3", v.Platform, len(v.Findings), cap(v.Findings))
+		}
+	}
+	if &vs[0].Findings[0] != &vs[1].Findings[0] {
+		t.Error("the debug twin does not share its base's findings")
+	}
+	if vs[1].Platform != "kubeadm-qemu-none+debug" || vs[1].Name != "kubeadm-qemu-none-debug" || vs[1].Status != NotReady || vs[1].BlockedBy != "a.child" {
+		t.Errorf("twin verdict %+v", vs[1])
+	}
+	grown := append(vs[0].Findings, Finding{})
+	if &grown[0] == &vs[0].Findings[0] || vs[2].Findings[0].ID != "a.root" {
+		t.Error("appending to one platform's findings reached another's")
+	}
+}

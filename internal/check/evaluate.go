@@ -167,16 +167,27 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 	for r, j := range full {
 		sr := sev[r*n : (r+1)*n]
 		for i := range e.checks {
-			sv, ok := e.checks[i].Applies(ps[j])
-			if !ok {
-				sv = notApplicable
-			} else {
+			sv := applies(&e.checks[i], ps[j])
+			if sv != notApplicable {
 				total++
 			}
 			sr[i] = sv
 		}
 	}
 	all := make([]Finding, 0, total)
+
+	// A debug twin can differ from its base only through the checks whose
+	// result may depend on the debug variant (see below); their base
+	// outcomes are kept, nil where the check does not apply, so that a
+	// twin on which they all agree takes its base's findings at once.
+	var sensitive []int
+	for i := range e.checks {
+		if c := &e.checks[i]; c.Run == nil && (c.Key == 0 || c.Key&ByDebug != 0) {
+			sensitive = append(sensitive, i)
+		}
+	}
+	ns := len(sensitive)
+	sensOut := make([]*Outcome, len(full)*ns)
 
 	// The platforms without the debug variant are evaluated first, then
 	// the debug ones (in full when their base is not requested), so that
@@ -193,6 +204,12 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 			all = append(all, s.finding(i, s.run(i, p), sv))
 		}
 		out[j] = verdict(p, all[start:len(all):len(all)])
+		so := sensOut[int(row[j])*ns : int(row[j]+1)*ns]
+		for si, i := range sensitive {
+			if sr[i] != notApplicable {
+				so[si] = outcomeOf(i, out[j].Findings, sr)
+			}
+		}
 	}
 	for _, j := range full {
 		if !ps[j].Debug() {
@@ -211,6 +228,12 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 		b := twinOf[j]
 		if b < 0 {
 			evalFull(j)
+			continue
+		}
+		if s.sameAsBase(p, sensitive, sensOut[int(row[b])*ns:int(row[b]+1)*ns]) {
+			v := out[b]
+			v.Platform, v.Name = p.String(), p.Name()
+			out[j] = v
 			continue
 		}
 		bfs := out[b].Findings
@@ -263,6 +286,46 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 		out[sp.j] = verdict(ps[sp.j], extra[sp.start:sp.end:sp.end])
 	}
 	return out
+}
+
+// applies is c's severity on p, or notApplicable.
+func applies(c *Check, p platform.Platform) Severity {
+	sv, ok := c.Applies(p)
+	if !ok {
+		return notApplicable
+	}
+	return sv
+}
+
+// outcomeOf returns the outcome of check i among fs, the findings of a
+// platform whose severities are sr.
+func outcomeOf(i int, fs []Finding, sr []Severity) *Outcome {
+	k := 0
+	for _, sv := range sr[:i] {
+		if sv != notApplicable {
+			k++
+		}
+	}
+	return fs[k].Outcome
+}
+
+// sameAsBase reports whether debug twin p certainly has its base's
+// findings: every check of sensitive that applies (a base outcome in
+// base) has a KeyFacts key under which p gets the base's outcome. The
+// other checks then agree too, parent by parent. False is no verdict: the
+// twin is then compared check by check.
+func (s *run) sameAsBase(p platform.Platform, sensitive []int, base []*Outcome) bool {
+	for si, i := range sensitive {
+		bo := base[si]
+		if bo == nil {
+			continue
+		}
+		c := &s.e.checks[i]
+		if c.KeyFacts == nil || s.memo[i].get(c.KeyFacts(s.f, p)) != bo {
+			return false
+		}
+	}
+	return true
 }
 
 // notApplicable marks a check that does not apply to a platform in the
