@@ -69,7 +69,7 @@ func (d Distribution) Valid() bool { n, _ := d.info(); return n != "" }
 // It is false for Custom, whose layout the user supplies where it is used
 // (for example through flags of `berth config`).
 func (d Distribution) Layout() (Layout, bool) {
-	l, ok := layouts[d.String()]
+	l, ok := layouts[d]
 	if !ok {
 		return Layout{}, false
 	}
@@ -82,7 +82,7 @@ func (d Distribution) Layout() (Layout, bool) {
 // Containerd, the runtime `berth config` assumes unless told otherwise; its
 // real runtime is part of the layout supplied at the point of use.
 func (d Distribution) Runtime() Runtime {
-	if l, ok := layouts[d.String()]; ok {
+	if l, ok := layouts[d]; ok {
 		return l.Runtime
 	}
 	return Containerd

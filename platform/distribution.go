@@ -53,14 +53,14 @@ type Layout struct {
 // Sources: FACTS.md §5, k3s docs "Advanced options: configuring containerd",
 // RKE2 docs "containerd configuration template", k0s docs "runtime",
 // microk8s docs "configuring containerd", CRI-O crio.conf(5).
-var layouts = map[string]Layout{
-	"kubeadm": {
+var layouts = map[Distribution]Layout{
+	Kubeadm: {
 		Runtime: Containerd, Config: "etc/containerd/config.toml",
 		DropInDir: "etc/containerd/conf.d", DropIn: DropInImports,
 		Socket: "run/containerd/containerd.sock", Units: []string{"containerd.service"},
 		Markers: []string{"etc/kubernetes/kubelet.conf", "etc/kubernetes/manifests"},
 	},
-	"k3s": {
+	K3s: {
 		Runtime: Containerd, Config: "var/lib/rancher/k3s/agent/etc/containerd/config.toml",
 		Template:   "var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl",
 		TemplateV3: "var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.tmpl",
@@ -68,7 +68,7 @@ var layouts = map[string]Layout{
 		Socket:     "run/k3s/containerd/containerd.sock", Units: []string{"k3s.service", "k3s-agent.service"},
 		Markers: []string{"etc/rancher/k3s", "var/lib/rancher/k3s"},
 	},
-	"rke2": {
+	RKE2: {
 		Runtime: Containerd, Config: "var/lib/rancher/rke2/agent/etc/containerd/config.toml",
 		Template:   "var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl",
 		TemplateV3: "var/lib/rancher/rke2/agent/etc/containerd/config-v3.toml.tmpl",
@@ -76,26 +76,26 @@ var layouts = map[string]Layout{
 		Socket:     "run/k3s/containerd/containerd.sock", Units: []string{"rke2-server.service", "rke2-agent.service"},
 		Markers: []string{"etc/rancher/rke2", "var/lib/rancher/rke2"},
 	},
-	"k0s": {
+	K0s: {
 		Runtime: Containerd, Config: "etc/k0s/containerd.toml",
 		DropInDir: "etc/k0s/containerd.d", DropIn: DropInDirectory,
 		Socket: "run/k0s/containerd.sock", Units: []string{"k0scontroller.service", "k0sworker.service"},
 		Markers: []string{"etc/k0s", "var/lib/k0s"},
 	},
-	"microk8s": {
+	MicroK8s: {
 		Runtime: Containerd, Config: "var/snap/microk8s/current/args/containerd.toml",
 		Template: "var/snap/microk8s/current/args/containerd-template.toml",
 		DropIn:   DropInTemplate,
 		Socket:   "var/snap/microk8s/common/run/containerd.sock", Units: []string{"snap.microk8s.daemon-containerd.service"},
 		Markers: []string{"var/snap/microk8s"},
 	},
-	"aks": {
+	AKS: {
 		Runtime: Containerd, Config: "etc/containerd/config.toml",
 		DropInDir: "etc/containerd/conf.d", DropIn: DropInImports,
 		Socket: "run/containerd/containerd.sock", Units: []string{"containerd.service"},
 		Markers: []string{"etc/default/kubelet", "var/lib/waagent"},
 	},
-	"openshift": {
+	OpenShift: {
 		Runtime: CRIO, Config: "etc/crio/crio.conf",
 		DropInDir: "etc/crio/crio.conf.d", DropIn: DropInDirectory,
 		Socket: "run/crio/crio.sock", Units: []string{"crio.service"},
@@ -111,7 +111,7 @@ func Layouts() map[string]Layout {
 	for k, v := range layouts {
 		v.Units = append([]string(nil), v.Units...)
 		v.Markers = append([]string(nil), v.Markers...)
-		out[k] = v
+		out[k.String()] = v
 	}
 	return out
 }
