@@ -6,18 +6,12 @@
 # Usage: bench/check.sh [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 n="${1:-30}"
 dir="$(mktemp -d)"; bin="$dir/berth"
 trap 'rm -rf "$dir"' EXIT
 go build -o "$bin" ./cmd/berth
-median() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.1f", m/1000}'; }
-run() { # prints the median wall ms of `berth check --all $*`
-  "$bin" check --all "$@" >/dev/null 2>&1 || true # warm up; exit 1 = not ready
-  for _ in $(seq "$n"); do
-    s=$(date +%s%N); "$bin" check --all "$@" >/dev/null 2>&1 || true; e=$(date +%s%N)
-    echo $(( (e - s) / 1000 ))
-  done | median
-}
+run() { median_ms "$n" "$bin" check --all "$@"; } # median wall ms
 noprobe=$(run --no-probe)
 probe=$(run --probe)
 maxrss() { /usr/bin/time -o "$dir/rss" -f '%M' "$bin" check "$@" >/dev/null 2>&1 || true; tail -1 "$dir/rss"; }

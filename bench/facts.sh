@@ -6,6 +6,7 @@
 # Usage: bench/facts.sh [N] [extra berth flags...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 n="${1:-30}"; shift || true
 bin="$(mktemp -d)/berth"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
@@ -13,20 +14,10 @@ go build -o "$bin" ./cmd/berth
 "$bin" facts -o json "$@" >/dev/null # warm the page cache
 
 json_bytes=$("$bin" facts -o json "$@" | wc -c)
-if command -v hyperfine >/dev/null; then
-  hyperfine -N --warmup 3 --runs "$n" --export-json "$(dirname "$bin")/h.json" "$bin facts -o json $*" >/dev/null
-  median_ms=$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["results"][0]["median"]*1000))' "$(dirname "$bin")/h.json")
-else
-  times=()
-  for _ in $(seq "$n"); do
-    s=$(date +%s%N); "$bin" facts -o json "$@" >/dev/null; e=$(date +%s%N)
-    times+=($(( (e - s) / 1000 )))
-  done
-  median_ms=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.1f", m/1000}')
-fi
-# GNU time's max RSS covers berth and the host binaries it runs for their
-# versions (qemu --version is the largest); a fixture root runs nothing, so
-# its RSS is berth's own.
+median_ms=$(median_ms "$n" "$bin" facts -o json "$@")
+# GNU time's max RSS covers berth and any host binary it had to run for a
+# version (none on a Debian host: versions come from the files and the
+# package database); a fixture root runs nothing, so its RSS is berth's own.
 rss_all=$( { /usr/bin/time -f '%M' "$bin" facts -o json "$@" >/dev/null; } 2>&1 | tail -1)
 fixture=testdata/hosts/snp-genoa-k3s-ready
 rss_self=$( { /usr/bin/time -f '%M' "$bin" facts -o json --root "$fixture" >/dev/null; } 2>&1 | tail -1)
