@@ -73,8 +73,8 @@ func (g *Globals) findDelegate(binary string) (string, error) {
 		return p, nil
 	}
 	tried = append(tried, "PATH")
-	return "", fmt.Errorf("this command is part of %s, which was not found (looked in %v): build it with `go build -o DIR/%s ./cmd/%s` beside berth (`make build` builds both), or set BERTH_CLUSTER to its path",
-		binary, tried, binary, binary)
+	return "", fmt.Errorf("this command is part of %s, which was not found (looked in %v): build it with `go build -o DIR/%s ./cmd/%s` beside berth (`make build` builds both), set BERTH_CLUSTER to its path, or from the source tree run `go run ./cmd/%s` with the same arguments",
+		binary, tried, binary, binary, binary)
 }
 
 // runDelegate runs binary with args. A real process is replaced by it (exec),
