@@ -119,7 +119,7 @@ func findBinaries(ctx context.Context, s *session, distribution string) []facts.
 	var found []foundBinary
 	seen := map[string]bool{}
 	specs := binarySpecs(distribution)
-	lookup := newStaticLookup(s.root, specs, s.opt.Log)
+	lookup := newStaticLookup(s, specs)
 	for _, spec := range specs {
 		for _, p := range spec.files {
 			real, ok := resolveInRoot(s.root.FS(), p)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path"
 	"regexp"
@@ -95,28 +94,25 @@ const dpkgDir = "var/lib/dpkg"
 // discovery run. The package database is scanned at most once, and only
 // for the packages the specs name; it is safe for concurrent use.
 type staticLookup struct {
-	root hostfs.Root
-	raw  hostfs.RawReader
-	log  *slog.Logger
+	s   *session
+	raw hostfs.RawReader
 	// packages are the package names any spec names.
 	packages map[string]bool
 
 	dpkgOnce sync.Once
 	dpkg     map[string][]dpkgPackage
 	dpkgErr  error
-
-	vendorOnce sync.Once
-	vendor     string
 }
 
-// newStaticLookup returns the lookup for root, or nil when root cannot
-// read files raw (an offline root: its snapshot recorded the answers).
-func newStaticLookup(root hostfs.Root, specs []binarySpec, log *slog.Logger) *staticLookup {
-	raw, ok := root.(hostfs.RawReader)
-	if !ok || !root.Live() {
+// newStaticLookup returns the lookup for the session's root, or nil when
+// the root cannot read files raw (an offline root: its snapshot recorded
+// the answers).
+func newStaticLookup(s *session, specs []binarySpec) *staticLookup {
+	raw, ok := s.root.(hostfs.RawReader)
+	if !ok || !s.root.Live() {
 		return nil
 	}
-	l := &staticLookup{root: root, raw: raw, log: log, packages: map[string]bool{}}
+	l := &staticLookup{s: s, raw: raw, packages: map[string]bool{}}
 	for _, s := range specs {
 		for _, p := range s.packages {
 			l.packages[p] = true
@@ -148,8 +144,8 @@ func (l *staticLookup) lookup(spec binarySpec, p, real string) (staticVersion, b
 		if err == nil {
 			return sv, true
 		}
-		if l.log != nil {
-			l.log.Debug("static version source did not answer", "binary", "/"+p, "source", src, "err", err)
+		if log := l.s.opt.Log; log != nil {
+			log.Debug("static version source did not answer", "binary", "/"+p, "source", src, "err", err)
 		}
 	}
 	return staticVersion{}, false
@@ -400,7 +396,7 @@ func (l *staticLookup) listPaths(p, real string) []string {
 	add(real)
 	for _, q := range []string{p, real} {
 		if alias, ok := strings.CutPrefix(q, "usr/"); ok {
-			if r, ok := resolveInRoot(l.root.FS(), alias); ok && r == real {
+			if r, ok := resolveInRoot(l.s.root.FS(), alias); ok && r == real {
 				add(alias)
 			}
 		}
@@ -444,24 +440,11 @@ func (l *staticLookup) packageLists(pkg dpkgPackage, paths []string) (os.FileInf
 // ("Debian 1.6.20~ds1-1+deb12u3"): the first word of os-release's NAME,
 // or "Debian" (dpkg's) when there is none.
 func (l *staticLookup) distributor() string {
-	l.vendorOnce.Do(func() {
-		l.vendor = "Debian"
-		for _, p := range osReleaseFiles {
-			b, err := l.root.FS().ReadFile(p)
-			if err != nil {
-				continue
-			}
-			kv, err := parseOSRelease(b)
-			if err != nil {
-				return
-			}
-			if w := strings.Fields(kv["NAME"]); len(w) > 0 {
-				l.vendor = w[0]
-			}
-			return
-		}
-	})
-	return l.vendor
+	kv, _ := l.s.osRelease()
+	if w := strings.Fields(kv["NAME"]); len(w) > 0 {
+		return w[0]
+	}
+	return "Debian"
 }
 
 // maxDpkgLine bounds one line of the status file (descriptions are long,

@@ -365,7 +365,7 @@ func TestStaticLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	specs := binarySpecs("")
-	l := newStaticLookup(root, specs, nil)
+	l := newStaticLookup(&session{root: root}, specs)
 	spec := func(name string) binarySpec {
 		i := slices.IndexFunc(specs, func(s binarySpec) bool { return s.name == name })
 		return specs[i]
@@ -475,7 +475,7 @@ func TestFileVersionRealQEMU(t *testing.T) {
 		t.Fatal(err)
 	}
 	specs := binarySpecs("")
-	l := newStaticLookup(root, specs, nil)
+	l := newStaticLookup(&session{root: root}, specs)
 	got, err := l.fromFile(specs[0], strings.TrimPrefix(qemuBinary, "/"))
 	if err != nil {
 		t.Fatal(err)
@@ -553,7 +553,7 @@ func BenchmarkStaticVersionLive(b *testing.B) {
 		b.Fatal("no binaries on this machine (.ci/tools.sh installs qemu-system-x86 and containerd)")
 	}
 	for b.Loop() {
-		l := newStaticLookup(root, specs, nil)
+		l := newStaticLookup(&session{root: root}, specs)
 		for _, tg := range targets {
 			if _, ok := l.lookup(tg.spec, tg.path, tg.path); !ok {
 				b.Fatalf("no static version for /%s", tg.path)
@@ -585,7 +585,7 @@ func TestBuildInfoVersionReal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := newStaticLookup(root, nil, nil).fromBuildInfo(spec, filepath.Base(tt.bin))
+			got, err := newStaticLookup(&session{root: root}, nil).fromBuildInfo(spec, filepath.Base(tt.bin))
 			if !tt.ok {
 				if err == nil {
 					t.Fatalf("got %+v, want no answer", got)

@@ -101,6 +101,10 @@ type session struct {
 
 	cpuidOnce sync.Once
 	cpuid     *facts.CPUID
+
+	osOnce   sync.Once
+	osKV     map[string]string
+	osReason string
 }
 
 // procCmdline returns the kernel command line, read once per run. The

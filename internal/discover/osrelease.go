@@ -13,29 +13,44 @@ import (
 var osReleaseFiles = []string{"etc/os-release", "usr/lib/os-release"}
 
 func runOSRelease(_ context.Context, s *session, f *facts.Facts) {
-	var reasons []string
-	for _, p := range osReleaseFiles {
-		b, err := s.root.FS().ReadFile(p)
-		if err != nil {
-			reasons = append(reasons, ReadReason(p, err))
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			break
-		}
-		kv, err := parseOSRelease(b)
-		if err != nil {
-			s.unknownf("os", "%s", parseReason(p, err))
-			return
-		}
-		f.OS = facts.OS{ID: kv["ID"], VersionID: kv["VERSION_ID"], PrettyName: kv["PRETTY_NAME"]}
-		if f.OS.ID == "" {
-			// os-release(5): ID defaults to "linux".
-			f.OS.ID = "linux"
-		}
+	kv, reason := s.osRelease()
+	if kv == nil {
+		s.unknownf("os", "%s", reason)
 		return
 	}
-	s.unknownf("os", "%s", strings.Join(reasons, "; "))
+	f.OS = facts.OS{ID: kv["ID"], VersionID: kv["VERSION_ID"], PrettyName: kv["PRETTY_NAME"]}
+	if f.OS.ID == "" {
+		// os-release(5): ID defaults to "linux".
+		f.OS.ID = "linux"
+	}
+}
+
+// osRelease returns the host's os-release assignments, read and parsed
+// once per run (the OS facts and the vendor of package versions use it),
+// or nil and why not.
+func (s *session) osRelease() (map[string]string, string) {
+	s.osOnce.Do(func() {
+		var reasons []string
+		for _, p := range osReleaseFiles {
+			b, err := s.root.FS().ReadFile(p)
+			if err != nil {
+				reasons = append(reasons, ReadReason(p, err))
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				break
+			}
+			kv, err := parseOSRelease(b)
+			if err != nil {
+				s.osReason = parseReason(p, err)
+				return
+			}
+			s.osKV = kv
+			return
+		}
+		s.osReason = strings.Join(reasons, "; ")
+	})
+	return s.osKV, s.osReason
 }
 
 // parseOSRelease parses the shell-like KEY=value assignments of
