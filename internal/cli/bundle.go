@@ -29,7 +29,7 @@ file. Carry it to the air-gapped node and run
 which takes the manifest and every file from the bundle. -o (or --out)
 names the bundle file: the global -o takes a file name here.`,
 		Example: `  berth bundle -p kubeadm-qemu-snp -p kubeadm-qemu-tdx -m kata-3.24.yaml -o berth-bundle.tar`,
-		Args:    noArgs,
+		Args:    NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := fl.out
 			if out == "" && g.output != "" {
@@ -38,7 +38,7 @@ names the bundle file: the global -o takes a file name here.`,
 				}
 			}
 			if out == "" {
-				return usageErr(errors.New("-o bundle.tar (or --out) is required: the file to write"))
+				return UsageErr(errors.New("-o bundle.tar (or --out) is required: the file to write"))
 			}
 			ps, err := parsePlatforms(fl.platforms)
 			if err != nil {
@@ -46,7 +46,7 @@ names the bundle file: the global -o takes a file name here.`,
 			}
 			ls, bundles, err := install.Locators(fl.from)
 			if err != nil {
-				return usageErr(err)
+				return UsageErr(err)
 			}
 			f := newFetcher(g, fl, ls)
 			m, data, err := loadManifest(cmd.Context(), f, fl, bundles)
@@ -99,7 +99,7 @@ names the bundle file: the global -o takes a file name here.`,
 			}
 			if err != nil {
 				os.Remove(part)
-				return &exitError{code: exitNotReady, err: fmt.Errorf("bundle %s: %w", out, err)}
+				return &exitError{code: ExitNotReady, err: fmt.Errorf("bundle %s: %w", out, err)}
 			}
 			pct := float64(n) * 100 / float64(max(m.Bytes(), 1))
 			fmt.Fprintf(g.stdout, "wrote %s: %s %s, %d components, %s (%.0f%% of the manifest)\n", out, m.Name, m.Version, len(cs), human(n), pct)

@@ -56,7 +56,7 @@ least one platform shown is ready), 1 otherwise, 2 usage or internal error.`,
   berth check --platform kata-qemu-tdx --ignore tdx.sgx -o json
   berth check -o nfd > /etc/kubernetes/node-feature-discovery/features.d/berth
   berth check explain kvm.device.usable`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCheck(cmd, g, fl) },
 	}
 	f := cmd.Flags()
@@ -81,14 +81,14 @@ func checkClock(getenv func(string) string) (func() time.Time, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return nil, usageErr(fmt.Errorf("SOURCE_DATE_EPOCH=%q: expected seconds since 1970", s))
+		return nil, UsageErr(fmt.Errorf("SOURCE_DATE_EPOCH=%q: expected seconds since 1970", s))
 	}
 	t := time.Unix(n, 0).UTC()
 	return func() time.Time { return t }, nil
 }
 
 func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
-	format, err := g.format(output.Table, output.JSON, output.YAML, nfdFormat)
+	format, err := g.Format(output.Table, output.JSON, output.YAML, nfdFormat)
 	if err != nil {
 		return err
 	}
@@ -104,13 +104,13 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 			}
 			p, err := platform.Parse(one)
 			if err != nil {
-				return usageErr(fmt.Errorf("--platform: %w", err))
+				return UsageErr(fmt.Errorf("--platform: %w", err))
 			}
 			requested = append(requested, p)
 		}
 	}
 	if fl.all && len(requested) > 0 {
-		return usageErr(errors.New("--all selects the matrix of every platform; it cannot be combined with --platform"))
+		return UsageErr(errors.New("--all selects the matrix of every platform; it cannot be combined with --platform"))
 	}
 	static := checks.All()
 	ig, err := check.ParseIgnore(fl.ignore, func(id string) bool {
@@ -125,16 +125,16 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 		return false
 	})
 	if err != nil {
-		return usageErr(err)
+		return UsageErr(err)
 	}
 
-	root, cleanup, err := g.openRoot()
+	root, cleanup, err := g.OpenRoot()
 	defer cleanup()
 	if err != nil {
 		return err
 	}
 	probe := fl.probe && !fl.noProbe
-	opt := g.discoverOptions(probe)
+	opt := g.DiscoverOptions(probe)
 	opt.Now = now
 	opt.ExecPlugins = fl.execPlugins
 	res, err := preflight.Run(cmd.Context(), root, preflight.Options{
@@ -188,7 +188,7 @@ func checkExit(rep *report.Report, mode string) error {
 	if mode == "matrix" && rep.Summary.Ready+rep.Summary.ReadyWithWarnings > 0 {
 		return nil
 	}
-	return &exitError{code: exitNotReady, err: errors.New("")}
+	return &exitError{code: ExitNotReady, err: errors.New("")}
 }
 
 func newCheckExplainCmd(g *Globals) *cobra.Command {
@@ -222,7 +222,7 @@ func newCheckExplainCmd(g *Globals) *cobra.Command {
 			if len(near) > 0 {
 				msg += "; did you mean " + strings.Join(near, ", ") + "?"
 			}
-			return usageErr(errors.New(msg + " (berth check explain lists every check)"))
+			return UsageErr(errors.New(msg + " (berth check explain lists every check)"))
 		},
 	}
 }

@@ -14,24 +14,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/discover"
-	"berth.dev/berth/internal/hostfs"
-	"berth.dev/berth/internal/output"
 	"berth.dev/berth/platform"
 )
 
 // Exit codes, documented in the README.
 const (
-	exitOK       = 0
-	exitNotReady = 1
-	exitUsage    = 2
-)
-
-// ExitNotReady is the exit code of a command whose platform or node is not
-// ready (1); ExitUsage that of a usage or input error (2).
-const (
-	ExitNotReady = exitNotReady
-	ExitUsage    = exitUsage
+	// ExitOK: success.
+	ExitOK = 0
+	// ExitNotReady: a platform or node is not ready.
+	ExitNotReady = 1
+	// ExitUsage: a usage or input error.
+	ExitUsage = 2
 )
 
 // exitError carries a specific exit code up to Run.
@@ -43,11 +36,8 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// usageErr marks err as a usage or input error (exit 2).
-func usageErr(err error) error { return &exitError{code: exitUsage, err: err} }
-
 // UsageErr marks err as a usage or input error: Run exits 2.
-func UsageErr(err error) error { return usageErr(err) }
+func UsageErr(err error) error { return &exitError{code: ExitUsage, err: err} }
 
 // ExitErr makes Run exit with code after printing err (nothing when err's
 // text is empty: the command already said why).
@@ -69,7 +59,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	if err == nil {
-		return exitOK
+		return ExitOK
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -79,14 +69,8 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		return ee.code
 	}
 	fmt.Fprintln(stderr, "Error:", err)
-	return exitUsage
+	return ExitUsage
 }
-
-// NoArgs rejects positional arguments with a usage error.
-func NoArgs(cmd *cobra.Command, args []string) error { return noArgs(cmd, args) }
-
-// ParsePlatformFlag parses a required --platform value (exit 2 when bad).
-func ParsePlatformFlag(s string) (platform.Platform, error) { return parsePlatformFlag(s) }
 
 // Stdout is where commands write their results.
 func (g *Globals) Stdout() io.Writer { return g.stdout }
@@ -97,11 +81,6 @@ func (g *Globals) Stderr() io.Writer { return g.stderr }
 // Getenv reads the process environment (a test's own in tests).
 func (g *Globals) Getenv(key string) string { return g.getenv(key) }
 
-// Format parses -o against the formats a command allows (exit 2 when bad).
-func (g *Globals) Format(allowed ...output.Format) (output.Format, error) {
-	return g.format(allowed...)
-}
-
 // Output is the -o value as given.
 func (g *Globals) Output() string { return g.output }
 
@@ -110,9 +89,3 @@ func (g *Globals) Root() string { return g.root }
 
 // Verbose is the -v count.
 func (g *Globals) Verbose() int { return g.verbose }
-
-// OpenRoot opens --root (with --live); close releases it.
-func (g *Globals) OpenRoot() (root hostfs.Root, close func(), err error) { return g.openRoot() }
-
-// DiscoverOptions are the discovery options the global flags imply.
-func (g *Globals) DiscoverOptions(probe bool) discover.Options { return g.discoverOptions(probe) }

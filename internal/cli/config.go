@@ -44,7 +44,7 @@ way the node's distribution supports, and the RuntimeClass.
 The platform is always your choice (--platform); the node's facts only fill
 in paths and versions. A platform whose checks fail on this node is refused
 unless --force.`,
-		Args: noArgs,
+		Args: NoArgs,
 	}
 	cmd.AddCommand(newConfigRenderCmd(g), newConfigApplyCmd(g), newConfigRemoveCmd(g))
 	return cmd
@@ -69,7 +69,7 @@ under DIR (host files at their path below DIR, the RuntimeClass as
 runtimeclass-<name>.yaml). It changes nothing on the node.`,
 		Example: `  berth config render --platform kubeadm-qemu-snp
   berth --root /host --live config render -p k3s-qemu-tdx --out /tmp/berth`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runConfigRender(cmd.Context(), g, fl) },
 	}
 	addPlatformFlags(cmd, &fl)
@@ -88,7 +88,7 @@ backing up any file it must modify, recording what it owns in
 var/lib/berth/config-state.json. A second run changes nothing and says so.
 With --restart it restarts the runtime's unit, only if something changed.`,
 		Example: `  sudo berth config apply --platform kubeadm-qemu-snp --restart`,
-		Args:    noArgs,
+		Args:    NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runConfigApply(cmd.Context(), g, fl) },
 	}
 	addPlatformFlags(cmd, &fl)
@@ -101,7 +101,7 @@ func newConfigRemoveCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "remove --platform P | --all",
 		Short: "Remove exactly what berth wrote for a platform, restoring backups",
-		Args:  noArgs,
+		Args:  NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runConfigRemove(cmd.Context(), g, fl) },
 	}
 	f := cmd.Flags()
@@ -111,13 +111,14 @@ func newConfigRemoveCmd(g *Globals) *cobra.Command {
 	return cmd
 }
 
-func parsePlatformFlag(s string) (platform.Platform, error) {
+// ParsePlatformFlag parses a required --platform value (exit 2 when bad).
+func ParsePlatformFlag(s string) (platform.Platform, error) {
 	if s == "" {
-		return platform.Platform{}, usageErr(errors.New("--platform is required: berth never picks a platform for you (berth check lists those this node can run)"))
+		return platform.Platform{}, UsageErr(errors.New("--platform is required: berth never picks a platform for you (berth check lists those this node can run)"))
 	}
 	p, err := platform.Parse(s)
 	if err != nil {
-		return platform.Platform{}, usageErr(fmt.Errorf("--platform: %w", err))
+		return platform.Platform{}, UsageErr(fmt.Errorf("--platform: %w", err))
 	}
 	return p, nil
 }
@@ -125,11 +126,11 @@ func parsePlatformFlag(s string) (platform.Platform, error) {
 // configPlan discovers the node, refuses a platform whose checks fail
 // (unless --force) and renders its files.
 func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Root) (*configure.Rendered, error) {
-	p, err := parsePlatformFlag(fl.platform)
+	p, err := ParsePlatformFlag(fl.platform)
 	if err != nil {
 		return nil, err
 	}
-	opt := g.discoverOptions(false)
+	opt := g.DiscoverOptions(false)
 	f := discover.Run(ctx, root, opt)
 	if msg, bad, _ := notReady(f, p); bad && fl.force {
 		fmt.Fprintf(g.stderr, "warning: --force: %s\n", msg)
@@ -172,7 +173,7 @@ func refuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
 	if err != nil || !bad || force {
 		return err
 	}
-	return &exitError{code: exitNotReady, err: errors.New(msg +
+	return &exitError{code: ExitNotReady, err: errors.New(msg +
 		"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")}
 }
 
@@ -181,7 +182,7 @@ func refuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
 func targetFor(f *facts.Facts, p platform.Platform, flagVersion int) (configure.Target, error) {
 	l, ok := p.Distribution().Layout()
 	if !ok {
-		return configure.Target{}, usageErr(fmt.Errorf("distribution %s has no known runtime layout: berth config supports %s", p.Distribution(), layoutNames()))
+		return configure.Target{}, UsageErr(fmt.Errorf("distribution %s has no known runtime layout: berth config supports %s", p.Distribution(), layoutNames()))
 	}
 	t := configure.Target{LayoutName: p.Distribution().String(), Layout: l}
 	if l.Runtime != platform.Containerd {
@@ -193,7 +194,7 @@ func targetFor(f *facts.Facts, p platform.Platform, flagVersion int) (configure.
 		t.ConfigVersion = flagVersion
 		t.Facts = append(t.Facts, configure.Fact{What: fmt.Sprintf("containerd config version %d", flagVersion), Source: "--containerd-config-version"})
 	case flagVersion != 0:
-		return t, usageErr(fmt.Errorf("--containerd-config-version %d: expected 2 (containerd 1.x) or 3 (containerd 2.x)", flagVersion))
+		return t, UsageErr(fmt.Errorf("--containerd-config-version %d: expected 2 (containerd 1.x) or 3 (containerd 2.x)", flagVersion))
 	default:
 		ver := ""
 		if ctr != nil {
@@ -201,7 +202,7 @@ func targetFor(f *facts.Facts, p platform.Platform, flagVersion int) (configure.
 		}
 		major, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(ver, "v"), ".", 2)[0])
 		if err != nil || major < 1 || major > 2 {
-			return t, usageErr(fmt.Errorf("%w: containerd version on this node is %q (runtimes.containerd.version): pass --containerd-config-version 2 (containerd 1.x) or 3 (containerd 2.x)",
+			return t, UsageErr(fmt.Errorf("%w: containerd version on this node is %q (runtimes.containerd.version): pass --containerd-config-version 2 (containerd 1.x) or 3 (containerd 2.x)",
 				configure.ErrUnknownVersion, ver))
 		}
 		t.ConfigVersion = major + 1
@@ -226,7 +227,7 @@ func layoutNames() string {
 }
 
 func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
-	root, cleanup, err := g.openRoot()
+	root, cleanup, err := g.OpenRoot()
 	defer cleanup()
 	if err != nil {
 		return err
@@ -270,13 +271,13 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 func (g *Globals) writableRoot() (*configure.OSRoot, error) {
 	fi, err := os.Stat(g.root)
 	if err != nil || !fi.IsDir() {
-		return nil, usageErr(fmt.Errorf("--root %s: apply and remove need a directory (a snapshot cannot be written)", g.root))
+		return nil, UsageErr(fmt.Errorf("--root %s: apply and remove need a directory (a snapshot cannot be written)", g.root))
 	}
 	return configure.OpenOSRoot(g.root)
 }
 
 func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
-	root, cleanup, err := g.openRoot()
+	root, cleanup, err := g.OpenRoot()
 	defer cleanup()
 	if err != nil {
 		return err
@@ -310,7 +311,7 @@ type configEditor struct {
 // openConfigEditor opens a configEditor on --root. The returned close
 // releases what was opened and must be called even after an error.
 func (g *Globals) openConfigEditor() (*configEditor, func(), error) {
-	root, cleanup, err := g.openRoot()
+	root, cleanup, err := g.OpenRoot()
 	if err != nil {
 		return nil, cleanup, err
 	}
@@ -341,7 +342,7 @@ func (e *configEditor) remove(ctx context.Context, g *Globals, handler string, l
 
 func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 	if fl.all == (fl.platform != "") {
-		return usageErr(errors.New("remove needs exactly one of --platform P or --all"))
+		return UsageErr(errors.New("remove needs exactly one of --platform P or --all"))
 	}
 	e, closeEditor, err := g.openConfigEditor()
 	defer closeEditor()
@@ -352,7 +353,7 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 	if fl.all {
 		handlers = e.state.Handlers()
 	} else {
-		p, err := parsePlatformFlag(fl.platform)
+		p, err := ParsePlatformFlag(fl.platform)
 		if err != nil {
 			return err
 		}

@@ -31,14 +31,14 @@ func TestConfigRenderGolden(t *testing.T) {
 func TestConfigRefusals(t *testing.T) {
 	t.Run("checks fail", func(t *testing.T) {
 		code, _, errOut := runCheckCLI(t, "--root", filepath.Join(hostsDir, "cloud-vm-no-nested"), "config", "render", "-p", "kubeadm-qemu-snp")
-		if code != exitNotReady || !strings.Contains(errOut, "virt.hardware") || !strings.Contains(errOut, "--force") {
+		if code != ExitNotReady || !strings.Contains(errOut, "virt.hardware") || !strings.Contains(errOut, "--force") {
 			t.Errorf("exit %d, stderr %s", code, errOut)
 		}
 	})
 	t.Run("unknown containerd version", func(t *testing.T) {
 		args := []string{"--root", filepath.Join(hostsDir, "openshift-crio"), "config", "render", "-p", "kubeadm-qemu-none", "--force"}
 		code, _, errOut := runCheckCLI(t, args...)
-		if code != exitUsage || !strings.Contains(errOut, "--containerd-config-version") {
+		if code != ExitUsage || !strings.Contains(errOut, "--containerd-config-version") {
 			t.Errorf("exit %d, stderr %s", code, errOut)
 		}
 		code, out, errOut := runCheckCLI(t, append(args, "--containerd-config-version", "3")...)
@@ -48,13 +48,13 @@ func TestConfigRefusals(t *testing.T) {
 	})
 	t.Run("no platform", func(t *testing.T) {
 		code, _, errOut := runCheckCLI(t, "config", "render")
-		if code != exitUsage || !strings.Contains(errOut, "never picks a platform") {
+		if code != ExitUsage || !strings.Contains(errOut, "never picks a platform") {
 			t.Errorf("exit %d, stderr %s", code, errOut)
 		}
 	})
 	t.Run("apply on a snapshot", func(t *testing.T) {
 		code, _, errOut := runCheckCLI(t, "--root", filepath.Join(t.TempDir(), "x.tar.gz"), "config", "apply", "-p", "kubeadm-qemu-none")
-		if code != exitUsage {
+		if code != ExitUsage {
 			t.Errorf("exit %d, stderr %s", code, errOut)
 		}
 	})
@@ -117,7 +117,7 @@ func TestConfigRenderOutAndBadConfig(t *testing.T) {
 	os.WriteFile(main, []byte("version = 3\n[plugins\n"), 0o644)
 	args := []string{"--root", root, "config", "render", "-p", "kubeadm-qemu-none", "--force", "--containerd-config-version", "3"}
 	code, _, errOut := runCheckCLI(t, args...)
-	if code != exitUsage || !strings.Contains(errOut, "etc/containerd/config.toml:2:") {
+	if code != ExitUsage || !strings.Contains(errOut, "etc/containerd/config.toml:2:") {
 		t.Errorf("broken config: exit %d, stderr %s", code, errOut)
 	}
 	code, _, errOut = runCheckCLI(t, "--root", root, "config", "apply", "-p", "kubeadm-qemu-none", "--force", "--containerd-config-version", "3")

@@ -83,7 +83,7 @@ func (g *Globals) findDelegate(binary string) (string, error) {
 func (g *Globals) runDelegate(ctx context.Context, binary, name string, args []string) error {
 	path, err := g.findDelegate(binary)
 	if err != nil {
-		return usageErr(fmt.Errorf("berth %s: %w", name, err))
+		return UsageErr(fmt.Errorf("berth %s: %w", name, err))
 	}
 	if g.stdin == os.Stdin && g.stdout == os.Stdout && g.stderr == os.Stderr {
 		err := syscall.Exec(path, append([]string{path}, args...), os.Environ())

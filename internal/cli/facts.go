@@ -13,14 +13,14 @@ import (
 	"berth.dev/berth/internal/output"
 )
 
-// openRoot opens the host root selected by --root and --live. Every
+// OpenRoot opens the host root selected by --root and --live. Every
 // command that inspects a host goes through it; cleanup is never nil. A
 // root that cannot be opened (missing, not a snapshot, escaping paths) is
 // a usage error.
-func (g *Globals) openRoot() (hostfs.Root, func(), error) {
+func (g *Globals) OpenRoot() (hostfs.Root, func(), error) {
 	root, cleanup, err := hostfs.Open(g.root, g.live)
 	if err != nil {
-		return nil, cleanup, usageErr(err)
+		return nil, cleanup, UsageErr(err)
 	}
 	if g.log != nil {
 		g.log.Info("host root", "path", root.Path(), "live", root.Live())
@@ -28,8 +28,8 @@ func (g *Globals) openRoot() (hostfs.Root, func(), error) {
 	return root, cleanup, nil
 }
 
-// discoverOptions are the discovery options every command uses.
-func (g *Globals) discoverOptions(probe bool) discover.Options {
+// DiscoverOptions are the discovery options the global flags imply.
+func (g *Globals) DiscoverOptions(probe bool) discover.Options {
 	return discover.Options{Now: time.Now, Probe: probe, Log: g.log}
 }
 
@@ -43,22 +43,22 @@ SNAPSHOT.tar.gz) and prints one versioned document: CPU, virtualisation,
 kernel, devices, IOMMU and GPUs, TEE, runtimes, distribution and binaries.
 Whatever could not be determined is listed under "unknown" with the reason.
 --schema prints the JSON Schema of the document instead.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if schema {
 				_, err := io.WriteString(g.stdout, facts.Schema())
 				return err
 			}
-			format, err := g.format()
+			format, err := g.Format()
 			if err != nil {
 				return err
 			}
-			root, cleanup, err := g.openRoot()
+			root, cleanup, err := g.OpenRoot()
 			defer cleanup()
 			if err != nil {
 				return err
 			}
-			f := discover.Run(cmd.Context(), root, g.discoverOptions(probe))
+			f := discover.Run(cmd.Context(), root, g.DiscoverOptions(probe))
 			return output.Render(g.stdout, format, f, func(w io.Writer) error { return facts.WriteTable(w, f) })
 		},
 	}

@@ -52,7 +52,7 @@ func TestFactsBadRoot(t *testing.T) {
 		{"facts", "-o", "xml", "--root", fixtureRoot},
 	} {
 		code, _, stderr := runCLI(t, args...)
-		if code != exitUsage || !strings.HasPrefix(stderr, "Error: ") {
+		if code != ExitUsage || !strings.HasPrefix(stderr, "Error: ") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
 		}
 	}
@@ -79,10 +79,10 @@ func TestSnapshotCommand(t *testing.T) {
 	if b.Root != dest || a.CPU.ModelName != b.CPU.ModelName || a.Kernel.Release != b.Kernel.Release || len(a.Unknown) != len(b.Unknown) {
 		t.Errorf("snapshot facts differ: %s vs %s", a.Kernel.Release, b.Kernel.Release)
 	}
-	if code, _, _ := runCLI(t, "snapshot", "--root", fixtureRoot); code != exitUsage {
+	if code, _, _ := runCLI(t, "snapshot", "--root", fixtureRoot); code != ExitUsage {
 		t.Errorf("snapshot without -o: exit %d", code)
 	}
-	if code, _, _ := runCLI(t, "snapshot", "--root", fixtureRoot, "-o", "x.zip"); code != exitUsage {
+	if code, _, _ := runCLI(t, "snapshot", "--root", fixtureRoot, "-o", "x.zip"); code != ExitUsage {
 		t.Errorf("snapshot -o x.zip: exit %d", code)
 	}
 }

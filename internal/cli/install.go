@@ -79,7 +79,7 @@ ready, its handler is not live or the install failed, 2 usage error.`,
 		Example: `  berth install --platform kubeadm-qemu-snp --manifest kata-3.24.yaml --dry-run
   sudo berth install -p kubeadm-qemu-snp -m kata-3.24.yaml --restart
   sudo berth install -p kubeadm-qemu-snp --from /media/usb/berth-bundle.tar`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInstall(cmd.Context(), g, fl) },
 	}
 	addInstallPathFlags(cmd, &fl)
@@ -105,14 +105,14 @@ func (g *Globals) hostPath(p string) string {
 func parsePlatforms(ss []string) ([]platform.Platform, error) {
 	var ps []platform.Platform
 	for _, s := range ss {
-		p, err := parsePlatformFlag(s)
+		p, err := ParsePlatformFlag(s)
 		if err != nil {
 			return nil, err
 		}
 		ps = append(ps, p)
 	}
 	if len(ps) == 0 {
-		return nil, usageErr(errors.New("--platform is required: berth never picks a platform for you (berth check lists those this node can run)"))
+		return nil, UsageErr(errors.New("--platform is required: berth never picks a platform for you (berth check lists those this node can run)"))
 	}
 	return ps, nil
 }
@@ -123,7 +123,7 @@ func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundle
 	if fl.manifest != "" {
 		ref, err := manifest.ParseRef(fl.manifest)
 		if err != nil {
-			return nil, nil, usageErr(err)
+			return nil, nil, UsageErr(err)
 		}
 		if ref.Remote {
 			// Pinned by ParseRef: the digest is checked before parsing.
@@ -136,17 +136,17 @@ func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundle
 		}
 		m, err := manifest.LoadRef(ref)
 		if err != nil {
-			return nil, nil, usageErr(err)
+			return nil, nil, UsageErr(err)
 		}
 		data, err := os.ReadFile(ref.Location)
 		return m, data, err
 	}
 	switch len(bundles) {
 	case 0:
-		return nil, nil, usageErr(errors.New("--manifest is required (or --from a bundle made by berth bundle)"))
+		return nil, nil, UsageErr(errors.New("--manifest is required (or --from a bundle made by berth bundle)"))
 	case 1:
 	default:
-		return nil, nil, usageErr(errors.New("several --from bundles: pass --manifest to say which release to install"))
+		return nil, nil, UsageErr(errors.New("several --from bundles: pass --manifest to say which release to install"))
 	}
 	data, err := bundles[0].Manifest()
 	if err != nil {
@@ -296,7 +296,7 @@ func writeDryRun(w io.Writer, d dryRun) error {
 }
 
 func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
-	format, err := g.format(output.Table, output.JSON, output.YAML)
+	format, err := g.Format(output.Table, output.JSON, output.YAML)
 	if err != nil {
 		return err
 	}
@@ -305,24 +305,24 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 		return err
 	}
 	if !filepath.IsAbs(fl.prefix) {
-		return usageErr(fmt.Errorf("--prefix %s: expected an absolute path: the runtime configuration names it", fl.prefix))
+		return UsageErr(fmt.Errorf("--prefix %s: expected an absolute path: the runtime configuration names it", fl.prefix))
 	}
 	ls, bundles, err := install.Locators(fl.from)
 	if err != nil {
-		return usageErr(err)
+		return UsageErr(err)
 	}
 	fetcher := newFetcher(g, fl, ls)
 	m, _, err := loadManifest(ctx, fetcher, fl, bundles)
 	if err != nil {
 		return err
 	}
-	root, cleanup, err := g.openRoot()
+	root, cleanup, err := g.OpenRoot()
 	defer cleanup()
 	if err != nil {
 		return err
 	}
 	// Preflight: the platform's checks, as berth check runs them.
-	facts := discover.Run(ctx, root, g.discoverOptions(false))
+	facts := discover.Run(ctx, root, g.DiscoverOptions(false))
 	for _, p := range ps {
 		err := refuseNotReady(facts, p, fl.force)
 		if err != nil && fl.dryRun {
@@ -364,7 +364,7 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 		bars.finish()
 	}
 	if err != nil {
-		return &exitError{code: exitNotReady, err: err}
+		return &exitError{code: ExitNotReady, err: err}
 	}
 	summary := installSummary{Prefix: in.Layout.Prefix, ID: pl.ID, Platforms: pl.Platforms, Changed: res.Changed,
 		Previous: res.Previous, Bytes: pl.Bytes, Fetched: res.Fetched, Seconds: time.Since(start).Seconds()}

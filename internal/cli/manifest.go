@@ -16,7 +16,7 @@ func newManifestCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "manifest",
 		Short: "Inspect component manifests: what a platform would install",
-		Args:  noArgs,
+		Args:  NoArgs,
 	}
 	cmd.AddCommand(newManifestResolveCmd(g), newManifestSchemaCmd(g))
 	return cmd
@@ -36,30 +36,30 @@ command line). Nothing is downloaded: this is what berth install will fetch.
 The manifest is a PATH, PATH@sha256:<hex> or URL@sha256:<hex>.`,
 		Example: `  berth manifest resolve --platform k3s-qemu-snp-genoa --manifest examples/manifest-kata.yaml
   berth manifest resolve --platform kata-clh --manifest kata.yaml@sha256:<hex> -o json`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			format, err := g.format()
+			format, err := g.Format()
 			if err != nil {
 				return err
 			}
 			if plat == "" || ref == "" {
-				return usageErr(fmt.Errorf("--platform and --manifest are required"))
+				return UsageErr(fmt.Errorf("--platform and --manifest are required"))
 			}
 			p, err := platform.Parse(plat)
 			if err != nil {
-				return usageErr(fmt.Errorf("--platform: %w", err))
+				return UsageErr(fmt.Errorf("--platform: %w", err))
 			}
 			r, err := manifest.ParseRef(ref)
 			if err != nil {
-				return usageErr(fmt.Errorf("--manifest: %w", err))
+				return UsageErr(fmt.Errorf("--manifest: %w", err))
 			}
 			m, err := manifest.LoadRef(r)
 			if err != nil {
-				return usageErr(err)
+				return UsageErr(err)
 			}
 			plan, err := m.Plan(p)
 			if err != nil {
-				return usageErr(err)
+				return UsageErr(err)
 			}
 			return output.Render(g.stdout, format, plan, func(w io.Writer) error { return writePlan(w, plan, len(m.Components)) })
 		},
@@ -73,7 +73,7 @@ func newManifestSchemaCmd(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schema of the manifest format (" + manifest.APIVersion + ")",
-		Args:  noArgs,
+		Args:  NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := io.WriteString(g.stdout, manifest.Schema())
 			return err

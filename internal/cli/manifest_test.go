@@ -23,11 +23,11 @@ func TestManifestResolve(t *testing.T) {
 		{name: "snp genoa", args: []string{"--platform", "k3s-qemu-snp-genoa", "--manifest", exampleManifest}, golden: "resolve-k3s-qemu-snp-genoa.txt"},
 		{name: "clh", args: []string{"--platform", "kata-clh", "--manifest", exampleManifest}, golden: "resolve-kata-clh.txt"},
 		{name: "tdx gpu json", args: []string{"--platform", "kata-qemu-nvidia-gpu-tdx", "--manifest", exampleManifest, "-o", "json"}, golden: "resolve-kata-qemu-nvidia-gpu-tdx.json"},
-		{name: "no platform", args: []string{"--manifest", exampleManifest}, wantCode: exitUsage, wantErr: "--platform and --manifest are required"},
-		{name: "bad platform", args: []string{"--platform", "kata-xen", "--manifest", exampleManifest}, wantCode: exitUsage, wantErr: "--platform"},
-		{name: "unpinned url", args: []string{"--platform", "kata-clh", "--manifest", "https://example.invalid/m.yaml"}, wantCode: exitUsage, wantErr: "is not pinned"},
-		{name: "missing file", args: []string{"--platform", "kata-clh", "--manifest", "testdata/manifest/none.yaml"}, wantCode: exitUsage, wantErr: "none.yaml"},
-		{name: "ambiguous boot", args: []string{"--platform", "kata-qemu-snp", "--manifest", "testdata/manifest/two-kernels.yaml"}, wantCode: exitUsage,
+		{name: "no platform", args: []string{"--manifest", exampleManifest}, wantCode: ExitUsage, wantErr: "--platform and --manifest are required"},
+		{name: "bad platform", args: []string{"--platform", "kata-xen", "--manifest", exampleManifest}, wantCode: ExitUsage, wantErr: "--platform"},
+		{name: "unpinned url", args: []string{"--platform", "kata-clh", "--manifest", "https://example.invalid/m.yaml"}, wantCode: ExitUsage, wantErr: "is not pinned"},
+		{name: "missing file", args: []string{"--platform", "kata-clh", "--manifest", "testdata/manifest/none.yaml"}, wantCode: ExitUsage, wantErr: "none.yaml"},
+		{name: "ambiguous boot", args: []string{"--platform", "kata-qemu-snp", "--manifest", "testdata/manifest/two-kernels.yaml"}, wantCode: ExitUsage,
 			wantErr: "platform kubeadm-qemu-snp is served by 2 components with role kernel (kernel-a, kernel-b)"},
 	}
 	for _, tt := range tests {

@@ -63,9 +63,9 @@ A platform is written dist-hypervisor-tee[-productline][+gpu][+debug][+snapshott
 (the snapshotter only when it is not the platform's default), as
 key=value pairs (distribution=k3s,hypervisor=qemu,tee=snp), or as a Kata
 runtime class (kata-qemu-snp) or Contrast platform name (Metal-QEMU-SNP).`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := g.format()
+			f, err := g.Format()
 			if err != nil {
 				return err
 			}
@@ -108,18 +108,18 @@ func newPlatformsExplainCmd(g *Globals) *cobra.Command {
   berth platforms explain Metal-QEMU-SNP -o json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr(fmt.Errorf("%s takes exactly one platform name, got %d arguments", cmd.CommandPath(), len(args)))
+				return UsageErr(fmt.Errorf("%s takes exactly one platform name, got %d arguments", cmd.CommandPath(), len(args)))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := g.format()
+			f, err := g.Format()
 			if err != nil {
 				return err
 			}
 			p, err := platform.Parse(args[0])
 			if err != nil {
-				return usageErr(err)
+				return UsageErr(err)
 			}
 			v := explainView{platformView: viewOf(p), Input: args[0],
 				DefaultSnapshotter: p.DefaultSnapshotter().String(), Rules: platform.AppliesTo(p)}
@@ -233,9 +233,9 @@ func newPlatformsRulesCmd(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rules",
 		Short: "List the rules that decide which platforms are valid (ID, summary, source)",
-		Args:  noArgs,
+		Args:  NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := g.format()
+			f, err := g.Format()
 			if err != nil {
 				return err
 			}

@@ -93,8 +93,8 @@ func TestPlatformsErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			code, out, stderr := runPlatforms(t, tt.args...)
-			if code != exitUsage {
-				t.Errorf("exit %d, want %d", code, exitUsage)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d", code, ExitUsage)
 			}
 			if out != "" {
 				t.Errorf("stdout %q, want nothing", out)

@@ -58,7 +58,7 @@ their sha256 and size must match the manifest.
     --kernel vmlinuz --initrd initrd.img --cmdline "console=ttyS0" --vcpus 1-4 -o json
   berth refvalues --platform kata-qemu-tdx --firmware OVMF.inteltdx.fd
   berth refvalues --platform kata-qemu-snp --manifest kata.yaml --from ./downloads`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRefvalues(cmd, g, &f) },
 	}
 	fl := cmd.Flags()
@@ -79,40 +79,40 @@ their sha256 and size must match the manifest.
 }
 
 func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
-	format, err := g.format()
+	format, err := g.Format()
 	if err != nil {
 		return err
 	}
 	if f.platform == "" {
-		return usageErr(fmt.Errorf("--platform is required (e.g. k3s-qemu-snp-genoa or kata-qemu-tdx)"))
+		return UsageErr(fmt.Errorf("--platform is required (e.g. k3s-qemu-snp-genoa or kata-qemu-tdx)"))
 	}
 	p, err := platform.Parse(f.platform)
 	if err != nil {
-		return usageErr(fmt.Errorf("--platform: %w", err))
+		return UsageErr(fmt.Errorf("--platform: %w", err))
 	}
 	if !p.Confidential() {
-		return usageErr(fmt.Errorf("platform %s has no TEE: reference values exist only for SNP and TDX platforms (e.g. %s-qemu-snp or %s-qemu-tdx)", p, p.Distribution(), p.Distribution()))
+		return UsageErr(fmt.Errorf("platform %s has no TEE: reference values exist only for SNP and TDX platforms (e.g. %s-qemu-snp or %s-qemu-tdx)", p, p.Distribution(), p.Distribution()))
 	}
 	if p.Hypervisor() != platform.QEMU {
-		return usageErr(fmt.Errorf("platform %s uses %s: berth models the launch measurement of QEMU guests only", p, p.Hypervisor()))
+		return UsageErr(fmt.Errorf("platform %s uses %s: berth models the launch measurement of QEMU guests only", p, p.Hypervisor()))
 	}
 	changed := cmd.Flags().Changed
 	var in bootInputs
 	if f.manifest != "" {
 		for _, name := range []string{"firmware", "kernel", "initrd", "cmdline"} {
 			if changed(name) {
-				return usageErr(fmt.Errorf("--%s and --manifest exclude each other: the manifest names the boot components", name))
+				return UsageErr(fmt.Errorf("--%s and --manifest exclude each other: the manifest names the boot components", name))
 			}
 		}
 		if in, err = manifestInputs(g, f, p); err != nil {
-			return usageErr(err)
+			return UsageErr(err)
 		}
 	} else {
 		if len(f.from) > 0 || changed("cache") {
-			return usageErr(fmt.Errorf("--from and --cache apply with --manifest only"))
+			return UsageErr(fmt.Errorf("--from and --cache apply with --manifest only"))
 		}
 		if f.firmware == "" {
-			return usageErr(fmt.Errorf("--firmware is required (or --manifest)"))
+			return UsageErr(fmt.Errorf("--firmware is required (or --manifest)"))
 		}
 		in = flagInputs(f, changed)
 	}
@@ -120,19 +120,19 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 	switch p.TEE() {
 	case platform.SNP:
 		if changed("page-order") {
-			return usageErr(fmt.Errorf("--page-order applies to TDX platforms only; %s is SNP", p))
+			return UsageErr(fmt.Errorf("--page-order applies to TDX platforms only; %s is SNP", p))
 		}
 		req, err := snpRequest(f, in, p.ProductLine())
 		if err != nil {
-			return usageErr(err)
+			return UsageErr(err)
 		}
 		if doc, err = refvalues.SNP(req); err != nil {
-			return usageErr(err)
+			return UsageErr(err)
 		}
 	case platform.TDX:
 		for _, name := range []string{"vcpus", "vcpu-type", "guest-features", "policy"} {
 			if changed(name) {
-				return usageErr(fmt.Errorf("--%s applies to SNP platforms only; %s is TDX", name, p))
+				return UsageErr(fmt.Errorf("--%s applies to SNP platforms only; %s is TDX", name, p))
 			}
 		}
 		for _, name := range []string{"kernel", "initrd", "cmdline"} {
@@ -145,16 +145,16 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 		}
 		order, err := refvalues.ParsePageOrder(f.pageOrder)
 		if err != nil {
-			return usageErr(fmt.Errorf("--page-order: %w", err))
+			return UsageErr(fmt.Errorf("--page-order: %w", err))
 		}
 		if doc, err = refvalues.TDX(refvalues.TDXRequest{Firmware: in.firmware, PageOrder: order}); err != nil {
-			return usageErr(err)
+			return UsageErr(err)
 		}
 	default:
-		return usageErr(fmt.Errorf("platform %s: no reference values for TEE %s", p, p.TEE()))
+		return UsageErr(fmt.Errorf("platform %s: no reference values for TEE %s", p, p.TEE()))
 	}
 	if err := in.check(doc); err != nil {
-		return usageErr(err)
+		return UsageErr(err)
 	}
 	doc.Platform = p.String()
 	return output.Render(g.stdout, format, doc, func(w io.Writer) error { return doc.WriteTable(w) })

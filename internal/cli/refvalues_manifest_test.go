@@ -79,37 +79,37 @@ func TestRefvaluesManifest(t *testing.T) {
 		{
 			name:     "wrong kernel digest",
 			args:     []string{"--platform", "kata-qemu-snp", "--manifest", mfData + "vectors-wrong-kernel.yaml", "--from", rvData},
-			wantCode: exitUsage,
+			wantCode: ExitUsage,
 			wantErr: []string{"component kernel: ", "kernel-synthetic.bin has sha256 cc4b763748e3711e26f95aaaeac8998fad1a749a474502611de7c9164503437e",
 				"expected sha256 cc4b763748e3711e26f95aaaeac8998fad1a749a474502611de7c9164503437f"},
 		},
 		{
 			name: "component not found", args: []string{"--platform", "kata-qemu-snp", "--manifest", mfVectors, "--from", empty},
-			wantCode: exitUsage, wantErr: []string{"component ovmf-amdsev (sha256 3e4fd0b3", "not found", "pass --from DIR"},
+			wantCode: ExitUsage, wantErr: []string{"component ovmf-amdsev (sha256 3e4fd0b3", "not found", "pass --from DIR"},
 		},
 		{
 			name: "wrong pin", args: []string{"--platform", "kata-qemu-snp", "--manifest", mfVectors + "@sha256:" + strings.Repeat("0", 64), "--from", rvData},
-			wantCode: exitUsage, wantErr: []string{"but the reference pins 0000"},
+			wantCode: ExitUsage, wantErr: []string{"but the reference pins 0000"},
 		},
 		{
 			name: "url needs a pin", args: []string{"--platform", "kata-qemu-snp", "--manifest", "https://example.invalid/m.yaml"},
-			wantCode: exitUsage, wantErr: []string{"--manifest: manifest URL https://example.invalid/m.yaml is not pinned"},
+			wantCode: ExitUsage, wantErr: []string{"--manifest: manifest URL https://example.invalid/m.yaml is not pinned"},
 		},
 		{
 			name: "pinned url is not fetched yet", args: []string{"--platform", "kata-qemu-snp", "--manifest", "https://example.invalid/m.yaml@sha256:" + pin},
-			wantCode: exitUsage, wantErr: []string{"fetching manifests by URL arrives with berth install"},
+			wantCode: ExitUsage, wantErr: []string{"fetching manifests by URL arrives with berth install"},
 		},
 		{
 			name: "manifest excludes --kernel", args: []string{"--platform", "kata-qemu-snp", "--manifest", mfVectors, "--kernel", "k"},
-			wantCode: exitUsage, wantErr: []string{"--kernel and --manifest exclude each other"},
+			wantCode: ExitUsage, wantErr: []string{"--kernel and --manifest exclude each other"},
 		},
 		{
 			name: "bad manifest names the field", args: []string{"--platform", "kata-qemu-snp", "--manifest", rvData + "vectors-snp.psv"},
-			wantCode: exitUsage, wantErr: []string{"vectors-snp.psv: "},
+			wantCode: ExitUsage, wantErr: []string{"vectors-snp.psv: "},
 		},
 		{
 			name: "example manifest: no files for its placeholder digests", args: []string{"--platform", "kata-qemu-snp", "--manifest", "../../examples/manifest-kata.yaml", "--from", rvData, "--cache", ""},
-			wantCode: exitUsage, wantErr: []string{"component ovmf-amdsev", "not found as <sha256>, AMDSEV.fd, ovmf-amdsev in " + rvData},
+			wantCode: ExitUsage, wantErr: []string{"component ovmf-amdsev", "not found as <sha256>, AMDSEV.fd, ovmf-amdsev in " + rvData},
 		},
 	}
 	for _, tt := range tests {

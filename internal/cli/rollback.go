@@ -20,12 +20,12 @@ the prefix's stable links, so it needs no change; restart the runtime's
 running sandboxes to pick up the binaries.`,
 		Example: `  sudo berth rollback
   sudo berth rollback --prefix /opt/berth`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in := &install.Installer{Layout: install.Layout{Prefix: g.hostPath(fl.prefix)}, BeforeSwitch: install.PauseHook(g.getenv)}
 			from, to, err := in.Rollback(cmd.Context())
 			if err != nil {
-				return &exitError{code: exitNotReady, err: err}
+				return &exitError{code: ExitNotReady, err: err}
 			}
 			r, err := in.Layout.ReadRecord(to)
 			if err != nil {

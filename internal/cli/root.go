@@ -36,10 +36,11 @@ type Globals struct {
 	verify func(ctx context.Context, g *Globals, p platform.Platform) error
 }
 
-func (g *Globals) format(allowed ...output.Format) (output.Format, error) {
+// Format parses -o against the formats a command allows (exit 2 when bad).
+func (g *Globals) Format(allowed ...output.Format) (output.Format, error) {
 	f, err := output.ParseFormat(g.output, allowed...)
 	if err != nil {
-		return "", usageErr(err)
+		return "", UsageErr(err)
 	}
 	return f, nil
 }
@@ -72,7 +73,7 @@ only what the chosen platform needs.`,
 	cmd.SetIn(e.stdin)
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return UsageErr(err) })
 	pf := cmd.PersistentFlags()
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.StringVar(&g.root, "root", "/", "host root to inspect: a directory or a snapshot .tar.gz")
@@ -98,10 +99,10 @@ only what the chosen platform needs.`,
 	return cmd
 }
 
-// noArgs rejects positional arguments with a usage error.
-func noArgs(cmd *cobra.Command, args []string) error {
+// NoArgs rejects positional arguments with a usage error.
+func NoArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageErr(fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args))
+		return UsageErr(fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args))
 	}
 	return nil
 }

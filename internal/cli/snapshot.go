@@ -25,16 +25,16 @@ keys redacted. "berth facts --root FILE.tar.gz" on any machine reproduces
 this host's facts; live probes come back marked "recorded".
 
 For this command -o names the archive ("-" writes it to stdout).`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("output") || g.output == "" {
-				return usageErr(errNoSnapshotFile)
+				return UsageErr(errNoSnapshotFile)
 			}
 			dest := g.output
 			if dest != "-" && !strings.HasSuffix(dest, ".tar.gz") && !strings.HasSuffix(dest, ".tgz") {
-				return usageErr(fmt.Errorf("snapshot file %q: expected a name ending in .tar.gz", dest))
+				return UsageErr(fmt.Errorf("snapshot file %q: expected a name ending in .tar.gz", dest))
 			}
-			root, cleanup, err := g.openRoot()
+			root, cleanup, err := g.OpenRoot()
 			defer cleanup()
 			if err != nil {
 				return err
@@ -51,7 +51,7 @@ For this command -o names the archive ("-" writes it to stdout).`,
 				defer os.Remove(tmp.Name())
 				w = tmp
 			}
-			opt := snapshot.Options{BerthVersion: buildinfo.Get().Version, Discover: g.discoverOptions(probe)}
+			opt := snapshot.Options{BerthVersion: buildinfo.Get().Version, Discover: g.DiscoverOptions(probe)}
 			_, m, err := snapshot.Take(cmd.Context(), root, w, opt)
 			if err != nil {
 				return err

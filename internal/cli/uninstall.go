@@ -29,7 +29,7 @@ prefix. Files in the prefix that berth did not create stay. The download
 cache stays unless --purge-cache.`,
 		Example: `  sudo berth uninstall
   sudo berth uninstall --prefix /opt/berth --purge-cache --restart`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runUninstall(cmd.Context(), g, fl, purgeCache, keepConfig)
 		},

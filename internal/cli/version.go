@@ -14,9 +14,9 @@ func newVersionCmd(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print berth's version, commit and Go version",
-		Args:  noArgs,
+		Args:  NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := g.format()
+			f, err := g.Format()
 			if err != nil {
 				return err
 			}
