@@ -2,6 +2,8 @@ package configure
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -66,124 +68,194 @@ func validate(f File, name string, data []byte) error {
 	return err
 }
 
-// handlerVersion is the config version a handler block's keys are for.
-func handlerVersion(content []byte) int {
-	switch {
-	case bytes.Contains(content, []byte(runtimecfg.PluginCRIRuntime)):
-		return 3
-	case bytes.Contains(content, []byte(runtimecfg.PluginCRIv2)):
-		return 2
+// nextContent is what host file f (at name, currently cur) becomes:
+// skip is true when the file needs nothing from berth. Blocks are merged
+// into a file that must parse before and after, in the config version
+// they were written for.
+func nextContent(f File, name string, cur []byte, exists bool) (next []byte, skip bool, err error) {
+	if f.Kind == Owned {
+		return f.Content, false, nil
 	}
-	return 0
+	base := cur
+	if !exists {
+		if f.Base == nil {
+			return nil, false, refused("%s does not exist: berth extends the %s but does not create it", name, f.Purpose)
+		}
+		base = f.Base
+	} else if err := validate(f, name, cur); err != nil {
+		return nil, false, refused("refusing to change %s, which does not parse: %w", name, err)
+	}
+	present := slices.Contains(Blocks(base), f.BlockID)
+	if f.Version != 0 && exists && f.Format == "toml" {
+		if c, err := runtimecfg.ParseContainerd(name, cur); err == nil && runtimecfg.CRIPlugin(c.Version) != runtimecfg.CRIPlugin(f.Version) {
+			return nil, false, refused("%s is a version %d config but the handler is written for version %d: pass --containerd-config-version %d or migrate the file (containerd config migrate)",
+				name, c.Version, f.Version, c.Version)
+		}
+	}
+	switch f.When {
+	case UnlessImported:
+		if skipImports(f, name, base, exists) {
+			return nil, true, nil
+		}
+	case UnlessDefaultRuntimeDefined:
+		if !present {
+			ok, err := defaultRuntimeDefined(name, base)
+			if err != nil {
+				return nil, false, refused("refusing to change %s, which does not parse: %w", name, err)
+			}
+			if ok {
+				return nil, true, nil
+			}
+		}
+	}
+	content := f.Content
+	if f.Import != "" {
+		if content, err = importsBlock(name, base, f); err != nil {
+			return nil, false, err
+		}
+	}
+	next, err = MergeBlock(name, base, f.BlockID, content, f.Where)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := validate(f, name, next); err != nil {
+		return nil, false, refused("adding berth's block to %s would break it: %w", name, err)
+	}
+	return next, false, nil
+}
+
+// importsBlock is the imports line of f: the file's own entries (as
+// containerd reads them without berth's block) and f.Import.
+func importsBlock(name string, base []byte, f File) ([]byte, error) {
+	orig, _, err := RemoveBlock(name, base, f.BlockID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := runtimecfg.ParseContainerd(name, orig)
+	if err != nil {
+		return nil, refused("refusing to change %s, which does not parse: %w", name, err)
+	}
+	list := slices.Clone(c.Imports)
+	if !slices.Contains(list, f.Import) {
+		list = append(list, f.Import)
+	}
+	return []byte("imports = " + tomlValue(list) + "\n"), nil
 }
 
 // Apply writes r's host files under fsys: all or nothing (every file is
 // staged and synced before the first rename), backing up any file it
 // modifies the first time, and recording what it owns in the state file.
-// When everything is already in place it writes nothing at all.
+// When everything is already in place it writes nothing at all. It holds
+// the host's configuration lock throughout, so concurrent runs (several
+// berth processes, an agent and an operator) apply one after the other.
 func Apply(fsys FS, r *Rendered) (*Result, error) {
-	st, err := loadState(fsys)
+	var res *Result
+	err := locked(fsys, func(st *State) ([]op, error) {
+		var ops []op
+		var err error
+		res, ops, err = applyOps(fsys, st, r)
+		return ops, err
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
+	return res, nil
+}
+
+func applyOps(fsys FS, st *State, r *Rendered) (*Result, []op, error) {
 	res := &Result{Handler: r.Handler}
 	var ops []op
 	var owned []OwnedFile
+	pending := map[string][]byte{} // files changed earlier in this apply
 	for _, f := range r.Host {
 		name, err := resolve(fsys, f.Path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		cur, mode, exists, err := readCurrent(fsys, name)
+		disk, mode, exists, err := readCurrent(fsys, name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		cur, curExists := disk, exists
+		if p, ok := pending[name]; ok {
+			cur, curExists = p, true
+		}
+		next, skip, err := nextContent(f, name, cur, curExists)
+		if err != nil {
+			return nil, nil, err
+		}
+		if skip {
+			continue
 		}
 		switch f.Kind {
 		case Owned:
 			owned = append(owned, OwnedFile{Path: name, Kind: Owned})
-			if exists && bytes.Equal(cur, f.Content) {
+			if exists && bytes.Equal(disk, next) {
 				continue
 			}
 			if exists && !st.owns(name) {
-				return nil, fmt.Errorf("%s exists and was not written by berth: move it away, then apply again", name)
+				return nil, nil, refused("%s exists and was not written by berth: move it away, then apply again", name)
 			}
-			ops = append(ops, op{path: name, data: f.Content, mode: 0o644, orig: cur, existed: exists})
+			ops = append(ops, op{path: name, data: next, mode: 0o644, orig: disk, existed: exists})
 		case Block:
-			if skipImports(f, name, cur, exists) {
-				continue
-			}
 			owned = append(owned, OwnedFile{Path: name, Kind: Block, Block: f.BlockID})
-			base := cur
-			if !exists {
-				if f.Base == nil {
-					return nil, fmt.Errorf("%s does not exist: berth extends the %s but does not create it", name, f.Purpose)
-				}
-				base = f.Base
-			} else if err := validate(f, name, cur); err != nil {
-				return nil, fmt.Errorf("refusing to change %s, which does not parse: %w", name, err)
-			}
-			if v := handlerVersion(f.Content); v != 0 && exists && f.Format == "toml" {
-				if c, err := runtimecfg.ParseContainerd(name, cur); err == nil && c.Version != v {
-					return nil, fmt.Errorf("%s is a version %d config but the handler is written for version %d: pass --containerd-config-version %d or migrate the file (containerd config migrate)",
-						name, c.Version, v, c.Version)
-				}
-			}
-			next, err := MergeBlock(name, base, f.BlockID, f.Content, f.Where)
-			if err != nil {
-				return nil, err
-			}
-			if err := validate(f, name, next); err != nil {
-				return nil, fmt.Errorf("adding berth's block to %s would break it: %w", name, err)
-			}
-			if exists && bytes.Equal(next, cur) {
+			if curExists && bytes.Equal(next, cur) {
 				continue
 			}
 			if _, ok := st.Backups[name]; !ok {
 				b := Backup{Existed: exists, Mode: uint32(mode)}
 				if exists {
 					b.Path = path.Join(BackupDir, name)
-					ops = append(ops, op{path: b.Path, data: cur, mode: mode})
+					ops = append(ops, op{path: b.Path, data: disk, mode: mode})
 				} else {
 					b.Created = string(f.Base)
 				}
 				st.Backups[name] = b
 			}
-			ops = append(ops, op{path: name, data: next, mode: mode, orig: cur, existed: exists})
+			pending[name] = next
+			ops = append(ops, op{path: name, data: next, mode: mode, orig: disk, existed: exists})
 		}
 	}
 	prev, had := st.Platforms[r.Handler]
 	ps := PlatformState{Platform: r.Platform.String(), Files: owned}
 	if had && !slices.Equal(prev.Files, ps.Files) {
-		return nil, fmt.Errorf("handler %s was applied with other files (%v): run berth config remove --platform %s first", r.Handler, prev.Files, prev.Platform)
+		return nil, nil, refused("handler %s was applied with other files (%v): run berth config remove --platform %s first", r.Handler, prev.Files, prev.Platform)
 	}
+	ops = dedupe(ops)
 	if len(ops) == 0 && had && prev.Platform == ps.Platform {
-		return res, nil
+		return res, nil, nil
 	}
 	st.Platforms[r.Handler] = ps
-	ops = append(ops, op{path: StatePath, data: st.marshal(), mode: 0o600})
-	if err := commit(fsys, ops); err != nil {
-		return nil, err
-	}
 	for _, o := range ops {
 		if o.path != StatePath && !strings.HasPrefix(o.path, BackupDir+"/") {
 			res.Changed = append(res.Changed, o.path)
 		}
 	}
-	return res, nil
+	return res, ops, nil
 }
 
 // Remove removes what berth wrote for handler: its own files, its blocks,
 // and, once the last block of a file is gone, restores the file's backup
 // byte for byte (or deletes a file berth created).
 func Remove(fsys FS, handler string) (*Result, error) {
-	st, err := loadState(fsys)
+	var res *Result
+	err := locked(fsys, func(st *State) ([]op, error) {
+		var ops []op
+		var err error
+		res, ops, err = removeOps(fsys, st, handler)
+		return ops, err
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
+	return res, nil
+}
+
+func removeOps(fsys FS, st *State, handler string) (*Result, []op, error) {
 	res := &Result{Handler: handler}
 	ps, ok := st.Platforms[handler]
 	if !ok {
-		return res, nil
+		return res, nil, nil
 	}
 	var ops []op
 	pending := map[string][]byte{} // files changed earlier in this remove
@@ -193,7 +265,7 @@ func Remove(fsys FS, handler string) (*Result, error) {
 			cur, exists, err = p, true, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !exists {
 			res.Warnings = append(res.Warnings, f.Path+" was already gone")
@@ -208,7 +280,7 @@ func Remove(fsys FS, handler string) (*Result, error) {
 			}
 			next, removed, err := RemoveBlock(f.Path, cur, f.Block)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if !removed {
 				res.Warnings = append(res.Warnings, fmt.Sprintf("%s: berth block %q was already gone", f.Path, f.Block))
@@ -218,20 +290,13 @@ func Remove(fsys FS, handler string) (*Result, error) {
 		}
 	}
 	delete(st.Platforms, handler)
-	if len(st.Platforms) == 0 && len(st.Backups) == 0 {
-		ops = append(ops, op{path: StatePath, remove: true})
-	} else {
-		ops = append(ops, op{path: StatePath, data: st.marshal(), mode: 0o600})
-	}
-	if err := commit(fsys, dedupe(ops)); err != nil {
-		return nil, err
-	}
-	for _, o := range dedupe(ops) {
-		if o.path != StatePath && !strings.HasPrefix(o.path, BackupDir+"/") {
+	ops = dedupe(ops)
+	for _, o := range ops {
+		if !strings.HasPrefix(o.path, BackupDir+"/") {
 			res.Changed = append(res.Changed, o.path)
 		}
 	}
-	return res, nil
+	return res, ops, nil
 }
 
 // skipImports reports whether the imports block f is not needed: the file
@@ -332,8 +397,10 @@ func commit(fsys FS, ops []op) error {
 			cleanup()
 			return fmt.Errorf("creating %s: %w", dir, err)
 		}
-		tmp := path.Join(dir, ".berth-"+path.Base(o.path)+".tmp")
-		_ = fsys.Remove(tmp) // a leftover of an interrupted run
+		// Unique per process and attempt: the lock serialises berth's own
+		// runs, but a name shared between runs is what an interrupted one
+		// leaves behind for the next to trip over.
+		tmp := path.Join(dir, fmt.Sprintf(".berth-%s.%d-%s.tmp", path.Base(o.path), os.Getpid(), randSuffix()))
 		if err := writeSynced(fsys, tmp, o.data, o.mode); err != nil {
 			_ = fsys.Remove(tmp)
 			cleanup()
@@ -396,9 +463,16 @@ func rollback(fsys FS, done []op) {
 			}
 			continue
 		}
-		tmp := o.path + ".berth-rollback"
+		tmp := fmt.Sprintf("%s.berth-rollback.%d-%s", o.path, os.Getpid(), randSuffix())
 		if writeSynced(fsys, tmp, o.orig, o.mode|0o600) == nil {
 			_ = fsys.Rename(tmp, o.path)
 		}
 	}
+}
+
+// randSuffix is 8 random hex digits for temporary names.
+func randSuffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

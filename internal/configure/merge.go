@@ -16,6 +16,12 @@ const (
 	// Top inserts the block before the first table header: top-level keys
 	// such as imports must precede every table.
 	Top
+	// ReplaceKey puts the block in place of the top-level key named like
+	// the block (imports), keeping the lines it replaced as "#| " comments
+	// inside the block so that removing it puts them back; a file without
+	// the key gets the block as with Top. A TOML key may appear only once,
+	// so a second one beside the file's own would make the file invalid.
+	ReplaceKey
 )
 
 const (
@@ -24,6 +30,8 @@ const (
 	// nlFlag marks a block whose insertion added the newline the file
 	// lacked at its end, so that removing it restores the file exactly.
 	nlFlag = " +nl"
+	// savedPrefix starts each line a ReplaceKey block replaced.
+	savedPrefix = "#| "
 )
 
 type span struct {
@@ -90,6 +98,9 @@ func MergeBlock(file string, data []byte, id string, body []byte, where Where) (
 	if bytes.Contains(body, []byte(beginPrefix)) || bytes.Contains(body, []byte(endPrefix)) {
 		return nil, fmt.Errorf("block %q: body contains a berth marker", id)
 	}
+	if where == ReplaceKey {
+		return replaceKey(file, data, id, body)
+	}
 	sp, ok, err := findBlock(file, data, id)
 	if err != nil {
 		return nil, err
@@ -135,6 +146,15 @@ func RemoveBlock(file string, data []byte, id string) (out []byte, removed bool,
 	}
 	rest := data[sp.end:]
 	start := sp.start
+	if saved, ok := savedLines(data[sp.bodyStart:sp.bodyEnd]); ok {
+		if sp.flagged && len(rest) == 0 {
+			saved = saved[:len(saved)-1] // the key was the last line, without a newline
+		}
+		out = make([]byte, 0, len(data))
+		out = append(out, data[:start]...)
+		out = append(out, saved...)
+		return append(out, rest...), true, nil
+	}
 	var prefix []byte
 	if sp.flagged {
 		if len(rest) == 0 && start > 0 && data[start-1] == '\n' {
@@ -151,4 +171,144 @@ func RemoveBlock(file string, data []byte, id string) (out []byte, removed bool,
 	out = append(out, data[:start]...)
 	out = append(out, prefix...)
 	return append(out, rest...), true, nil
+}
+
+// savedLines returns the lines a ReplaceKey block replaced, newline
+// terminated, from the "#| " lines that open its body.
+func savedLines(body []byte) ([]byte, bool) {
+	var out []byte
+	for off := 0; off < len(body); {
+		line, next := lineAt(body, off)
+		rest, ok := bytes.CutPrefix(line, []byte(savedPrefix))
+		if !ok {
+			break
+		}
+		out = append(append(out, rest...), '\n')
+		off = next
+	}
+	return out, out != nil
+}
+
+// replaceKey puts body as block id in place of the top-level key id (see
+// ReplaceKey). An existing block is first taken out, which puts the
+// original key back, so that the result depends only on the original.
+func replaceKey(file string, data []byte, id string, body []byte) ([]byte, error) {
+	data, _, err := RemoveBlock(file, data, id)
+	if err != nil {
+		return nil, err
+	}
+	start, end, ok, err := topKeySpan(file, data, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return MergeBlock(file, data, id, body, Top)
+	}
+	flag := ""
+	orig := data[start:end]
+	if len(orig) == 0 || orig[len(orig)-1] != '\n' {
+		flag = nlFlag
+		orig = append(append([]byte{}, orig...), '\n')
+	}
+	var b bytes.Buffer
+	b.WriteString(beginPrefix + id + flag + "\n")
+	for off := 0; off < len(orig); {
+		line, next := lineAt(orig, off)
+		b.WriteString(savedPrefix)
+		b.Write(line)
+		b.WriteByte('\n')
+		off = next
+	}
+	b.Write(body)
+	b.WriteString(endPrefix + id + "\n")
+	out := make([]byte, 0, len(data)+b.Len())
+	out = append(out, data[:start]...)
+	out = append(out, b.Bytes()...)
+	return append(out, data[end:]...), nil
+}
+
+// topKeySpan finds the lines of top-level key in a TOML document: from the
+// start of its line to the end of the line its value ends on (values may
+// span lines: arrays, multi-line strings). Top level is everything before
+// the first table header.
+func topKeySpan(file string, data []byte, key string) (start, end int, found bool, err error) {
+	for off, lineNo := 0, 1; off < len(data); {
+		line, next := lineAt(data, off)
+		t := bytes.TrimLeft(line, " \t")
+		switch {
+		case len(t) == 0 || t[0] == '#':
+			off, lineNo = next, lineNo+1
+			continue
+		case t[0] == '[':
+			return 0, 0, false, nil
+		}
+		eq := bytes.IndexByte(t, '=')
+		if eq < 0 {
+			return 0, 0, false, fmt.Errorf("%s:%d: expected a key = value line", file, lineNo)
+		}
+		k := string(bytes.TrimSpace(t[:eq]))
+		vend, lines, err := valueEnd(data, off+len(line)-len(t)+eq+1)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("%s:%d: %w", file, lineNo, err)
+		}
+		if k == key || k == `"`+key+`"` || k == "'"+key+"'" {
+			return off, vend, true, nil
+		}
+		off, lineNo = vend, lineNo+lines
+	}
+	return 0, 0, false, nil
+}
+
+// valueEnd scans a TOML value starting at off and returns the offset just
+// past the newline of the line it ends on, and how many lines it took. It
+// tracks brackets, braces, strings (basic, literal, multi-line) and
+// comments, enough to find the end, not to validate.
+func valueEnd(data []byte, off int) (int, int, error) {
+	depth, lines := 0, 1
+	for i := off; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case c == '\n':
+			if depth == 0 {
+				return i + 1, lines, nil
+			}
+			lines++
+		case c == '#':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			i--
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		case c == '"' || c == '\'':
+			q := string(c)
+			if bytes.HasPrefix(data[i:], []byte(q+q+q)) {
+				j := bytes.Index(data[i+3:], []byte(q+q+q))
+				if j < 0 {
+					return 0, 0, fmt.Errorf("unterminated multi-line string")
+				}
+				// Up to two more quotes may close the string.
+				k := i + 3 + j + 3
+				for k < len(data) && data[k] == c && k-(i+3+j+3) < 2 {
+					k++
+				}
+				lines += bytes.Count(data[i:k], []byte("\n"))
+				i = k - 1
+				continue
+			}
+			j := i + 1
+			for ; j < len(data) && data[j] != c && data[j] != '\n'; j++ {
+				if c == '"' && data[j] == '\\' {
+					j++
+				}
+			}
+			if j >= len(data) || data[j] != c {
+				return 0, 0, fmt.Errorf("unterminated string")
+			}
+			i = j
+		}
+	}
+	return len(data), lines, nil
 }

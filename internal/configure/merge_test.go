@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	toml "github.com/pelletier/go-toml/v2"
+
+	"berth.dev/berth/internal/runtimecfg"
 )
 
 func TestMergeBlock(t *testing.T) {
@@ -124,6 +126,103 @@ func FuzzMerge(f *testing.F) {
 			if err := toml.Unmarshal(m, &v); err != nil {
 				t.Fatalf("valid TOML broken by the merge: %v\n%q", err, m)
 			}
+		}
+	})
+}
+
+// TestReplaceKey: the imports block takes the place of the file's own
+// imports key however it is written, parses, and removing it restores the
+// file byte for byte.
+func TestReplaceKey(t *testing.T) {
+	body := []byte("imports = [\"conf.d/*.toml\"]\n")
+	cases := []struct {
+		name, in, want string
+	}{
+		{"empty list (containerd 2.1 config default)", "version = 3\nroot = '/var/lib/containerd'\nimports = []\n\n[grpc]\n",
+			"version = 3\nroot = '/var/lib/containerd'\n# BEGIN berth:imports\n#| imports = []\nimports = [\"conf.d/*.toml\"]\n# END berth:imports\n\n[grpc]\n"},
+		{"before version (containerd 1.7 config default)", "disabled_plugins = []\nimports = []\noom_score = 0\nversion = 2\n",
+			"disabled_plugins = []\n# BEGIN berth:imports\n#| imports = []\nimports = [\"conf.d/*.toml\"]\n# END berth:imports\noom_score = 0\nversion = 2\n"},
+		{"multi-line with comments and brackets in strings", "version = 3\nimports = [\n  \"/a/[x].toml\", # one ]\n  '/b/*.toml',\n]\n[t]\n",
+			"version = 3\n# BEGIN berth:imports\n#| imports = [\n#|   \"/a/[x].toml\", # one ]\n#|   '/b/*.toml',\n#| ]\nimports = [\"conf.d/*.toml\"]\n# END berth:imports\n[t]\n"},
+		{"after a multi-line value", "disabled_plugins = [\n  \"x\",\n]\nimports = ['/etc/x.toml']\n",
+			"disabled_plugins = [\n  \"x\",\n]\n# BEGIN berth:imports\n#| imports = ['/etc/x.toml']\nimports = [\"conf.d/*.toml\"]\n# END berth:imports\n"},
+		{"last line without newline", "version = 3\nimports = []",
+			"version = 3\n# BEGIN berth:imports +nl\n#| imports = []\nimports = [\"conf.d/*.toml\"]\n# END berth:imports\n"},
+		{"no key: inserted at the top", "version = 3\n[grpc]\n",
+			"version = 3\n# BEGIN berth:imports\nimports = [\"conf.d/*.toml\"]\n# END berth:imports\n[grpc]\n"},
+		{"key inside a table is not top level", "version = 3\n[x]\nimports = []\n",
+			"version = 3\n# BEGIN berth:imports\nimports = [\"conf.d/*.toml\"]\n# END berth:imports\n[x]\nimports = []\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := MergeBlock("f", []byte(tc.in), "imports", body, ReplaceKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("got\n%q\nwant\n%q", got, tc.want)
+			}
+			var doc map[string]any
+			if err := toml.Unmarshal(got, &doc); err != nil {
+				t.Errorf("result does not parse: %v", err)
+			}
+			again, err := MergeBlock("f", got, "imports", body, ReplaceKey)
+			if err != nil || !bytes.Equal(again, got) {
+				t.Errorf("second merge changed the file (%v):\n%q", err, again)
+			}
+			back, removed, err := RemoveBlock("f", got, "imports")
+			if err != nil || !removed || string(back) != tc.in {
+				t.Errorf("remove: %v %v\n%q\nwant\n%q", removed, err, back, tc.in)
+			}
+		})
+	}
+	if _, err := MergeBlock("f", []byte("imports = [\"x\n"), "imports", body, ReplaceKey); err == nil {
+		t.Error("unterminated string accepted")
+	}
+}
+
+// FuzzImports: for any config that parses, extending its imports keeps
+// every entry it had, adds berth's, parses, is idempotent, and removing
+// the block gives back the file byte for byte.
+func FuzzImports(f *testing.F) {
+	for _, s := range []string{
+		"version = 3\nimports = []\n[grpc]\naddress = 'x'\n",
+		"imports = [\n  '/a/*.toml', # c ]\n  \"b.toml\",\n]\nversion = 3\n",
+		"version = 3\nimports = [\"\"\"x\"\"\"]",
+		"version = 3\n[plugins]\n",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	imp := File{Path: "etc/containerd/config.toml", Kind: Block, BlockID: "imports", Where: ReplaceKey, Format: "toml",
+		Import: "conf.d/*.toml", Base: []byte("version = 3\n"), When: UnlessImported, SkipIfImports: "etc/containerd/conf.d/berth-x.toml",
+		Content: []byte("imports = [\"conf.d/*.toml\"]\n")}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if bytes.Contains(data, []byte("berth:")) || bytes.Contains(data, []byte("\r")) {
+			return
+		}
+		c, err := runtimecfg.ParseContainerd("f", data)
+		if err != nil {
+			return
+		}
+		next, skip, err := nextContent(imp, "etc/containerd/config.toml", data, true)
+		if err != nil || skip {
+			return // refused with a reason, or already imported
+		}
+		got, err := runtimecfg.ParseContainerd("f", next)
+		if err != nil {
+			t.Fatalf("result does not parse: %v\n%q", err, next)
+		}
+		if !slices.Contains(got.Imports, imp.Import) || !slices.Equal(got.Imports[:len(c.Imports)], c.Imports) {
+			t.Fatalf("imports %q -> %q", c.Imports, got.Imports)
+		}
+		again, _, err := nextContent(imp, "etc/containerd/config.toml", next, true)
+		if err != nil || !bytes.Equal(again, next) {
+			t.Fatalf("not idempotent: %v\n%q\n%q", err, next, again)
+		}
+		back, ok, err := RemoveBlock("f", next, "imports")
+		if err != nil || !ok || !bytes.Equal(back, data) {
+			t.Fatalf("remove: %v %v\n%q\nwant\n%q", ok, err, back, data)
 		}
 	})
 }

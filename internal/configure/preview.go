@@ -22,8 +22,9 @@ type PreviewFile struct {
 // into the node's current files, which must parse.
 func Preview(fsys fs.FS, r *Rendered) ([]PreviewFile, error) {
 	var out []PreviewFile
+	at := map[string]int{} // a file with several blocks is shown once, complete
 	for _, f := range r.Host {
-		pf := PreviewFile{Path: f.Path, Kind: f.Kind, Purpose: f.Purpose, Content: f.Content}
+		pf := PreviewFile{Path: f.Path, Kind: f.Kind, Purpose: f.Purpose}
 		cur, err := fs.ReadFile(fsys, f.Path)
 		switch {
 		case err == nil:
@@ -31,23 +32,23 @@ func Preview(fsys fs.FS, r *Rendered) ([]PreviewFile, error) {
 		case !errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("reading %s: %w", f.Path, err)
 		}
-		if f.Kind == Block {
-			if skipImports(f, f.Path, cur, pf.Exists) {
-				continue
-			}
-			base := cur
-			if !pf.Exists {
-				if f.Base == nil {
-					return nil, fmt.Errorf("%s does not exist: berth extends the %s but does not create it", f.Path, f.Purpose)
-				}
-				base = f.Base
-			} else if err := validate(f, f.Path, cur); err != nil {
-				return nil, fmt.Errorf("refusing to change %s, which does not parse: %w", f.Path, err)
-			}
-			if pf.Content, err = MergeBlock(f.Path, base, f.BlockID, f.Content, f.Where); err != nil {
-				return nil, err
-			}
+		i, seen := at[f.Path]
+		if seen {
+			cur, pf.Exists = out[i].Content, true
 		}
+		next, skip, err := nextContent(f, f.Path, cur, pf.Exists)
+		if err != nil {
+			return nil, err
+		}
+		if skip {
+			continue
+		}
+		pf.Content = next
+		if seen {
+			out[i].Content = next
+			continue
+		}
+		at[f.Path] = len(out)
 		out = append(out, pf)
 	}
 	return out, nil

@@ -24,9 +24,14 @@ type Target struct {
 	LayoutName string
 	Layout     platform.Layout
 	// ConfigVersion is the containerd config version to write handlers
-	// for: 2 (containerd 1.x, io.containerd.grpc.v1.cri) or 3 (containerd
-	// 2.x, io.containerd.cri.v1.runtime). Unused for CRI-O.
+	// for: 2 (io.containerd.grpc.v1.cri; containerd 1.x, and 2.x migrating
+	// an old file), 3 or 4 (io.containerd.cri.v1.runtime; containerd 2.0-2.2
+	// and 2.3 on). Unused for CRI-O.
 	ConfigVersion int
+	// Containerd is the node's containerd version ("1.6.20~ds1", "2.1.9"),
+	// empty when unknown: whether the daemon keeps its built-in runc once a
+	// runtime is named depends on it (containerd.go).
+	Containerd string
 	// Imports are the `imports` entries of containerd's main config as
 	// written (from the node's facts); the drop-in goes where they already
 	// point when they can.
@@ -71,12 +76,36 @@ type File struct {
 	// SkipIfImports, for the imports block, is the drop-in it exists for:
 	// nothing is added when the file's own imports already load it.
 	SkipIfImports string `json:"-"`
+	// Import, for the imports block, is the entry berth adds to the file's
+	// own `imports` (the block then replaces that key; Content is the block
+	// for a file without the key).
+	Import string `json:"-"`
+	// When says whether a Block is needed at all, judged on the file as it
+	// is without the block.
+	When Condition `json:"-"`
+	// Version is the containerd config version a handler block is written
+	// for (0 for other files): a file of another version is refused.
+	Version int `json:"-"`
 	// Format is how the file is validated: "toml", or "template" for Go
 	// templates that are TOML once rendered (not parsed).
 	Format string `json:"format"`
 	// Purpose says what the file is for, in messages.
 	Purpose string `json:"purpose"`
 }
+
+// Condition is when a Block is needed.
+type Condition uint8
+
+const (
+	// Always: the block is the point of the file.
+	Always Condition = iota
+	// UnlessImported: the imports block, not needed when the file's own
+	// imports already load the drop-in (SkipIfImports).
+	UnlessImported
+	// UnlessDefaultRuntimeDefined: the restated runc of containerd 1.x,
+	// not needed when the file defines its default runtime itself.
+	UnlessDefaultRuntimeDefined
+)
 
 // Rendered is everything a platform needs on one node.
 type Rendered struct {
@@ -169,8 +198,8 @@ func containerdHandler(d *doc, p platform.Platform, version int, ps Paths) {
 // containerdFiles hooks the handler in as the layout allows.
 func containerdFiles(p platform.Platform, t Target, ps Paths) ([]File, error) {
 	v := t.ConfigVersion
-	if v != 2 && v != 3 {
-		return nil, fmt.Errorf("%w %d: expected 2 (containerd 1.x) or 3 (containerd 2.x)", ErrUnknownVersion, v)
+	if v < 2 || v > runtimecfg.MaxContainerdVersion {
+		return nil, fmt.Errorf("%w %d: expected 2 (containerd 1.x), 3 (containerd 2.0-2.2) or 4 (containerd 2.3 and later)", ErrUnknownVersion, v)
 	}
 	l := t.Layout
 	name := p.Name()
@@ -198,73 +227,71 @@ func containerdFiles(p platform.Platform, t Target, ps Paths) ([]File, error) {
 			// containerd 1.x replaces a whole plugin section with the one
 			// of an imported file, which would drop the node's own CRI
 			// settings: the handler goes into the main config instead.
+			// containerd 2.x reading a version 2 main config migrates it,
+			// handler included.
 			f := blockFile(p, t, ps, l.Config, v, "toml")
 			f.Purpose = "containerd main config (handler " + name + ")"
 			f.Base = []byte("version = 2\n")
-			return []File{f}, nil
+			if !parseDaemon(t.Containerd).replacesBuiltinRuntimes() {
+				return []File{f}, nil
+			}
+			runc := runcFile(p, t, l.Config)
+			runc.Base = f.Base
+			return []File{runc, f}, nil
 		}
 		file := path.Join(l.DropInDir, "berth-"+name+".toml")
-		covered, dir, err := importedDir(l.Config, file, t.Imports)
-		if err != nil {
-			return nil, err
-		}
-		if covered {
+		if dir, ok := importedDir(l.Config, file, t.Imports); ok {
 			file = path.Join(dir, "berth-"+name+".toml")
 		}
 		drop := dropInFile(p, t, ps, file)
-		rel, err := relImport(l.Config, path.Dir(file))
-		if err != nil {
-			return nil, err
-		}
+		rel := relImport(l.Config, path.Dir(file))
 		// Every platform owns the imports block (shared, kept until the
 		// last one is removed); apply skips it when the node's own
-		// imports already load the drop-in.
-		imp := File{Path: l.Config, Kind: Block, BlockID: "imports", Where: Top, Format: "toml",
+		// imports already load the drop-in, and otherwise extends the
+		// file's own imports (containerd reads one top-level imports key;
+		// a second one makes the file invalid TOML).
+		imp := File{Path: l.Config, Kind: Block, BlockID: "imports", Where: ReplaceKey, Format: "toml",
 			Content:       []byte("imports = [" + tomlString(rel) + "]\n"),
 			Base:          []byte(fmt.Sprintf("version = %d\n", v)),
-			SkipIfImports: file,
-			Purpose:       "containerd main config (imports of " + path.Dir(file) + ")"}
+			SkipIfImports: file, Import: rel, When: UnlessImported,
+			Purpose: "containerd main config (imports of " + path.Dir(file) + ")"}
 		return []File{drop, imp}, nil
 	}
 	return nil, fmt.Errorf("layout %q: drop-in mechanism %q not supported", t.LayoutName, l.DropIn)
 }
 
 // importedDir finds an existing import that loads file or, failing that,
-// an import glob of the form DIR/*.toml whose DIR the drop-in can go to. An
-// imports list that has neither cannot be extended without rewriting the
-// user's array, so it is refused with what to add.
-func importedDir(config, file string, imports []string) (bool, string, error) {
+// an import glob of the form DIR/*.toml whose DIR the drop-in can go to.
+// When there is neither, the drop-in goes to the layout's directory and
+// apply adds it to the imports.
+func importedDir(config, file string, imports []string) (string, bool) {
 	for _, imp := range imports {
 		p, ok := runtimecfg.FSPath(config, imp)
 		if !ok {
 			continue
 		}
 		if m, _ := path.Match(p, file); m {
-			return true, path.Dir(file), nil
+			return path.Dir(file), true
 		}
 	}
 	for _, imp := range imports {
 		p, ok := runtimecfg.FSPath(config, imp)
 		if ok && path.Base(p) == "*.toml" && !strings.ContainsAny(path.Dir(p), "*?[") {
-			return true, path.Dir(p), nil
+			return path.Dir(p), true
 		}
 	}
-	if len(imports) > 0 {
-		return false, "", fmt.Errorf("%s: imports %q load no *.toml directory berth can use: add %q to them, then run berth again",
-			config, imports, "/"+path.Join(path.Dir(file), "*.toml"))
-	}
-	return false, "", nil
+	return "", false
 }
 
 // relImport is the import glob of dir as written in config: relative to
 // the config's directory, which containerd resolves against the file that
 // names it, so that the same file works on the host and under a --root.
-func relImport(config, dir string) (string, error) {
+func relImport(config, dir string) string {
 	cdir := path.Dir(config)
 	if dir == cdir || !strings.HasPrefix(dir, cdir+"/") {
-		return "/" + path.Join(dir, "*.toml"), nil
+		return "/" + path.Join(dir, "*.toml")
 	}
-	return path.Join(strings.TrimPrefix(dir, cdir+"/"), "*.toml"), nil
+	return path.Join(strings.TrimPrefix(dir, cdir+"/"), "*.toml")
 }
 
 func dropInFile(p platform.Platform, t Target, ps Paths, file string) File {
@@ -280,7 +307,7 @@ func blockFile(p platform.Platform, t Target, ps Paths, file string, v int, form
 	var d doc
 	d.comment(header(p, "containerd handler "+p.Name(), t.Facts))
 	containerdHandler(&d, p, v, ps)
-	return File{Path: file, Kind: Block, BlockID: p.Name(), Where: End, Format: format, Content: d.bytes()}
+	return File{Path: file, Kind: Block, BlockID: p.Name(), Where: End, Format: format, Content: d.bytes(), Version: v}
 }
 
 // CRIODropInName is the crio.conf.d file of a handler: 50 sorts after the

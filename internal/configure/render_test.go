@@ -259,15 +259,11 @@ func TestRenderErrors(t *testing.T) {
 	if _, err := Render(p, targetFor(t, "kubeadm", 0), Options{}); !errors.Is(err, ErrUnknownVersion) {
 		t.Errorf("version 0: %v, want ErrUnknownVersion", err)
 	}
-	if _, err := Render(p, targetFor(t, "kubeadm", 4), Options{}); !errors.Is(err, ErrUnknownVersion) {
-		t.Errorf("version 4: %v", err)
+	if _, err := Render(p, targetFor(t, "kubeadm", 5), Options{}); !errors.Is(err, ErrUnknownVersion) {
+		t.Errorf("version 5: %v", err)
 	}
 	if _, err := Render(p, targetFor(t, "kubeadm", 3), Options{Paths: Paths{Prefix: "opt/x"}}); err == nil {
 		t.Error("relative prefix accepted")
-	}
-	_, err := Render(p, targetFor(t, "kubeadm", 3, "/etc/containerd/extra.toml"), Options{})
-	if err == nil || !strings.Contains(err.Error(), "/etc/containerd/conf.d/*.toml") {
-		t.Errorf("imports without a directory: %v", err)
 	}
 }
 

@@ -23,6 +23,18 @@ type State struct {
 	Version   int                      `json:"version"`
 	Platforms map[string]PlatformState `json:"platforms"`
 	Backups   map[string]Backup        `json:"backups,omitempty"`
+	// Dirs are the directories berth created, removed once empty.
+	Dirs []string `json:"dirs,omitempty"`
+}
+
+// addDirs records directories berth created.
+func (st *State) addDirs(dirs []string) {
+	for _, d := range dirs {
+		if !slices.Contains(st.Dirs, d) {
+			st.Dirs = append(st.Dirs, d)
+		}
+	}
+	slices.Sort(st.Dirs)
 }
 
 // PlatformState is what one applied platform owns.
