@@ -6,9 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache="${BERTH_CACHE:-$HOME/.cache/berth}"
-mkdir -p "$cache"
+mkdir -p "$cache/bin"
 envfile=.ci/tools.env
-: > "$envfile"
+# tools.env is collected in the cache (not in the clone, where git would
+# see it for the minutes the builds take) and put in place whole at the
+# end, so that a test run sourcing it meanwhile never reads half a file.
+envtmp=$(mktemp "$cache/tools.env.XXXXXX")
+trap 'rm -f "$envtmp" "$envfile.tmp.$$"' EXIT
 
 # Debian packages the tests use.
 pkgs=()
@@ -17,30 +21,78 @@ command -v qemu-system-x86_64 >/dev/null || pkgs+=(qemu-system-x86)
 [ -x /usr/bin/containerd ] || pkgs+=(containerd)
 # Headless Chromium renders the berth fleet --html page in its test.
 [ -x /usr/bin/chromium ] || pkgs+=(chromium)
+# mount(8) sets up the private mount namespace containerd runs in for the
+# runtime configuration tests (internal/cri/critest.StartOnRoot).
+command -v mount >/dev/null || pkgs+=(mount)
 if ((${#pkgs[@]})); then
   if [ "$(id -u)" != 0 ]; then
     echo "tools.sh: need root to install: ${pkgs[*]}" >&2; exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  # Another tools.sh (a parallel `make test`) may hold the dpkg lock.
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
-echo "export BERTH_CACHE=$cache" >> "$envfile"
+echo "export BERTH_CACHE=$cache" >> "$envtmp"
 
-# containerd 2.x for the config integration tests, built from the tools
-# module at the version tools/go.mod pins (config version 3); Debian's
-# containerd package above is the 1.6.x one (config version 2).
-ctr2_ver=$(awk '$1 == "github.com/containerd/containerd/v2" {print $2} $1 == "require" && $2 == "github.com/containerd/containerd/v2" {print $3}' tools/go.mod | head -n1)
-ctr2="$cache/bin/containerd-${ctr2_ver#v}"
-if [ ! -x "$ctr2" ]; then
-  mkdir -p "$cache/bin"
-  (cd tools && GOFLAGS=-mod=mod go build -tags no_btrfs -o "$ctr2.tmp" github.com/containerd/containerd/v2/cmd/containerd)
-  mv "$ctr2.tmp" "$ctr2"
-fi
-echo "export BERTH_CONTAINERD1=/usr/bin/containerd" >> "$envfile"
-echo "export BERTH_CONTAINERD2=$ctr2" >> "$envfile"
+# containerd, every version in tools/containerd-versions, for the runtime
+# configuration tests, built the way ../shared/upstream/runtime-configs/README.md
+# says the configs there were made: the module as the proxy serves it
+# (checked against the checksum database), copied to a writable folder
+# (-mod=mod may add go.sum lines; 2.0.x ships vendor/modules.txt without
+# the code) and built with containerd's Makefile tag and version ldflags.
+# no_btrfs: Debian's libbtrfs-dev is not installed here, and the tests need
+# no btrfs snapshotter. The copy has no VCS data, so -buildvcs=false
+# overrides the Makefile's GOFLAGS=-buildvcs=auto. Debian's package above is
+# 1.6.x; BERTH_CONTAINERDS lists it first. A cold build of one version takes
+# minutes on two cores: see the timings printed.
+exec 8>"$cache/bin/.containerd.lock"
+flock 8   # concurrent tools.sh runs wait here instead of building twice
+build_containerd() { # VERSION -> path on stdout
+  local ver=$1 out="$cache/bin/containerd-$1" mod=github.com/containerd/containerd major=${1%%.*}
+  if [ ! -x "$out" ]; then
+    ((major < 2)) || mod+="/v$major"
+    echo "tools.sh: building containerd $ver from $mod@v$ver (slow on a cold cache)" >&2
+    local start=$SECONDS work json dir
+    work=$(mktemp -d "${TMPDIR:-/tmp}/berth-containerd-$ver.XXXXXX")
+    # Outside any module, so that berth's go.mod/go.sum are not consulted.
+    json=$(cd "$work" && go mod download -json "$mod@v$ver")
+    dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")
+    if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+      echo "tools.sh: go mod download $mod@v$ver gave no directory:" >&2
+      echo "$json" >&2; rm -rf "$work"; exit 1
+    fi
+    cp -R "$dir" "$work/src"
+    chmod -R u+w "$work/src"
+    (cd "$work/src" && go build -buildvcs=false -mod=mod -tags "urfave_cli_no_docs no_btrfs" \
+      -ldflags "-X $mod/version.Version=v$ver -X $mod/version.Package=github.com/containerd/containerd" \
+      -o "$out.tmp" ./cmd/containerd)
+    mv "$out.tmp" "$out"
+    rm -rf "$work"
+    echo "tools.sh: containerd $ver built in $((SECONDS - start))s" >&2
+  fi
+  echo "$out"
+}
+# Debian's version as dpkg knows it: 1.6.20~ds1-1+deb12u3 -> 1.6.20.
+debver=$(dpkg-query -W -f '${Version}' containerd)
+debver=${debver%%[~+-]*}
+ctrs="$debver=/usr/bin/containerd"
+mapfile -t vers < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' tools/containerd-versions)
+for ver in "${vers[@]}"; do
+  ctrs+=" $ver=$(build_containerd "$ver")"
+done
+ctr2=$cache/bin/containerd-$(printf '%s\n' "${vers[@]}" | grep '^2\.' | sort -V | tail -n1)
+exec 8>&-
+# BERTH_CONTAINERDS: space-separated VERSION=PATH, Debian's first, then
+# tools/containerd-versions in order (paths must not contain spaces).
+echo "export BERTH_CONTAINERDS=\"$ctrs\"" >> "$envtmp"
+# One 1.x and one 2.x, for the tests that need just one of each.
+echo "export BERTH_CONTAINERD1=/usr/bin/containerd" >> "$envtmp"
+echo "export BERTH_CONTAINERD2=$ctr2" >> "$envtmp"
 
 # Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
 # kubectl) for the cluster-mode tests, built from tools/k8s; writes
 # KUBEBUILDER_ASSETS. See .ci/k8s.sh.
-BERTH_CACHE="$cache" bash .ci/k8s.sh "$envfile"
+BERTH_CACHE="$cache" bash .ci/k8s.sh "$envtmp"
+cp "$envtmp" "$envfile.tmp.$$"
+mv "$envfile.tmp.$$" "$envfile"
