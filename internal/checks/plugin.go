@@ -36,7 +36,7 @@ func pluginChecks(f *facts.Facts) []check.Check {
 	}
 	for _, e := range f.Plugins.Errors {
 		r := check.Warned("plug-in could not be used: "+e.Message, "fix or remove the plug-in under /etc/berth", check.Ev("plugins.errors."+e.Name, e.Message))
-		add(pluginCheck(pluginID(e.Name), "plug-in "+e.Name, check.Warning, r))
+		add(pluginCheck(pluginID(e.Name), "plug-in "+e.Name, "plugins.errors", check.Warning, r))
 	}
 	for _, pf := range f.Plugins.Findings {
 		id := pluginID(pf.Plugin)
@@ -49,14 +49,17 @@ func pluginChecks(f *facts.Facts) []check.Check {
 		}
 		r := check.Result{Status: st, Message: orDefault(pf.Message, st.String()), Remedy: orDefault(pf.Remedy, "see the documentation of the plug-in "+pf.Plugin),
 			Evidence: []check.Evidence{check.Ev("plugins.findings."+pf.Plugin, pf.ID+": "+pf.Status)}}
-		add(pluginCheck(id, orDefault(pf.Title, "site check "+pf.Plugin), check.Blocking, r))
+		add(pluginCheck(id, orDefault(pf.Title, "site check "+pf.Plugin), "plugins.findings", check.Blocking, r))
 	}
 	return out
 }
 
-func pluginCheck(id, title string, sev check.Severity, r check.Result) check.Check {
+// pluginCheck is a check whose result r was made from the plug-in facts
+// under reads.
+func pluginCheck(id, title, reads string, sev check.Severity, r check.Result) check.Check {
 	return check.Check{
 		ID: id, Title: title,
+		Reads:     []string{reads},
 		Why:       "A site-specific check installed on this host under /etc/berth reported this.",
 		Platforms: "all (host plug-in)",
 		Remedies:  []string{orDefault(r.Remedy, "see the plug-in's documentation")},

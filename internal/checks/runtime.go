@@ -28,6 +28,23 @@ func runtimeField(p platform.Platform) string {
 
 func isContainerd(p platform.Platform) bool { return p.Distribution().Runtime() == platform.Containerd }
 
+// runtimeReads returns a ReadsFor that declares fields of the platform's
+// runtime ("configError" is "runtimes.containerd.configError" on a
+// containerd platform). The lists are built once: ReadsFor runs for every
+// platform.
+func runtimeReads(fields ...string) func(p platform.Platform) []string {
+	ctr, crio := make([]string, len(fields)), make([]string, len(fields))
+	for i, f := range fields {
+		ctr[i], crio[i] = "runtimes.containerd."+f, "runtimes.crio."+f
+	}
+	return func(p platform.Platform) []string {
+		if isContainerd(p) {
+			return ctr
+		}
+		return crio
+	}
+}
+
 // platformHandler returns the runtime handler configured for p (named after
 // the platform or its Kata runtime class), or nil.
 func platformHandler(f *facts.Facts, p platform.Platform) *facts.Handler {
@@ -48,22 +65,24 @@ func platformHandler(f *facts.Facts, p platform.Platform) *facts.Handler {
 }
 
 func runtimeChecks() []check.Check {
-	// The evidence lists are built once: ReadsFor runs for every platform.
-	containerdHandlers, crioHandlers := []string{"runtimes.containerd.handlers"}, []string{"runtimes.crio.handlers"}
 	return []check.Check{{
-		ID:        "runtime.present",
-		Title:     "for the container runtime",
-		Why:       "Kata plugs into the node's CRI runtime (containerd or CRI-O) as a runtime handler; without the runtime there is nothing to configure.",
+		ID:    "runtime.present",
+		Title: "for the container runtime",
+		Why:   "Kata plugs into the node's CRI runtime (containerd or CRI-O) as a runtime handler; without the runtime there is nothing to configure.",
+		// The version only names the runtime in the message (runtime.version
+		// judges it): an unknown version does not make the runtime unknown.
+		ReadsFor:  runtimeReads("binary"),
 		Platforms: "all",
 		Remedies:  []string{"install the Kubernetes distribution first (kubeadm: install containerd; k3s/RKE2/k0s/microk8s ship their own)"},
 		Applies:   check.Always(check.Blocking),
 		Key:       keyDistribution,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			rt, name := containerRuntime(f, p)
+			field := runtimeField(p)
 			if rt == nil || rt.Binary == "" {
-				return check.Failed(name+" not found", "install the Kubernetes distribution (or "+name+") first", check.Ev("runtimes", "no "+name))
+				return check.Failed(name+" not found", "install the Kubernetes distribution (or "+name+") first", check.Ev(field, "absent"))
 			}
-			return check.Ok(name+" "+rt.Version, check.Ev("runtimes.binary", rt.Binary), check.Ev("runtimes.version", rt.Version))
+			return check.Ok(strings.TrimSpace(name+" "+rt.Version), check.Ev(field+".binary", rt.Binary), check.Ev(field+".version", rt.Version))
 		},
 	}, {
 		ID:        "runtime.version",
@@ -95,22 +114,27 @@ func runtimeChecks() []check.Check {
 			return check.Ok("containerd "+v.String(), ev)
 		},
 	}, {
-		ID:        "runtime.config.parse",
-		Title:     "if the runtime configuration parses",
-		Why:       "berth adds the platform's handler to the runtime's configuration; a file that does not parse would also stop the runtime at its next restart.",
-		Parent:    "runtime.present",
+		ID:     "runtime.config.parse",
+		Title:  "if the runtime configuration parses",
+		Why:    "berth adds the platform's handler to the runtime's configuration; a file that does not parse would also stop the runtime at its next restart.",
+		Parent: "runtime.present",
+		// A configuration berth could not read makes configError unknown
+		// (with the read error as the reason): the result is then unknown,
+		// never a failure whose remedy is to fix a syntax error.
+		ReadsFor:  runtimeReads("configPath", "configExists", "configError"),
 		Platforms: "all",
 		Remedies:  []string{"fix the syntax error at the line and column reported, or restore the distribution's default configuration"},
 		Applies:   check.Always(check.Blocking),
 		Key:       keyDistribution,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			rt, name := containerRuntime(f, p)
-			ev := []check.Evidence{check.Ev("runtimes.configPath", rt.ConfigPath), check.Ev("runtimes.configError", rt.ConfigError)}
+			field := runtimeField(p)
+			ev := []check.Evidence{check.Ev(field+".configPath", rt.ConfigPath), check.Ev(field+".configError", rt.ConfigError)}
 			switch {
 			case rt.ConfigError != "":
 				return check.Failed(rt.ConfigPath+": "+rt.ConfigError, "fix the syntax error, or restore the default ("+strings.ToLower(name)+" config default)", ev...)
 			case !rt.ConfigExists:
-				return check.Ok("no configuration file yet: "+name+" runs on its defaults", ev...)
+				return check.Ok("no configuration file yet: "+name+" runs on its defaults", check.Ev(field+".configExists", false))
 			}
 			return check.Ok(rt.ConfigPath+" parses", ev...)
 		},
@@ -119,14 +143,16 @@ func runtimeChecks() []check.Check {
 		Title:     "if the runtime reads the distribution's configuration",
 		Why:       "Editing a file the runtime does not read (k3s's generated config.toml instead of its template, /etc/containerd on k3s) is the classic cause of \"no runtime for ... is configured\".",
 		Parent:    "runtime.present",
+		ReadsFor:  runtimeReads("configPath", "template"),
 		Platforms: "all (warning)",
 		Remedies:  []string{"let berth write the distribution's file (template or drop-in); check the runtime's --config flag in its systemd unit"},
 		Applies:   check.Always(check.Warning),
 		Key:       keyDistribution,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			rt, _ := containerRuntime(f, p)
+			field := runtimeField(p)
 			lay, ok := p.Distribution().Layout()
-			ev := []check.Evidence{check.Ev("runtimes.configPath", rt.ConfigPath)}
+			ev := []check.Evidence{check.Ev(field+".configPath", rt.ConfigPath)}
 			if !ok {
 				return check.Ok("custom distribution: configuration at "+orDefault(rt.ConfigPath, "the path given at install"), ev...)
 			}
@@ -135,21 +161,17 @@ func runtimeChecks() []check.Check {
 					"check the runtime's --config flag; berth configures the file the runtime reads", ev...)
 			}
 			if lay.Template != "" {
-				return check.Ok(lay.Config+" is generated; berth writes the template "+orDefault(rt.Template, lay.Template), ev...)
+				return check.Ok(lay.Config+" is generated; berth writes the template "+orDefault(rt.Template, lay.Template),
+					append(ev, check.Ev(field+".template", rt.Template))...)
 			}
 			return check.Ok(lay.Config, ev...)
 		},
 	}, {
-		ID:     "runtime.handler",
-		Title:  "for the platform's runtime handler",
-		Why:    "Pods select the platform through a RuntimeClass whose handler must be configured in the runtime; before berth install it is expected to be absent.",
-		Parent: "runtime.config.parse",
-		ReadsFor: func(p platform.Platform) []string {
-			if isContainerd(p) {
-				return containerdHandlers
-			}
-			return crioHandlers
-		},
+		ID:        "runtime.handler",
+		Title:     "for the platform's runtime handler",
+		Why:       "Pods select the platform through a RuntimeClass whose handler must be configured in the runtime; before berth install it is expected to be absent.",
+		Parent:    "runtime.config.parse",
+		ReadsFor:  runtimeReads("handlers"),
 		Platforms: "all (warning when misconfigured; absent before install is fine)",
 		Remedies:  []string{"berth install adds the handler and restarts the runtime"},
 		Applies:   check.Always(check.Warning),
@@ -164,11 +186,14 @@ func runtimeChecks() []check.Check {
 		},
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			rt, _ := containerRuntime(f, p)
+			field := runtimeField(p) + ".handlers"
 			h := platformHandler(f, p)
 			if h == nil {
-				return check.Ok("the platform's handler is not configured yet: berth install adds it", check.Ev("runtimes.handlers", handlerNames(rt)))
+				return check.Ok("the platform's handler is not configured yet: berth install adds it", check.Ev(field, handlerNames(rt)))
 			}
-			ev := []check.Evidence{check.Ev("runtimes.handlers."+h.Name+".runtimeType", h.RuntimeType), check.Ev("runtimes.handlers."+h.Name+".snapshotter", h.Snapshotter)}
+			// Handlers are named by their name in a fact path, as binaries are.
+			hf := field + "." + h.Name
+			ev := []check.Evidence{check.Ev(hf+".runtimeType", h.RuntimeType), check.Ev(hf+".snapshotter", h.Snapshotter)}
 			if isContainerd(p) && !strings.Contains(h.RuntimeType, "kata") {
 				return check.Warned("handler "+h.Name+" has runtime_type "+h.RuntimeType+", not a Kata shim", "berth install rewrites it", ev...)
 			}
@@ -182,13 +207,14 @@ func runtimeChecks() []check.Check {
 		Title:     "if the runtime is running",
 		Why:       "berth restarts the runtime after configuring it and verifies the handler through the CRI socket.",
 		Parent:    "runtime.present",
+		ReadsFor:  runtimeReads("socket", "socketExists"),
 		Platforms: "all (warning)",
 		Remedies:  []string{"start the runtime (systemctl start containerd, or the distribution's service)"},
 		Applies:   check.Always(check.Warning),
 		Key:       keyDistribution,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			rt, name := containerRuntime(f, p)
-			ev := check.Ev("runtimes.socketExists", rt.SocketExists)
+			ev := check.Ev(runtimeField(p)+".socketExists", rt.SocketExists)
 			if !rt.SocketExists {
 				return check.Warned(name+" socket "+orDefault(rt.Socket, "")+" not found: the runtime is not running", "start the runtime's service", ev)
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +30,9 @@ type configFlags struct {
 	all           bool
 	teeLabels     bool
 	configVersion int
+	// preview (render) shows a platform whose checks fail, with a
+	// warning, instead of refusing it.
+	preview bool
 }
 
 func newConfigCmd(g *Globals) *cobra.Command {
@@ -54,8 +56,7 @@ func addPlatformFlags(cmd *cobra.Command, fl *configFlags) {
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to configure (canonical name, Kata runtime class or Contrast name)")
 	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "where Kata's binaries and guest images are installed")
-	f.BoolVar(&fl.force, "force", false, "configure the platform even though its checks fail on this node")
-	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version to write (2 for containerd 1.x, 3 for 2.x) when the node's containerd version is unknown")
+	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version to write (2 for containerd 1.x, 3 for 2.0-2.2, 4 for 2.3 and later) when the node's containerd version is unknown")
 }
 
 func newConfigRenderCmd(g *Globals) *cobra.Command {
@@ -73,6 +74,10 @@ runtimeclass-<name>.yaml). It changes nothing on the node.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runConfigRender(cmd.Context(), g, fl) },
 	}
 	addPlatformFlags(cmd, &fl)
+	fl.preview = true
+	// Accepted and ignored, for scripts written when render needed it.
+	cmd.Flags().BoolVar(&fl.force, "force", false, "no effect: render shows a platform whose checks fail, with a warning")
+	_ = cmd.Flags().MarkHidden("force")
 	cmd.Flags().StringVar(&fl.out, "out", "", "write the files under this directory instead of printing them")
 	cmd.Flags().BoolVar(&fl.teeLabels, "tee-labels", false, "also select nodes on the Node Feature Discovery TEE labels in the RuntimeClass")
 	return cmd
@@ -92,7 +97,8 @@ With --restart it restarts the runtime's unit, only if something changed.`,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runConfigApply(cmd.Context(), g, fl) },
 	}
 	addPlatformFlags(cmd, &fl)
-	cmd.Flags().BoolVar(&fl.restart, "restart", false, "restart the container runtime if anything changed")
+	cmd.Flags().BoolVar(&fl.force, "force", false, "configure the platform even though its checks fail on this node")
+	cmd.Flags().BoolVar(&fl.restart, "restart", false, "restart the container runtime if anything changed, verify every handler, and roll back if one is lost")
 	return cmd
 }
 
@@ -107,7 +113,7 @@ func newConfigRemoveCmd(g *Globals) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to remove")
 	f.BoolVar(&fl.all, "all", false, "remove every platform berth configured on this node")
-	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime if anything changed")
+	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime if anything changed, verify every other handler, and roll back if one is lost")
 	return cmd
 }
 
@@ -132,17 +138,33 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	}
 	opt := g.DiscoverOptions(false)
 	f := discover.Run(ctx, root, opt)
-	if msg, bad, _ := notReady(f, p); bad && fl.force {
+	switch msg, bad, _ := notReady(f, p); {
+	case bad && fl.preview:
+		fmt.Fprintf(g.stderr, "warning: %s\n(render only shows the files; apply refuses this platform unless --force)\n", msg)
+	case bad && fl.force:
 		fmt.Fprintf(g.stderr, "warning: --force: %s\n", msg)
 	}
-	if err := refuseNotReady(f, p, fl.force); err != nil {
-		return nil, err
+	if !fl.preview {
+		if err := refuseNotReady(f, p, fl.force); err != nil {
+			return nil, err
+		}
 	}
 	t, err := targetFor(f, p, fl.configVersion)
 	if err != nil {
 		return nil, err
 	}
-	return configure.Render(p, t, configure.Options{Paths: configure.Paths{Prefix: fl.prefix}, TEELabels: fl.teeLabels})
+	r, err := configure.Render(p, t, configure.Options{Paths: configure.Paths{Prefix: fl.prefix}, TEELabels: fl.teeLabels})
+	return r, configErr(err)
+}
+
+// configErr gives a refusal of configure (a file that does not parse, a
+// runtime that would break) exit 1: the node needs fixing, not the
+// command line.
+func configErr(err error) error {
+	if err != nil && configure.IsRefused(err) {
+		return ExitErr(ExitNotReady, err)
+	}
+	return err
 }
 
 // notReady evaluates p's checks on the node and, when p is not ready,
@@ -178,42 +200,17 @@ func refuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
 }
 
 // targetFor takes from the node's facts what the platform's files depend
-// on: the containerd config version and the imports already in place.
+// on (configure.TargetFor); a bad flag or an unknown version is a usage
+// error, a config the runtime cannot read a refusal.
 func targetFor(f *facts.Facts, p platform.Platform, flagVersion int) (configure.Target, error) {
-	l, ok := p.Distribution().Layout()
-	if !ok {
-		return configure.Target{}, UsageErr(fmt.Errorf("distribution %s has no known runtime layout: berth config supports %s", p.Distribution(), layoutNames()))
+	t, err := configure.TargetFor(f, p, flagVersion)
+	if err == nil || configure.IsRefused(err) {
+		return t, configErr(err)
 	}
-	t := configure.Target{LayoutName: p.Distribution().String(), Layout: l}
-	if l.Runtime != platform.Containerd {
-		return t, nil
+	if _, ok := p.Distribution().Layout(); !ok {
+		err = fmt.Errorf("%w: berth config supports %s", err, layoutNames())
 	}
-	ctr := f.Runtimes.Containerd
-	switch {
-	case flagVersion == 2 || flagVersion == 3:
-		t.ConfigVersion = flagVersion
-		t.Facts = append(t.Facts, configure.Fact{What: fmt.Sprintf("containerd config version %d", flagVersion), Source: "--containerd-config-version"})
-	case flagVersion != 0:
-		return t, UsageErr(fmt.Errorf("--containerd-config-version %d: expected 2 (containerd 1.x) or 3 (containerd 2.x)", flagVersion))
-	default:
-		ver := ""
-		if ctr != nil {
-			ver = ctr.Version
-		}
-		major, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(ver, "v"), ".", 2)[0])
-		if err != nil || major < 1 || major > 2 {
-			return t, UsageErr(fmt.Errorf("%w: containerd version on this node is %q (runtimes.containerd.version): pass --containerd-config-version 2 (containerd 1.x) or 3 (containerd 2.x)",
-				configure.ErrUnknownVersion, ver))
-		}
-		t.ConfigVersion = major + 1
-		t.Facts = append(t.Facts, configure.Fact{What: fmt.Sprintf("containerd config version %d", t.ConfigVersion),
-			Source: "runtimes.containerd.version = " + ver})
-	}
-	if ctr != nil && ctr.Layout == t.LayoutName && len(ctr.Imports) > 0 {
-		t.Imports = ctr.Imports
-		t.Facts = append(t.Facts, configure.Fact{What: "imports of the main config", Source: "runtimes.containerd.imports = " + strings.Join(ctr.Imports, ", ")})
-	}
-	return t, nil
+	return t, UsageErr(err)
 }
 
 func layoutNames() string {
@@ -238,7 +235,7 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 	}
 	files, err := configure.Preview(root.FS(), r)
 	if err != nil {
-		return err
+		return configErr(err)
 	}
 	rcName := "runtimeclass-" + r.Handler + ".yaml"
 	if fl.out == "" {
@@ -291,12 +288,18 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 		return err
 	}
 	defer w.Close()
+	l, _ := r.Platform.Distribution().Layout()
+	if fl.restart {
+		if rt, ok := g.liveRuntime(ctx, root, l, r.Platform); ok {
+			res, err := configure.ApplyLive(ctx, w, r, rt)
+			return g.reportLive(res, err, "applied")
+		}
+	}
 	res, err := configure.Apply(w, r)
 	if err != nil {
-		return err
+		return configErr(err)
 	}
-	l, _ := r.Platform.Distribution().Layout()
-	return reportChange(ctx, g, root, l, res, fl.restart, "applied")
+	return g.reportNoRestart(res, l, r.Platform, "applied")
 }
 
 // configEditor is what removing berth's runtime configuration works on: the
@@ -332,12 +335,19 @@ func (g *Globals) openConfigEditor() (*configEditor, func(), error) {
 
 // remove removes what berth wrote for handler, restoring backups, and
 // reports the change; l names the runtime unit to restart.
-func (e *configEditor) remove(ctx context.Context, g *Globals, handler string, l platform.Layout, restart bool) error {
+func (e *configEditor) remove(ctx context.Context, g *Globals, handler string, p platform.Platform, restart bool) error {
+	l, _ := p.Distribution().Layout()
+	if restart {
+		if rt, ok := g.liveRuntime(ctx, e.root, l, p); ok {
+			res, err := configure.RemoveLive(ctx, e.w, handler, rt)
+			return g.reportLive(res, err, "removed")
+		}
+	}
 	res, err := configure.Remove(e.w, handler)
 	if err != nil {
-		return err
+		return configErr(err)
 	}
-	return reportChange(ctx, g, e.root, l, res, restart, "removed")
+	return g.reportNoRestart(res, l, p, "removed")
 }
 
 func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
@@ -364,57 +374,133 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 		return nil
 	}
 	for _, h := range handlers {
-		var l platform.Layout
-		if p, err := platform.Parse(e.state.Platforms[h].Platform); err == nil {
-			l, _ = p.Distribution().Layout()
+		p, err := platform.Parse(e.state.Platforms[h].Platform)
+		if err != nil {
+			if p, err = platform.Parse(h); err != nil {
+				return fmt.Errorf("%s: the state names platform %q, which berth no longer knows: %w", configure.StatePath, e.state.Platforms[h].Platform, err)
+			}
 		}
-		if err := e.remove(ctx, g, h, l, fl.restart); err != nil {
+		if err := e.remove(ctx, g, h, p, fl.restart); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// reportChange says what changed and restarts the runtime when asked and
-// needed.
-func reportChange(ctx context.Context, g *Globals, root hostfs.Root, l platform.Layout, res *configure.Result, restart bool, verb string) error {
+// unitRuntime is the runtime of a live host as configure.ApplyLive drives
+// it: its systemd unit, restarted with systemctl, asked over CRI through
+// verify (berth-cluster, which links gRPC), its log read from the journal.
+type unitRuntime struct {
+	g    *Globals
+	root hostfs.Root
+	unit string
+	p    platform.Platform
+	// wait bounds how long Handlers waits for the CRI socket to answer.
+	wait time.Duration
+}
+
+func (u unitRuntime) Name() string { return u.unit }
+
+func (u unitRuntime) Restart(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	res, err := u.root.Run(rctx, "/usr/bin/systemctl", "restart", u.unit)
+	if err != nil {
+		return fmt.Errorf("systemctl restart %s: %w", u.unit, err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("systemctl restart %s: exit %d: %s", u.unit, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+	}
+	return nil
+}
+
+func (u unitRuntime) Handlers(ctx context.Context) ([]string, error) {
+	deadline := time.Now().Add(u.wait)
+	for {
+		v, err := verifier{g: u.g}.Verify(ctx, u.p)
+		if err == nil && v.Runtime != "" {
+			return v.Handlers, nil
+		}
+		if err == nil {
+			err = errors.New(v.Error)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, err
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func (u unitRuntime) Log(ctx context.Context) string {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := u.root.Run(rctx, "/usr/bin/journalctl", "-u", u.unit, "-n", "20", "--no-pager", "-o", "cat", "-p", "warning")
+	if err != nil || res.ExitCode != 0 {
+		return ""
+	}
+	return string(res.Stdout)
+}
+
+// liveRuntime is the runtime --restart restarts: the first active unit of
+// the layout on a running system. ok is false (with a warning said) when
+// there is none, and the change is then made without a restart.
+func (g *Globals) liveRuntime(ctx context.Context, root hostfs.Root, l platform.Layout, p platform.Platform) (configure.Runtime, bool) {
+	if !root.Live() {
+		fmt.Fprintf(g.stderr, "warning: not restarting: --root %s is not a running system\n", root.Path())
+		return nil, false
+	}
+	for _, unit := range l.Units {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		res, err := root.Run(rctx, "/usr/bin/systemctl", "is-active", "--quiet", unit)
+		cancel()
+		if err == nil && res.ExitCode == 0 {
+			return unitRuntime{g: g, root: root, unit: unit, p: p, wait: time.Minute}, true
+		}
+	}
+	fmt.Fprintf(g.stderr, "warning: none of %s is active: nothing restarted\n", strings.Join(l.Units, ", "))
+	return nil, false
+}
+
+// reportLive says what a live apply or remove did; a rollback is exit 1.
+func (g *Globals) reportLive(res *configure.LiveResult, err error, verb string) error {
+	if err != nil {
+		if res != nil && res.Result != nil {
+			g.warn(res.Result)
+		}
+		return configErr(err)
+	}
+	if g.sayChanged(res.Result, verb) {
+		fmt.Fprintf(g.stdout, "restarted; live handlers: %s\n", strings.Join(res.After, ", "))
+	}
+	return nil
+}
+
+// reportNoRestart says what changed and the exact commands that load and
+// verify it.
+func (g *Globals) reportNoRestart(res *configure.Result, l platform.Layout, p platform.Platform, verb string) error {
+	if g.sayChanged(res, verb) && len(l.Units) > 0 {
+		fmt.Fprintf(g.stdout, "to load it: systemctl restart %s && berth verify --platform %s\n(or run again with --restart, which also rolls back if a handler is lost)\n", l.Units[0], p)
+	}
+	return nil
+}
+
+func (g *Globals) warn(res *configure.Result) {
 	for _, w := range res.Warnings {
 		fmt.Fprintln(g.stderr, "warning:", w)
 	}
+}
+
+// sayChanged prints res's warnings and changed files; false when nothing
+// changed.
+func (g *Globals) sayChanged(res *configure.Result, verb string) bool {
+	g.warn(res)
 	if len(res.Changed) == 0 {
 		fmt.Fprintf(g.stdout, "%s: nothing to change (already %s)\n", res.Handler, verb)
-		return nil
+		return false
 	}
 	fmt.Fprintf(g.stdout, "%s: %s\n", res.Handler, verb)
 	for _, c := range res.Changed {
 		fmt.Fprintf(g.stdout, "  /%s\n", c)
 	}
-	if !restart {
-		if len(l.Units) > 0 {
-			fmt.Fprintf(g.stdout, "restart %s for the runtime to load it (or pass --restart)\n", l.Units[0])
-		}
-		return nil
-	}
-	if !root.Live() {
-		fmt.Fprintf(g.stdout, "not restarting: --root %s is not a running system\n", root.Path())
-		return nil
-	}
-	for _, unit := range l.Units {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		res, err := root.Run(rctx, "/usr/bin/systemctl", "is-active", "--quiet", unit)
-		cancel()
-		if err != nil || res.ExitCode != 0 {
-			continue
-		}
-		rctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-		res, err = root.Run(rctx, "/usr/bin/systemctl", "restart", unit)
-		cancel()
-		if err != nil || res.ExitCode != 0 {
-			return fmt.Errorf("systemctl restart %s: %v (exit %d) %s", unit, err, res.ExitCode, res.Stderr)
-		}
-		fmt.Fprintf(g.stdout, "restarted %s\n", unit)
-		return nil
-	}
-	fmt.Fprintf(g.stderr, "warning: none of %s is active: nothing restarted\n", strings.Join(l.Units, ", "))
-	return nil
+	return true
 }

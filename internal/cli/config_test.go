@@ -19,7 +19,7 @@ func TestConfigRenderGolden(t *testing.T) {
 		{"openshift-crio", "openshift-qemu-none"},
 	} {
 		t.Run(tc.host, func(t *testing.T) {
-			code, out, errOut := runCheckCLI(t, "--root", filepath.Join(hostsDir, tc.host), "config", "render", "--platform", tc.plat, "--force")
+			code, out, errOut := runCheckCLI(t, "--root", filepath.Join(hostsDir, tc.host), "config", "render", "--platform", tc.plat)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
@@ -30,13 +30,24 @@ func TestConfigRenderGolden(t *testing.T) {
 
 func TestConfigRefusals(t *testing.T) {
 	t.Run("checks fail", func(t *testing.T) {
-		code, _, errOut := runCheckCLI(t, "--root", filepath.Join(hostsDir, "cloud-vm-no-nested"), "config", "render", "-p", "kubeadm-qemu-snp")
+		// render is a preview: it shows the files and warns.
+		code, out, errOut := runCheckCLI(t, "--root", filepath.Join(hostsDir, "cloud-vm-no-nested"), "config", "render", "-p", "kubeadm-qemu-snp")
+		if code != 0 || !strings.HasPrefix(errOut, "warning: platform kubeadm-qemu-snp is not ready") || !strings.Contains(errOut, "virt.hardware") ||
+			!strings.Contains(out, "kubeadm-qemu-snp.toml") {
+			t.Errorf("render: exit %d, stderr %s", code, errOut)
+		}
+		// apply refuses it unless --force.
+		root := t.TempDir()
+		if err := os.CopyFS(root, os.DirFS(filepath.Join(hostsDir, "cloud-vm-no-nested"))); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut = runCheckCLI(t, "--root", root, "config", "apply", "-p", "kubeadm-qemu-snp")
 		if code != ExitNotReady || !strings.Contains(errOut, "virt.hardware") || !strings.Contains(errOut, "--force") {
-			t.Errorf("exit %d, stderr %s", code, errOut)
+			t.Errorf("apply: exit %d, stderr %s", code, errOut)
 		}
 	})
 	t.Run("unknown containerd version", func(t *testing.T) {
-		args := []string{"--root", filepath.Join(hostsDir, "openshift-crio"), "config", "render", "-p", "kubeadm-qemu-none", "--force"}
+		args := []string{"--root", filepath.Join(hostsDir, "openshift-crio"), "config", "render", "-p", "kubeadm-qemu-none"}
 		code, _, errOut := runCheckCLI(t, args...)
 		if code != ExitUsage || !strings.Contains(errOut, "--containerd-config-version") {
 			t.Errorf("exit %d, stderr %s", code, errOut)
@@ -74,7 +85,7 @@ func TestConfigApplyRemoveOnFixture(t *testing.T) {
 	}
 	apply := []string{"--root", root, "config", "apply", "-p", "rke2-qemu-none", "--force", "--restart"}
 	code, out, errOut := runCheckCLI(t, apply...)
-	if code != 0 || !strings.Contains(out, "config-v3.toml.tmpl") || !strings.Contains(out, "not restarting") {
+	if code != 0 || !strings.Contains(out, "config-v3.toml.tmpl") || !strings.Contains(errOut, "not restarting") {
 		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errOut)
 	}
 	got, _ := os.ReadFile(tmpl)
@@ -101,7 +112,7 @@ func TestConfigApplyRemoveOnFixture(t *testing.T) {
 // BenchmarkConfigRender is `berth config render` end to end on a fixture:
 // discovery, checks, rendering and the merge preview.
 func BenchmarkConfigRender(b *testing.B) {
-	args := []string{"--root", filepath.Join(hostsDir, "tdx-emr-kubeadm-ready"), "config", "render", "-p", "kubeadm-qemu-tdx", "--force"}
+	args := []string{"--root", filepath.Join(hostsDir, "tdx-emr-kubeadm-ready"), "config", "render", "-p", "kubeadm-qemu-tdx"}
 	for b.Loop() {
 		var out, errb strings.Builder
 		if code := run(args, strings.NewReader(""), &out, &errb, fixedEnv); code != 0 {
@@ -115,13 +126,13 @@ func TestConfigRenderOutAndBadConfig(t *testing.T) {
 	main := filepath.Join(root, "etc/containerd/config.toml")
 	os.MkdirAll(filepath.Dir(main), 0o755)
 	os.WriteFile(main, []byte("version = 3\n[plugins\n"), 0o644)
-	args := []string{"--root", root, "config", "render", "-p", "kubeadm-qemu-none", "--force", "--containerd-config-version", "3"}
+	args := []string{"--root", root, "config", "render", "-p", "kubeadm-qemu-none", "--containerd-config-version", "3"}
 	code, _, errOut := runCheckCLI(t, args...)
-	if code != ExitUsage || !strings.Contains(errOut, "etc/containerd/config.toml:2:") {
+	if code != ExitNotReady || !strings.Contains(errOut, "etc/containerd/config.toml:2:") {
 		t.Errorf("broken config: exit %d, stderr %s", code, errOut)
 	}
 	code, _, errOut = runCheckCLI(t, "--root", root, "config", "apply", "-p", "kubeadm-qemu-none", "--force", "--containerd-config-version", "3")
-	if b, _ := os.ReadFile(main); code == 0 || string(b) != "version = 3\n[plugins\n" {
+	if b, _ := os.ReadFile(main); code != ExitNotReady || !strings.Contains(errOut, "etc/containerd/config.toml:2:") || string(b) != "version = 3\n[plugins\n" {
 		t.Errorf("apply on a broken config: exit %d (%s), file now %q", code, errOut, b)
 	}
 

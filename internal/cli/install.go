@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 
 	"berth.dev/berth/internal/configure"
 	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/fetch"
 	"berth.dev/berth/internal/install"
 	"berth.dev/berth/internal/manifest"
@@ -66,16 +68,18 @@ runs the platform's checks on this node (refusing a failing platform unless
 --force), fetches the components (from --from directories or bundles, the
 cache, then the manifest's URLs), verifies every SHA-256, installs them into
 <prefix>/versions/<id>/ and switches <prefix>/current to it atomically. Then
-it applies the platform's runtime configuration (berth config apply) and
-asks the running runtime whether the handler is live (berth verify).
+it applies each platform's runtime configuration (berth config apply) and,
+on a live root, asks the running runtime whether each platform's handler is
+live (berth verify), reporting every platform.
 
 A re-run with nothing to do changes nothing and fetches nothing. The
 installation it replaces stays, for berth rollback. Installing a second
 platform keeps the first, and an upgrade (a new manifest) upgrades every
 platform the prefix serves.
 
-Exit status: 0 installed (and live, when verified), 1 the platform is not
-ready, its handler is not live or the install failed, 2 usage error.`,
+Exit status: 0 installed (and every handler live, when verified), 1 a
+platform is not ready, the install failed, or the handler of any platform
+is not live (or the runtime could not be asked), 2 usage error.`,
 		Example: `  berth install --platform kubeadm-qemu-snp --manifest kata-3.24.yaml --dry-run
   sudo berth install -p kubeadm-qemu-snp -m kata-3.24.yaml --restart
   sudo berth install -p kubeadm-qemu-snp --from /media/usb/berth-bundle.tar`,
@@ -321,109 +325,247 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 	if err != nil {
 		return err
 	}
-	// Preflight: the platform's checks, as berth check runs them.
-	facts := discover.Run(ctx, root, g.DiscoverOptions(false))
-	for _, p := range ps {
-		err := refuseNotReady(facts, p, fl.force)
-		if err != nil && fl.dryRun {
-			// A dry run changes nothing: say what the real run would refuse.
-			fmt.Fprintf(g.stderr, "warning: %v\n", err)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-	}
-	in := &install.Installer{
-		Layout:       install.Layout{Prefix: g.hostPath(fl.prefix)},
-		Fetcher:      fetcher,
-		Parallel:     fl.parallel,
-		BeforeSwitch: install.PauseHook(g.getenv),
-		Log:          g.log,
-	}
-	pl, err := in.Plan(m, ps)
-	if err != nil {
-		return err
+	node := discover.Run(ctx, root, g.DiscoverOptions(false))
+	wf := &install.Workflow{
+		Installer: &install.Installer{
+			Layout:   install.Layout{Prefix: g.hostPath(fl.prefix)},
+			Fetcher:  fetcher,
+			Parallel: fl.parallel,
+			Log:      g.log,
+		},
+		// The platforms' checks, as berth check runs them.
+		Checker: installChecker{facts: node, force: fl.force},
 	}
 	if fl.dryRun {
-		comps, toFetch := planSources(in.Fetcher, pl)
-		d := dryRun{Prefix: in.Layout.Prefix, Plan: pl, Components: comps, ToFetch: toFetch}
+		pl, refusals, err := wf.DryRun(m, ps)
+		for _, r := range refusals {
+			// A dry run changes nothing: say what the real run would refuse.
+			fmt.Fprintf(g.stderr, "warning: %v\n", r)
+		}
+		if err != nil {
+			return err
+		}
+		comps, toFetch := planSources(fetcher, pl)
+		d := dryRun{Prefix: wf.Installer.Layout.Prefix, Plan: pl, Components: comps, ToFetch: toFetch}
 		return output.Render(g.stdout, format, d, func(w io.Writer) error { return writeDryRun(w, d) })
 	}
-	var bars *barProgress
+	pl, err := wf.Plan(m, ps)
+	if err != nil {
+		return err
+	}
+	rep := &installReporter{g: g, format: format, prefix: wf.Installer.Layout.Prefix, plan: pl}
 	switch {
 	case format == output.Table && isTerminal(g.stderr):
-		bars = newBarProgress(g.stderr, pl.Bytes)
-		in.Fetcher.Progress = bars.event
+		rep.bars = newBarProgress(g.stderr, pl.Bytes)
+		fetcher.Progress = rep.bars.event
 	case format != output.YAML:
-		in.Fetcher.Progress = newProgress(g, format).event
+		fetcher.Progress = newProgress(g, format).event
 	}
-	start := time.Now()
-	res, err := in.Install(ctx, pl)
-	if bars != nil {
-		bars.finish()
+	wf.Reporter = rep
+	if !fl.noConfig {
+		w, err := g.writableRoot()
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		// The configuration names paths under the prefix as the host sees
+		// it, which the stable links resolve to the current installation.
+		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix}},
+			Target: func(p platform.Platform) (configure.Target, error) { return targetFor(node, p, fl.configVersion) }}
+		if fl.restart {
+			ra := wf.Applier.(install.RuntimeConfig)
+			ra.Runtime = func(ctx context.Context, p platform.Platform) (configure.Runtime, bool) {
+				l, _ := p.Distribution().Layout()
+				return g.liveRuntime(ctx, root, l, p)
+			}
+			wf.Applier = ra
+		}
+		wf.Restarter = restarter{g: rep.prose(), restart: fl.restart}
+		if root.Live() {
+			wf.Verifier = verifier{g: g}
+		} else {
+			wf.NoVerify = fmt.Sprintf("--root %s is not a running system (berth verify asks the live runtime)", root.Path())
+		}
 	}
-	if err != nil {
+	_, err = wf.Run(ctx, pl)
+	if install.IsFailure(err) || configure.IsRefused(err) {
 		return &exitError{code: ExitNotReady, err: err}
 	}
-	summary := installSummary{Prefix: in.Layout.Prefix, ID: pl.ID, Platforms: pl.Platforms, Changed: res.Changed,
-		Previous: res.Previous, Bytes: pl.Bytes, Fetched: res.Fetched, Seconds: time.Since(start).Seconds()}
-	if format == output.JSON {
-		// One line, like the progress lines before it: JSON lines.
-		b, _ := json.Marshal(summary)
-		fmt.Fprintf(g.stdout, "%s\n", b)
-	} else if err := output.Render(g.stdout, format, summary, func(w io.Writer) error { return writeInstallSummary(w, summary) }); err != nil {
-		return err
-	}
-	// What config apply says is prose: keep stdout machine-readable.
-	cg := g
-	if format != output.Table {
-		c := *g
-		c.stdout = g.stderr
-		cg = &c
-	}
-	if fl.noConfig {
-		return nil
-	}
-	// Runtime configuration, as berth config apply does it; the configure
-	// package names paths under the prefix, which the stable links resolve
-	// to the current installation.
-	w, err := g.writableRoot()
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	for _, p := range ps {
-		t, err := targetFor(facts, p, fl.configVersion)
-		if err != nil {
-			return err
-		}
-		r, err := configure.Render(p, t, configure.Options{Paths: configure.Paths{Prefix: fl.prefix}})
-		if err != nil {
-			return err
-		}
-		cres, err := configure.Apply(w, r)
-		if err != nil {
-			return fmt.Errorf("installed, but applying the runtime configuration failed: %w", err)
-		}
+	return err
+}
+
+// installChecker is install's install.Checker: the platform's checks on
+// the node, as berth check runs them; --force lets a failing platform
+// through.
+type installChecker struct {
+	facts *facts.Facts
+	force bool
+}
+
+func (c installChecker) Check(p platform.Platform) error { return refuseNotReady(c.facts, p, c.force) }
+
+// restarter is install's install.Restarter: it says what apply changed.
+// With --restart the applier has restarted the runtime already, verified
+// it and rolled back what broke it (configure.ApplyLive); without, it
+// prints the commands that load and verify the change.
+type restarter struct {
+	g       *Globals
+	restart bool
+}
+
+func (r restarter) Restart(_ context.Context, p platform.Platform, res *configure.Result) error {
+	if !r.restart {
 		l, _ := p.Distribution().Layout()
-		if err := reportChange(ctx, cg, root, l, cres, fl.restart, "applied"); err != nil {
-			return err
-		}
+		return r.g.reportNoRestart(res, l, p, "applied")
 	}
-	if !root.Live() {
-		fmt.Fprintf(g.stderr, "not verifying: --root %s is not a running system (berth verify asks the live runtime)\n", root.Path())
-		return nil
-	}
-	if g.verify == nil {
-		return errors.New("installed, but this build of berth cannot verify: run `berth verify` for each platform")
-	}
-	for _, p := range ps {
-		if err := g.verify(ctx, g, p); err != nil {
-			return err
-		}
-	}
+	r.g.sayChanged(res, "applied")
 	return nil
+}
+
+// verifier is install's install.Verifier: it runs `verify --platform P -o
+// json` through the binary's wiring and reads the report. The wiring
+// verifies in-process in berth-cluster and in a child berth-cluster
+// process in berth: its streams here are buffers, never the process's
+// own, so the child never replaces the process (runDelegate) and every
+// platform is verified.
+type verifier struct{ g *Globals }
+
+// verifyReport is the part of verify's JSON report install reads.
+type verifyReport struct {
+	Platform       string   `json:"platform"`
+	Handler        string   `json:"handler"`
+	Socket         string   `json:"socket"`
+	RuntimeName    string   `json:"runtimeName"`
+	RuntimeVersion string   `json:"runtimeVersion"`
+	Live           bool     `json:"live"`
+	Handlers       []string `json:"handlers"`
+}
+
+func (v verifier) Verify(ctx context.Context, p platform.Platform) (install.Verification, error) {
+	g := v.g
+	if g.verify == nil {
+		return install.Verification{}, errors.New("this build of berth cannot verify: run `berth verify` for each platform")
+	}
+	var out, errOut bytes.Buffer
+	c := *g
+	c.stdin, c.stdout, c.stderr, c.output = bytes.NewReader(nil), &out, &errOut, string(output.JSON)
+	err := g.verify(ctx, &c, p)
+	// What verify logged (-v) goes on; its closing "Error:" line becomes
+	// the verification's error.
+	var why string
+	for line := range strings.Lines(errOut.String()) {
+		if msg, ok := strings.CutPrefix(line, "Error: "); ok {
+			why = strings.TrimSpace(msg)
+			continue
+		}
+		io.WriteString(g.stderr, line)
+	}
+	code := ExitUsage
+	if ee := (*exitError)(nil); errors.As(err, &ee) {
+		code = ee.code
+		if why == "" && ee.err != nil {
+			why = ee.err.Error()
+		}
+	} else if err != nil && why == "" {
+		why = err.Error()
+	}
+	var r verifyReport
+	if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || r.Handler == "" {
+		// No report: verify itself could not run (berth-cluster missing, a
+		// usage error).
+		if why == "" {
+			why = fmt.Sprintf("verify printed no report: %q", out.String())
+		}
+		return install.Verification{}, &exitError{code: code, err: errors.New(why)}
+	}
+	res := install.Verification{Platform: p.String(), Handler: r.Handler, Live: r.Live, Socket: r.Socket, Handlers: r.Handlers}
+	if r.RuntimeName != "" {
+		res.Runtime = strings.TrimSpace(r.RuntimeName + " " + r.RuntimeVersion)
+	} else if !r.Live {
+		// The runtime could not be asked: say why.
+		res.Error = why
+	}
+	return res, nil
+}
+
+// installReporter is install's install.Reporter: the summary and each
+// verification, as a table, JSON lines or YAML documents.
+type installReporter struct {
+	g      *Globals
+	format output.Format
+	prefix string
+	plan   *install.Plan
+	bars   *barProgress
+}
+
+// prose is where apply's prose goes: stdout for a table, else stderr, to
+// keep stdout machine-readable.
+func (r *installReporter) prose() *Globals {
+	if r.format == output.Table {
+		return r.g
+	}
+	c := *r.g
+	c.stdout = r.g.stderr
+	return &c
+}
+
+func (r *installReporter) Installed(res *install.Result, took time.Duration, err error) {
+	if r.bars != nil {
+		r.bars.finish()
+	}
+	if err != nil {
+		return
+	}
+	pl := r.plan
+	s := installSummary{Prefix: r.prefix, ID: pl.ID, Platforms: pl.Platforms, Changed: res.Changed,
+		Previous: res.Previous, Bytes: pl.Bytes, Fetched: res.Fetched, Seconds: took.Seconds()}
+	r.emit(s, func(w io.Writer) error { return writeInstallSummary(w, s) })
+}
+
+func (r *installReporter) Verified(v install.Verification) {
+	r.emit(struct {
+		Verify install.Verification `json:"verify"`
+	}{v}, func(w io.Writer) error { return writeVerification(w, v) })
+}
+
+func (r *installReporter) NotVerified(reason string) {
+	fmt.Fprintf(r.g.stderr, "not verifying: %s\n", reason)
+}
+
+// emit writes one report: a table, one JSON line (after the progress
+// lines, all JSON lines), or one YAML document.
+func (r *installReporter) emit(v any, table func(io.Writer) error) {
+	switch r.format {
+	case output.JSON:
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(r.g.stdout, "%s\n", b)
+	case output.YAML:
+		fmt.Fprintln(r.g.stdout, "---")
+		output.Render(r.g.stdout, r.format, v, nil)
+	default:
+		table(r.g.stdout)
+	}
+}
+
+// writeVerification is one platform's line, as berth verify says it.
+func writeVerification(w io.Writer, v install.Verification) error {
+	var err error
+	switch {
+	case v.Live:
+		_, err = fmt.Fprintf(w, "handler %s: live in %s (%s)\n", v.Handler, v.Runtime, v.Socket)
+	case v.Runtime == "":
+		_, err = fmt.Fprintf(w, "handler %s: unknown: the runtime at %s could not be asked: %s\n", v.Handler, v.Socket, orDefault(v.Error, "no answer"))
+	default:
+		_, err = fmt.Fprintf(w, "handler %s: NOT live in %s (%s); the runtime has: %s\n", v.Handler, v.Runtime, v.Socket, strings.Join(v.Handlers, ", "))
+	}
+	return err
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // installSummary is what install prints when done.

@@ -22,7 +22,7 @@ running sandboxes to pick up the binaries.`,
   sudo berth rollback --prefix /opt/berth`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := &install.Installer{Layout: install.Layout{Prefix: g.hostPath(fl.prefix)}, BeforeSwitch: install.PauseHook(g.getenv)}
+			in := &install.Installer{Layout: install.Layout{Prefix: g.hostPath(fl.prefix)}}
 			from, to, err := in.Rollback(cmd.Context())
 			if err != nil {
 				return &exitError{code: ExitNotReady, err: err}

@@ -74,8 +74,7 @@ func runUninstall(ctx context.Context, g *Globals, fl installFlags, purgeCache, 
 			if _, ok := e.state.Platforms[p.Name()]; !ok {
 				continue
 			}
-			lay, _ := p.Distribution().Layout()
-			if err := e.remove(ctx, g, p.Name(), lay, fl.restart); err != nil {
+			if err := e.remove(ctx, g, p.Name(), p, fl.restart); err != nil {
 				return err
 			}
 		}

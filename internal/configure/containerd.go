@@ -143,22 +143,26 @@ func TargetFor(f *facts.Facts, p platform.Platform, flagVersion int) (Target, er
 	case !d.known:
 		return t, fmt.Errorf("%w: containerd version on this node is %q (runtimes.containerd.version) and %s sets no version: pass --containerd-config-version 2 (containerd 1.x), 3 (2.0-2.2) or 4 (2.3 and later)",
 			ErrUnknownVersion, ctr.Version, l.Config)
-	case fileVersion >= 2 && d.reads(fileVersion):
+	case fileVersion >= 2 && fileVersion != d.maxConfigVersion() && d.reads(fileVersion):
 		t.ConfigVersion = fileVersion
 		t.Facts = append(t.Facts, Fact{What: fmt.Sprintf("containerd config version %d", fileVersion),
 			Source: fmt.Sprintf("%s: version = %d, read by containerd %s", ctr.ConfigPath, fileVersion, ctr.Version)})
-	case fileVersion != 0:
+	case fileVersion != 0 && !d.reads(fileVersion):
 		return t, refused("%s is a version %d config, which containerd %s does not read (it reads up to version %d): fix the file first (containerd config migrate, or containerd config default for this version)",
 			ctr.ConfigPath, fileVersion, ctr.Version, d.maxConfigVersion())
 	default:
+		// No file, or one of the daemon's own version (which may be the
+		// one berth created): the same fact either way, so that a second
+		// run renders the same files.
 		t.ConfigVersion = d.maxConfigVersion()
 		t.Facts = append(t.Facts, Fact{What: fmt.Sprintf("containerd config version %d", t.ConfigVersion),
 			Source: "runtimes.containerd.version = " + ctr.Version})
 	}
 	t.Containerd = ctr.Version
 	if own && len(ctr.Imports) > 0 {
+		// Not a header fact: after the first apply they include berth's
+		// own entry. The drop-in's header names its directory instead.
 		t.Imports = ctr.Imports
-		t.Facts = append(t.Facts, Fact{What: "imports of the main config", Source: "runtimes.containerd.imports = " + strings.Join(ctr.Imports, ", ")})
 	}
 	return t, nil
 }

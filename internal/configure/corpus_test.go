@@ -253,7 +253,14 @@ func runCell(t *testing.T, cfg corpusConfig, ctr critest.Containerd, plats []pla
 		}
 		applied = append(applied, p)
 		once := readTree(t, root)
-		res, err := configure.Apply(fsys, r)
+		// The second run is a new `berth config apply`: it discovers the
+		// node again, berth's own first change included.
+		r2, err := corpusRender(t, root, p, ctr)
+		if err != nil {
+			fail("second render %s: %v", p, err)
+			continue
+		}
+		res, err := configure.Apply(fsys, r2)
 		if err != nil {
 			fail("second apply %s: %v", p, err)
 		} else if len(res.Changed) != 0 {

@@ -21,9 +21,9 @@ type FS interface {
 	OpenFile(name string, flag int, perm fs.FileMode) (WFile, error)
 	Rename(oldname, newname string) error
 	Remove(name string) error
-	// Lock takes an exclusive lock on name, waiting for it, and returns
-	// its release.
-	Lock(name string) (func(), error)
+	// Lock takes the root's exclusive configuration lock, waiting for
+	// it, and returns its release.
+	Lock() (unlock func(), err error)
 }
 
 // WFile is an open file being written.

@@ -4,50 +4,36 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
 	"syscall"
 )
 
-// LockPath is the lock every read-modify-write of runtime configuration
-// and state holds, relative to the host root. It sits beside the state so
-// that one lock covers a host root whoever writes it (the CLI, the
-// installer, the node agent).
-const LockPath = "var/lib/berth/config.lock"
-
-// Lock takes name's exclusive lock (flock), waiting for it. The file is
-// created when missing; a file removed by the holder it waited for is
-// opened again, so that two processes never hold locks on different files
-// of the same name.
-func (o *OSRoot) Lock(name string) (func(), error) {
-	for range 100 {
-		if err := o.r.MkdirAll(path.Dir(name), 0o755); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", path.Dir(name), err)
-		}
-		f, err := o.r.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("opening lock %s: %w", name, err)
-		}
-		for {
-			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-			if !errors.Is(err, syscall.EINTR) {
-				break
-			}
-		}
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", name, err)
-		}
-		held, err1 := f.Stat()
-		now, err2 := o.r.Lstat(name)
-		if err1 == nil && err2 == nil && os.SameFile(held, now) {
-			return func() { f.Close() }, nil
-		}
-		f.Close() // removed or replaced while we waited: lock the new one
+// Lock takes the host root's exclusive configuration lock: flock on the
+// root directory itself, waiting for it. Every berth process that changes
+// runtime configuration or state on a host takes it (the CLI, the
+// installer, the node agent through /host, which is the same inode as the
+// host's /). The root directory is used rather than a lock file under the
+// state directory because berth removes that directory with the last
+// thing it owns: a lock file removed while another process waits on it,
+// or recreated beside it, lets two processes hold "the" lock at once.
+func (o *OSRoot) Lock() (func(), error) {
+	f, err := o.r.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("opening host root %s to lock it: %w", o.r.Name(), err)
 	}
-	return nil, fmt.Errorf("locking %s: the lock file keeps being replaced", name)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking host root %s: %w", o.r.Name(), err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // missingDirs lists dir and those of its parents that do not exist yet,
@@ -63,7 +49,7 @@ func missingDirs(fsys FS, dir string) []string {
 	return out
 }
 
-// locked runs fn on the host's state under LockPath, commits the changes
+// locked runs fn on the host's state under the root's lock, commits the changes
 // fn returns together with the new state, and removes the directories
 // berth created that nothing is left in (the state, lock and backup
 // directories too once berth owns nothing on the host).
@@ -72,21 +58,19 @@ func missingDirs(fsys FS, dir string) []string {
 // restart and its verification); undo puts back every file and the state
 // as they were before the commit.
 func locked(fsys FS, fn func(st *State) ([]op, error), live func(undo func() error) error) error {
-	stateDirs := missingDirs(fsys, path.Dir(LockPath))
-	unlock, err := fsys.Lock(LockPath)
+	unlock, err := fsys.Lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	stateDirs := missingDirs(fsys, path.Dir(StatePath))
 	var st *State
 	defer func() {
 		if _, err := fsys.Lstat(StatePath); !errors.Is(err, fs.ErrNotExist) {
 			return
 		}
 		// Nothing is berth's on this host (any more, or after a failed
-		// first apply): the lock goes too (a waiter notices and locks a
-		// new file), then every directory berth made that is empty now.
-		_ = fsys.Remove(LockPath)
+		// first apply): every directory berth made that is empty now goes.
 		dirs := stateDirs
 		if st != nil {
 			dirs = append(dirs, st.Dirs...)

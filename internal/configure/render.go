@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"berth.dev/berth/internal/runtimecfg"
@@ -243,6 +244,8 @@ func containerdFiles(p platform.Platform, t Target, ps Paths) ([]File, error) {
 		if dir, ok := importedDir(l.Config, file, t.Imports); ok {
 			file = path.Join(dir, "berth-"+name+".toml")
 		}
+		t.Facts = append(slices.Clone(t.Facts), Fact{What: "drop-in directory /" + path.Dir(file),
+			Source: "loaded through the imports of /" + l.Config})
 		drop := dropInFile(p, t, ps, file)
 		rel := relImport(l.Config, path.Dir(file))
 		// Every platform owns the imports block (shared, kept until the

@@ -53,10 +53,14 @@ func containerdFacts(s *session, distribution string, bins []facts.Binary) *fact
 		dropIns, _ = fs.Glob(s.root.FS(), path.Join(l.DropInDir, "*.toml"))
 	}
 	loaded := runtimecfg.LoadContainerd(s.root.FS(), l.Config, dropIns)
-	configErrors(s, r, field, loaded.Errors)
+	readReason := configErrors(s, r, field, loaded.Errors)
+	if readReason != "" || r.ConfigError != "" {
+		// A file missing from the merge may configure snapshotters too.
+		s.unknownf(field+".snapshotters", "%s", orReason(readReason, facts.ReasonUnparseable+": "+r.ConfigError))
+	}
 	c := loaded.Config
 	if c == nil {
-		s.unknownf(field+".configVersion", "%s: %s", facts.ReasonUnparseable, l.Config)
+		s.unknownf(field+".configVersion", "%s", orReason(readReason, facts.ReasonUnparseable+": "+l.Config))
 		return r
 	}
 	r.ConfigVersion = c.Version
@@ -79,4 +83,12 @@ func containerdFacts(s *session, distribution string, bins []facts.Binary) *fact
 		r.IgnoredHandlers = append(r.IgnoredHandlers, m.String())
 	}
 	return r
+}
+
+// orReason is reason, or def when reason is empty.
+func orReason(reason, def string) string {
+	if reason != "" {
+		return reason
+	}
+	return def
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
 	"strings"
@@ -88,27 +89,48 @@ func versionReason(s *session, b *facts.Binary) string {
 	return facts.ReasonNotRun + ": " + b.Path
 }
 
-// configErrors turns load errors into ConfigError text and, since the
-// handler list may be incomplete, an unknown entry.
-func configErrors(s *session, r *facts.ContainerRuntime, field string, errs []error) {
+// configErrors sorts load errors into what the runtime would refuse and
+// what berth could not read. A file that does not parse is a fact:
+// ConfigError says where, and the handler list is incomplete (unknown). A
+// file that could not be read (permission denied, a directory where the
+// file should be) is not: whether the configuration parses, and its
+// handlers, are unknown with the read error as the reason. It returns that
+// reason, "" when every file was read.
+func configErrors(s *session, r *facts.ContainerRuntime, field string, errs []error) string {
 	if len(errs) == 0 {
-		return
+		return ""
 	}
-	msgs := make([]string, len(errs))
-	parse := false
-	for i, err := range errs {
-		msgs[i] = err.Error()
+	var parse, read []string
+	for _, err := range errs {
 		var pe *runtimecfg.ParseError
 		if errors.As(err, &pe) {
-			parse = true
+			parse = append(parse, err.Error())
+		} else {
+			read = append(read, readErrorReason(err))
 		}
 	}
-	r.ConfigError = strings.Join(msgs, "; ")
-	reason := facts.ReasonUnparseable
-	if !parse {
-		reason = "unreadable"
+	readReason := strings.Join(read, "; ")
+	if len(parse) > 0 {
+		r.ConfigError = strings.Join(parse, "; ")
+		s.unknownf(field+".handlers", "%s: %s", facts.ReasonUnparseable, r.ConfigError)
+		return readReason
 	}
-	s.unknownf(field+".handlers", "%s: %s", reason, r.ConfigError)
+	// Nothing failed to parse, but what could not be read may not.
+	s.unknownf(field+".configError", "%s", readReason)
+	s.unknownf(field+".handlers", "%s", readReason)
+	return readReason
+}
+
+// readErrorReason is the unknown-fact reason of a config file berth could
+// not read: the reason ReadReason gives for the file (permission denied,
+// missing, unreadable with the errno text), or "unreadable" with the
+// loader's text (an import that leaves the root, a bad glob).
+func readErrorReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return ReadReason(pe.Path, pe)
+	}
+	return "unreadable: " + err.Error()
 }
 
 // handlerFacts converts the reader's handlers.

@@ -18,6 +18,24 @@ import (
 	"berth.dev/berth/platform"
 )
 
+// pauseEnv asks the helper to pause mid-switch: when set to a path, the
+// helper's installer creates that file just before it renames the new
+// current link into place, then waits a minute, so that a test can kill it
+// there. It is the helper's own: the shipped binaries have no such hook.
+const pauseEnv = "BERTH_TEST_PAUSE_BEFORE_SWITCH"
+
+// pauseHook is the BeforeSwitch hook pauseEnv asks for, nil if unset.
+func pauseHook() func() {
+	p := os.Getenv(pauseEnv)
+	if p == "" {
+		return nil
+	}
+	return func() {
+		os.WriteFile(p, []byte(fmt.Sprint(os.Getpid())), 0o644)
+		time.Sleep(time.Minute)
+	}
+}
+
 // helperEnv carries the helper process's job; TestMain runs it instead of
 // the tests when it is set.
 const helperEnv = "BERTH_INSTALL_HELPER"
@@ -57,7 +75,7 @@ func runHelper(job string) error {
 	}
 	f := fetch.New(ls, j.Cache)
 	f.Backoff, f.MaxBackoff = time.Millisecond, time.Millisecond
-	in := &Installer{Layout: Layout{Prefix: j.Prefix}, Fetcher: f, Parallel: 2, BeforeSwitch: PauseHook(os.Getenv)}
+	in := &Installer{Layout: Layout{Prefix: j.Prefix}, Fetcher: f, Parallel: 2, BeforeSwitch: pauseHook()}
 	pl, err := in.Plan(m, []platform.Platform{p})
 	if err != nil {
 		return err
@@ -177,7 +195,7 @@ func TestKillDuringSwitch(t *testing.T) {
 	e, v1, v2, _, mp := crashSetup(t)
 	snp := mustPlatform(t, "kubeadm-qemu-snp")
 	marker := filepath.Join(t.TempDir(), "paused")
-	cmd := startHelper(t, helperJob{Prefix: e.prefix, Cache: e.cache, Manifest: mp, Platform: snp.String()}, PauseEnv+"="+marker)
+	cmd := startHelper(t, helperJob{Prefix: e.prefix, Cache: e.cache, Manifest: mp, Platform: snp.String()}, pauseEnv+"="+marker)
 	waitFor(t, "the installer to pause before the switch", func() bool { _, err := os.Stat(marker); return err == nil })
 	ents, _ := os.ReadDir(e.prefix)
 	var tmp []string

@@ -31,8 +31,9 @@ type Installer struct {
 	// Now is the clock of the install record.
 	Now func() time.Time
 	// BeforeSwitch, if set, runs after the new current link exists under
-	// its temporary name and before it is renamed over current (a test
-	// hook to kill the installer mid-switch).
+	// its temporary name and before it is renamed over current. Only tests
+	// set it (to kill the installer mid-switch); the shipped binaries never
+	// do.
 	BeforeSwitch func()
 	// Log receives progress lines; nil discards them.
 	Log *slog.Logger
@@ -62,6 +63,9 @@ type Plan struct {
 	Kept []string `json:"kept,omitempty"`
 
 	m *manifest.Manifest
+	// requested are the platforms asked for, in the order given: those
+	// the workflow configures and verifies.
+	requested []platform.Platform
 }
 
 // reservedTops are top-level names that component paths may not use:
@@ -85,7 +89,7 @@ func (in *Installer) Plan(m *manifest.Manifest, ps []platform.Platform) (*Plan, 
 			plats = append(plats, p)
 		}
 	}
-	pl := &Plan{Manifest: m.Name, Version: m.Version, Digest: m.Digest(), AllBytes: m.Bytes(), m: m}
+	pl := &Plan{Manifest: m.Name, Version: m.Version, Digest: m.Digest(), AllBytes: m.Bytes(), m: m, requested: slices.Clone(plats)}
 	// The current installation's platforms are kept, across manifest
 	// versions too: their runtime configuration names the prefix's stable
 	// links, which must not lose the files it points at.

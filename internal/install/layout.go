@@ -1,6 +1,7 @@
 // Package install installs the components a platform needs from a
 // component manifest into a prefix, and switches, rolls back and removes
-// installations.
+// installations. Workflow is berth install as a whole: checks, install,
+// runtime configuration, restart and verification of every platform.
 //
 // Layout under the prefix:
 //
@@ -326,21 +327,4 @@ func containsStr(xs []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// PauseEnv names the test hook: when set to a path, the installer creates
-// that file just before it renames the new current link into place, then
-// waits a minute, so that a test can kill it mid-switch.
-const PauseEnv = "BERTH_TEST_PAUSE_BEFORE_SWITCH"
-
-// PauseHook returns the BeforeSwitch hook PauseEnv asks for, nil if unset.
-func PauseHook(getenv func(string) string) func() {
-	p := getenv(PauseEnv)
-	if p == "" {
-		return nil
-	}
-	return func() {
-		os.WriteFile(p, []byte(fmt.Sprint(os.Getpid())), 0o644)
-		time.Sleep(time.Minute)
-	}
 }

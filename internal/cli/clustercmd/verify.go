@@ -63,6 +63,11 @@ node), 1 it is not (or the runtime or the API server could not be asked),
 		Example: `  berth verify --platform kubeadm-qemu-snp
   berth verify -p k3s-qemu-tdx --socket /run/k3s/containerd/containerd.sock -o json`,
 		Args: cli.NoArgs,
+		// Errors go back to the caller, which prints them once: the root
+		// command, or install verifying in-process (which reads the report
+		// on stdout, so usage text must never follow it there).
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			format, err := g.Format(output.Table, output.JSON, output.YAML)
 			if err != nil {

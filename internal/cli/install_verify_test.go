@@ -1,0 +1,164 @@
+//go:build linux
+
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"berth.dev/berth/internal/cri/critest"
+	"berth.dev/berth/internal/install"
+)
+
+// buildBinaries builds berth and berth-cluster into one directory, as make
+// build does: berth finds berth-cluster beside it.
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal("the go tool is not on PATH: this test builds berth and berth-cluster")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(gobin, "build", "-o", dir+"/", "./cmd/berth", "./cmd/berth-cluster")
+	cmd.Dir = filepath.Join("..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/berth ./cmd/berth-cluster: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// runBinary runs a built binary as its own process, with its own stdout
+// and stderr (pipes, not a test's buffers): the conditions under which
+// berth used to replace itself with berth-cluster to verify.
+func runBinary(t *testing.T, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "BERTH_CLUSTER=") {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode(), out.String(), errOut.String()
+	case err != nil:
+		t.Fatalf("running %s: %v", bin, err)
+	}
+	return 0, out.String(), errOut.String()
+}
+
+// TestInstallVerifiesEveryPlatform installs two platforms with the real
+// berth and berth-cluster binaries on a root where a real containerd 2.x
+// serves the kubeadm socket, and checks that each platform is verified and
+// reported: not live before containerd reloads its configuration (exit 1,
+// both named), live after (exit 0), and a platform that is not live ahead
+// of one that is does not stop the second's verification.
+func TestInstallVerifiesEveryPlatform(t *testing.T) {
+	ctrd := critest.ContainerdBin(t, "BERTH_CONTAINERD2")
+	bins := buildBinaries(t)
+	berth, cluster := filepath.Join(bins, "berth"), filepath.Join(bins, "berth-cluster")
+
+	// A short root: containerd's socket lives under it, where verify looks
+	// for the kubeadm layout's, and unix socket paths are short.
+	root, err := os.MkdirTemp("", "bi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	d := critest.Dirs{Dir: filepath.Join(root, "c"), Sock: filepath.Join(root, "run/containerd/containerd.sock")}
+	main := filepath.Join(root, "etc/containerd/config.toml")
+	for _, dir := range []string{d.Dir, filepath.Dir(d.Sock), filepath.Dir(main)} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(main, []byte(critest.BaseConfig(d, 3, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel := makeCLIRelease(t, "http://127.0.0.1:9/unplugged")
+	mp, mirror := rel.write(t)
+	berthInstall := func(bin string, extra []string, ps ...string) (int, string, string) {
+		t.Helper()
+		args := []string{"--root", root, "--live", "install", "-m", mp, "--from", mirror, "--cache", filepath.Join(root, "cache"),
+			"--force", "--containerd-config-version", "3"}
+		for _, p := range ps {
+			args = append(args, "-p", p)
+		}
+		return runBinary(t, bin, append(args, extra...)...)
+	}
+	const snp, tdx, clh = "kubeadm-qemu-snp", "kubeadm-qemu-tdx", "kubeadm-cloud-hypervisor-none"
+
+	// containerd runs on the node's config: neither handler is there yet.
+	stop := critest.StartContainerd(t, ctrd, main, d)
+	for _, bin := range []string{berth, cluster} {
+		code, out, errOut := berthInstall(bin, nil, snp, tdx)
+		if code != ExitNotReady {
+			t.Fatalf("%s install before the runtime reloads: exit %d, want %d\n%s\n%s", filepath.Base(bin), code, ExitNotReady, out, errOut)
+		}
+		for _, p := range []string{snp, tdx} {
+			if !strings.Contains(out, "handler "+p+": NOT live in containerd") {
+				t.Errorf("%s: %s not reported NOT live:\n%s\n%s", filepath.Base(bin), p, out, errOut)
+			}
+		}
+		if !strings.Contains(errOut, "does not serve 2 of 2 platforms: "+snp+", "+tdx) || strings.Contains(errOut, "Usage:") {
+			t.Errorf("%s: the error does not name both platforms (alone):\n%s", filepath.Base(bin), errOut)
+		}
+	}
+
+	// After a restart containerd has both: berth verifies both (each in a
+	// child berth-cluster), berth-cluster both in-process.
+	stop()
+	stop = critest.StartContainerd(t, ctrd, main, d)
+	for _, bin := range []string{berth, cluster} {
+		code, out, errOut := berthInstall(bin, nil, snp, tdx)
+		if code != 0 {
+			t.Fatalf("%s install: exit %d\n%s\n%s", filepath.Base(bin), code, out, errOut)
+		}
+		for _, p := range []string{snp, tdx} {
+			if !strings.Contains(out, "handler "+p+": live in containerd") {
+				t.Errorf("%s: %s not verified live:\n%s\n%s", filepath.Base(bin), p, out, errOut)
+			}
+		}
+	}
+
+	// JSON lines: one verification per platform.
+	code, out, errOut := berthInstall(berth, []string{"-o", "json"}, snp, tdx)
+	var live []string
+	for line := range strings.Lines(out) {
+		var v struct {
+			Verify *install.Verification `json:"verify"`
+		}
+		if json.Unmarshal([]byte(line), &v) == nil && v.Verify != nil && v.Verify.Live {
+			live = append(live, v.Verify.Platform)
+		}
+	}
+	if code != 0 || strings.Join(live, " ") != snp+" "+tdx {
+		t.Errorf("-o json: exit %d, live %v\n%s\n%s", code, live, out, errOut)
+	}
+
+	// A third platform the running containerd has not loaded, asked for
+	// first: it is NOT live, and the one after it is still verified.
+	code, out, errOut = berthInstall(berth, nil, clh, snp)
+	if code != ExitNotReady || !strings.Contains(out, "handler "+clh+": NOT live") || !strings.Contains(out, "handler "+snp+": live in containerd") {
+		t.Errorf("install %s %s: exit %d\n%s\n%s", clh, snp, code, out, errOut)
+	}
+
+	// No runtime at all: each platform is unknown, with the reason.
+	stop()
+	for _, bin := range []string{berth, cluster} {
+		code, out, errOut = berthInstall(bin, nil, snp, tdx)
+		if code != ExitNotReady || strings.Count(out, "could not be asked: ") != 2 {
+			t.Errorf("%s install with containerd stopped: exit %d\n%s\n%s", filepath.Base(bin), code, out, errOut)
+		}
+	}
+}
