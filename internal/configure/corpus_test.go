@@ -57,7 +57,12 @@ const (
 func TestCorpus(t *testing.T) {
 	ctrs := critest.Containerds(t)
 	configs := []corpusConfig{{name: "no-config-file"}}
-	for _, p := range upstreamtest.Glob(t, "runtime-configs/*.toml") {
+	// Ours are real program output too (testdata/corpus/README.md).
+	ours, err := filepath.Glob("testdata/corpus/*.toml")
+	if err != nil || len(ours) == 0 {
+		t.Fatalf("testdata/corpus: %v, %d files", err, len(ours))
+	}
+	for _, p := range append(upstreamtest.Glob(t, "runtime-configs/*.toml"), ours...) {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
