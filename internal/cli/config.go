@@ -434,12 +434,15 @@ func (u unitRuntime) Handlers(ctx context.Context) ([]string, error) {
 func (u unitRuntime) Log(ctx context.Context) string {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	res, err := u.root.Run(rctx, "/usr/bin/journalctl", "-u", u.unit, "-n", "20", "--no-pager", "-o", "cat", "-p", "warning")
+	// containerd writes logrus lines to stderr, which the journal stores
+	// at priority info: its level is in the text, not the priority.
+	res, err := u.root.Run(rctx, "/usr/bin/journalctl", "-u", u.unit, "--since", "-2min", "--no-pager", "-o", "cat")
 	if err != nil || res.ExitCode != 0 {
 		return ""
 	}
-	return string(res.Stdout)
+	return configure.ProblemLines(string(res.Stdout), 10)
 }
+
 
 // liveRuntime is the runtime --restart restarts: the first active unit of
 // the layout on a running system. ok is false (with a warning said) when

@@ -143,3 +143,24 @@ func indent(s string) string {
 // IsRefused reports whether err is a refusal (exit 1) rather than a usage
 // or internal error.
 func IsRefused(err error) bool { return errors.Is(err, ErrRefused) }
+
+// ProblemLines keeps the last n lines of a runtime's log that report an
+// error or a warning: containerd and CRI-O write logrus lines
+// (level=error, level=warning) to stderr, which the journal stores at
+// priority info, so the level is in the text, not the priority. A CRI
+// plugin that failed to load is a warning there.
+func ProblemLines(log string, n int) string {
+	var keep []string
+	for line := range strings.Lines(log) {
+		for _, lv := range []string{"level=fatal", "level=error", "level=warning"} {
+			if strings.Contains(line, lv) {
+				keep = append(keep, strings.TrimRight(line, "\n"))
+				break
+			}
+		}
+	}
+	if len(keep) > n {
+		keep = keep[len(keep)-n:]
+	}
+	return strings.Join(keep, "\n")
+}

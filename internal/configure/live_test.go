@@ -4,6 +4,7 @@ package configure_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,8 +41,10 @@ func (d *daemonRuntime) Restart(context.Context) error {
 	}
 	dm, err := critest.StartOnRoot(d.t, d.ctr.Bin, d.root, d.dirs)
 	if err != nil {
+		// As systemctl would: the unit started; why it is broken is in
+		// its log.
 		d.log = err.Error()
-		return err
+		return errors.New(firstLine(err.Error()))
 	}
 	d.cur, d.log = dm, dm.Log()
 	return nil
@@ -58,7 +61,7 @@ func (d *daemonRuntime) Handlers(context.Context) ([]string, error) {
 	return st.Names(), nil
 }
 
-func (d *daemonRuntime) Log(context.Context) string { return lastLogLine(d.log) }
+func (d *daemonRuntime) Log(context.Context) string { return configure.ProblemLines(d.log, 10) }
 
 func containerdVersion(t *testing.T, version string) critest.Containerd {
 	t.Helper()
@@ -156,7 +159,10 @@ func TestApplyLiveRollsBack(t *testing.T) {
 		if err == nil || !configure.IsRefused(err) {
 			t.Fatalf("a breaking apply was not refused: %v", err)
 		}
-		for _, want := range []string{"containerd 1.6.20", "put the previous files back", "live again", "runc"} {
+		t.Logf("the refusal a user sees:\n%v", err)
+		// What containerd 1.6 itself logged says why.
+		for _, want := range []string{"containerd 1.6.20", "put the previous files back", "live again", "runc",
+			"failed to load plugin io.containerd.grpc.v1.cri", "no corresponding runtime configured"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error does not say %q:\n%v", want, err)
 			}
