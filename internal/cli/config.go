@@ -443,7 +443,6 @@ func (u unitRuntime) Log(ctx context.Context) string {
 	return configure.ProblemLines(string(res.Stdout), 10)
 }
 
-
 // liveRuntime is the runtime --restart restarts: the first active unit of
 // the layout on a running system. ok is false (with a warning said) when
 // there is none, and the change is then made without a restart.
