@@ -90,8 +90,15 @@ func newConfigApplyCmd(g *Globals) *cobra.Command {
 		Short: "Write the platform's runtime configuration on this node (root)",
 		Long: `apply writes the files render shows, under --root (default /): atomically,
 backing up any file it must modify, recording what it owns in
-var/lib/berth/config-state.json. A second run changes nothing and says so.
-With --restart it restarts the runtime's unit, only if something changed.`,
+var/lib/berth/config-state.json, under an exclusive lock on the host root. A
+second run changes nothing and says so.
+
+With --restart (on a running system), if something changed, it restarts the
+runtime's unit, waits for its CRI socket and checks that the new handler and
+every handler that was live before are live; if not, it puts the previous
+files back, restarts again, checks the old handlers are back and exits 1
+naming what broke. Without --restart it prints the commands that load and
+verify the change.`,
 		Example: `  sudo berth config apply --platform kubeadm-qemu-snp --restart`,
 		Args:    NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runConfigApply(cmd.Context(), g, fl) },
@@ -107,8 +114,12 @@ func newConfigRemoveCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "remove --platform P | --all",
 		Short: "Remove exactly what berth wrote for a platform, restoring backups",
-		Args:  NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runConfigRemove(cmd.Context(), g, fl) },
+		Long: `remove takes out exactly what berth wrote for the platform (or --all),
+restores the files it modified byte for byte and removes the directories it
+created once they are empty. With --restart it restarts the runtime's unit
+and checks that every other handler is still live, rolling back if not.`,
+		Args: NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runConfigRemove(cmd.Context(), g, fl) },
 	}
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to remove")
