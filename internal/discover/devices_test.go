@@ -114,7 +114,9 @@ func TestKVMProbeLive(t *testing.T) {
 		}
 	}
 	n := f.Devices.Nodes["dev/kvm"]
-	if n.Accessible == nil {
+	// Accessibility is a question about a node that exists: a machine
+	// without /dev/kvm (most CI runners) has nothing to ask it of.
+	if n.Exists && n.Accessible == nil {
 		t.Errorf("live root: dev/kvm accessibility not checked: %s", jsonString(t, n))
 	}
 	if n.Exists && n.Mode[0] != 'c' {
