@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/fetch"
 	"berth.dev/berth/internal/install"
 	"berth.dev/berth/internal/manifest"
 	"berth.dev/berth/internal/output"
@@ -27,7 +28,14 @@ file. Carry it to the air-gapped node and run
   berth install --platform P --from bundle.tar
 
 which takes the manifest and every file from the bundle. -o (or --out)
-names the bundle file: the global -o takes a file name here.`,
+names the bundle file: the global -o takes a file name here.
+
+Without --cache, bundle keeps no cache: each file is fetched into a
+temporary directory beside the bundle, appended, and deleted; the
+directory is removed at the end, whatever happens. Before fetching
+anything, bundle refuses a component declaring more than
+--max-component-size, and a bundle the file system of the output (and of
+--cache) has no room for.`,
 		Example: `  berth bundle -p kubeadm-qemu-snp -p kubeadm-qemu-tdx -m kata-3.24.yaml -o berth-bundle.tar`,
 		Args:    NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,7 +56,11 @@ names the bundle file: the global -o takes a file name here.`,
 			if err != nil {
 				return UsageErr(err)
 			}
-			f := newFetcher(g, fl, ls)
+			f, closeFetcher, err := newFetcher(g, fl, ls, false)
+			defer closeFetcher()
+			if err != nil {
+				return err
+			}
 			m, data, err := loadManifest(cmd.Context(), f, fl, bundles)
 			if err != nil {
 				return err
@@ -66,6 +78,9 @@ names the bundle file: the global -o takes a file name here.`,
 						cs = append(cs, c)
 					}
 				}
+			}
+			if err := bundleFits(f, out, data, cs); err != nil {
+				return &exitError{code: ExitNotReady, err: fmt.Errorf("bundle %s: %w", out, err)}
 			}
 			f.Progress = newProgress(g, output.Table).event
 			if isTerminal(g.stderr) {
@@ -108,7 +123,47 @@ names the bundle file: the global -o takes a file name here.`,
 	}
 	addFetchFlags(cmd, &fl)
 	f := cmd.Flags()
+	f.StringVar(&fl.cache, "cache", "", "download cache, a directory on this machine (default: none; files pass through a temporary directory beside the bundle)")
 	f.StringArrayVarP(&fl.platforms, "platform", "p", nil, "platform the bundle must serve; repeatable")
 	f.StringVar(&fl.out, "out", "", "bundle file to write (same as -o FILE)")
 	return cmd
+}
+
+// bundleFits refuses, before anything is fetched or created, a component
+// above the size limit and a bundle that the output's file system (and
+// the cache's) has no room for: the bundle (each distinct file once, with
+// its tar headers), plus the largest file, which passes through the
+// temporary directory beside it.
+func bundleFits(f *fetch.Fetcher, out string, manifestData []byte, cs []manifest.Component) error {
+	var items []fetch.Item
+	seen := map[string]bool{}
+	var largest int64
+	for _, c := range cs {
+		it := install.Item(c)
+		if err := fetch.CheckSize(it, f.MaxItemSize); err != nil {
+			return err
+		}
+		if seen[c.SHA256] {
+			continue
+		}
+		seen[c.SHA256] = true
+		items = append(items, it)
+		largest = max(largest, c.Size)
+	}
+	dir := filepath.Dir(out)
+	dev, free, at, err := fetch.FreeSpace(nil, dir)
+	if err != nil {
+		return err
+	}
+	// A PAX tar header is at most a few 512-byte blocks; the end is two.
+	extra := int64(len(manifestData)) + int64(len(items)+1)*2048 + 1024 + largest
+	needs := []fetch.SpaceNeed{{Path: at, Dev: dev, Free: free, Items: items, Extra: extra}}
+	cn, err := f.CacheNeed(items)
+	if err != nil {
+		return err
+	}
+	if cn != nil {
+		needs = append(needs, *cn)
+	}
+	return fetch.CheckSpace(needs)
 }

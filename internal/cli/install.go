@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -43,6 +44,7 @@ type installFlags struct {
 	restart       bool
 	configVersion int
 	out           string
+	maxSize       string
 }
 
 func addInstallPathFlags(cmd *cobra.Command, fl *installFlags) {
@@ -54,8 +56,8 @@ func addFetchFlags(cmd *cobra.Command, fl *installFlags) {
 	f := cmd.Flags()
 	f.StringVarP(&fl.manifest, "manifest", "m", "", "component manifest: PATH, PATH@sha256:<hex> or URL@sha256:<hex> (default: the one in a --from bundle)")
 	f.StringArrayVar(&fl.from, "from", nil, "local directory (files named by sha256 or file name) or bundle .tar to take files from before the network; repeatable")
-	f.StringVar(&fl.cache, "cache", "", "download cache (default "+manifest.DefaultCache+" under --root)")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
+	f.StringVar(&fl.maxSize, "max-component-size", "8GiB", "refuse, before downloading anything, a manifest declaring a component larger than this (bytes, or with KiB, MiB, GiB, TiB)")
 }
 
 func newInstallCmd(g *Globals) *cobra.Command {
@@ -89,6 +91,7 @@ is not live (or the runtime could not be asked), 2 usage error.`,
 	addInstallPathFlags(cmd, &fl)
 	addFetchFlags(cmd, &fl)
 	f := cmd.Flags()
+	f.StringVar(&fl.cache, "cache", "", "download cache, a directory on this machine (default "+manifest.DefaultCache+" inside --root)")
 	f.StringArrayVarP(&fl.platforms, "platform", "p", nil, "platform to install (canonical name, Kata runtime class or Contrast name); repeatable")
 	f.BoolVar(&fl.dryRun, "dry-run", false, "show the components, their sizes and sources, and change nothing")
 	f.BoolVar(&fl.force, "force", false, "install even though the platform's checks fail on this node")
@@ -98,12 +101,47 @@ is not live (or the runtime could not be asked), 2 usage error.`,
 	return cmd
 }
 
-// hostPath is path p of the host named by --root, on this machine.
-func (g *Globals) hostPath(p string) string {
-	if g.root == "" || filepath.Clean(g.root) == "/" {
-		return filepath.Clean(p)
+// layout is the installation prefix --prefix inside --root.
+func (g *Globals) layout(prefix string) install.Layout {
+	return install.Layout{Root: g.root, Prefix: prefix}
+}
+
+// installErr gives install's, rollback's and uninstall's refusals and
+// failures exit status 1: a path that leaves the root, a component above
+// the size limit, no room for the download, a failed install.
+func installErr(err error) error {
+	if err != nil && (install.IsFailure(err) || configure.IsRefused(err)) {
+		return &exitError{code: ExitNotReady, err: err}
 	}
-	return filepath.Join(g.root, p)
+	return err
+}
+
+// parseSize parses a byte count: a number, optionally followed by K, M, G
+// or T (KiB, MiB, GiB, TiB: powers of 1024) and an optional B.
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = strings.TrimSpace(t[:n-1])
+		}
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v < 0 || v > (1<<62)/mult {
+		return 0, fmt.Errorf("%q: expected a size such as 8GiB, 512MiB or 1073741824", s)
+	}
+	return v * mult, nil
 }
 
 func parsePlatforms(ss []string) ([]platform.Platform, error) {
@@ -160,15 +198,41 @@ func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundle
 	return m, data, err
 }
 
-// newFetcher builds the fetcher of install and bundle.
-func newFetcher(g *Globals, fl installFlags, ls []fetch.Locator) *fetch.Fetcher {
-	cache := fl.cache
-	if cache == "" {
-		cache = g.hostPath(manifest.DefaultCache)
+// newFetcher builds the fetcher of install and bundle, with the cache
+// --cache names (a directory on this machine). Without --cache, with
+// hostCache set (install), the cache is /var/cache/berth inside --root,
+// resolved there as the host would (ResolveIn) and confined to it: a
+// cache path leaving the root is refused (exit 1) before anything is
+// changed. Without either (bundle) there is no cache. The returned close
+// releases what it opened and is never nil.
+func newFetcher(g *Globals, fl installFlags, ls []fetch.Locator, hostCache bool) (*fetch.Fetcher, func(), error) {
+	limit, err := parseSize(fl.maxSize)
+	if err != nil {
+		return nil, func() {}, UsageErr(fmt.Errorf("--max-component-size %w", err))
 	}
-	f := fetch.New(ls, cache)
+	f := fetch.New(ls, fl.cache)
 	f.Log = g.log
-	return f
+	f.MaxItemSize = limit
+	closeAll := func() { f.Close() }
+	if fl.cache != "" || !hostCache {
+		return f, closeAll, nil
+	}
+	host, err := install.OpenHostRoot(g.root)
+	if err != nil {
+		// Not a directory (a snapshot): the dry run still works, and the
+		// install itself is refused when it opens the prefix.
+		return f, closeAll, nil
+	}
+	closeAll = func() { f.Close(); host.Close() }
+	rel, _, err := install.ResolveIn(host, manifest.DefaultCache)
+	if err != nil {
+		if re := (*install.RefusedError)(nil); errors.As(err, &re) {
+			re.Path = "cache " + re.Path
+		}
+		return nil, closeAll, installErr(err)
+	}
+	f.Cache, f.CacheIn, f.CacheRel = filepath.Join(host.Name(), filepath.FromSlash(rel)), host, rel
+	return f, closeAll, nil
 }
 
 // progress reports fetch events: JSON lines on stdout with -o json, else
@@ -222,17 +286,7 @@ func (p *progress) event(e fetch.Event) {
 	}
 }
 
-func human(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
+func human(n int64) string { return fetch.Human(n) }
 
 // dryRunComponent is one line of install --dry-run.
 type dryRunComponent struct {
@@ -259,15 +313,8 @@ func planSources(f *fetch.Fetcher, pl *install.Plan) ([]dryRunComponent, int64) 
 	for _, c := range pl.Components {
 		it := install.Item(c)
 		d := dryRunComponent{Name: c.Name, Version: c.Version, Size: c.Size, SHA256: c.SHA256}
-		for _, l := range f.Locals {
-			if cs := l.Lookup(it); len(cs) > 0 && d.Source == "" {
-				d.Source = cs[0].Name
-			}
-		}
-		if cp := f.CachePath(c.SHA256); d.Source == "" && cp != "" {
-			if _, err := os.Stat(cp); err == nil {
-				d.Source = cp + " (cache)"
-			}
+		if src, ok := f.Local(it); ok {
+			d.Source = src
 		}
 		if d.Source == "" && len(c.Sources) > 0 {
 			d.Source = c.Sources[0]
@@ -315,7 +362,11 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 	if err != nil {
 		return UsageErr(err)
 	}
-	fetcher := newFetcher(g, fl, ls)
+	fetcher, closeFetcher, err := newFetcher(g, fl, ls, true)
+	defer closeFetcher()
+	if err != nil {
+		return err
+	}
 	m, _, err := loadManifest(ctx, fetcher, fl, bundles)
 	if err != nil {
 		return err
@@ -328,7 +379,7 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 	node := discover.Run(ctx, root, g.DiscoverOptions(false))
 	wf := &install.Workflow{
 		Installer: &install.Installer{
-			Layout:   install.Layout{Prefix: g.hostPath(fl.prefix)},
+			Layout:   g.layout(fl.prefix),
 			Fetcher:  fetcher,
 			Parallel: fl.parallel,
 			Log:      g.log,
@@ -345,15 +396,18 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 		if err != nil {
 			return err
 		}
+		if err := wf.Installer.Preflight(ctx, pl); err != nil {
+			fmt.Fprintf(g.stderr, "warning: the install would be refused: %v\n", err)
+		}
 		comps, toFetch := planSources(fetcher, pl)
-		d := dryRun{Prefix: wf.Installer.Layout.Prefix, Plan: pl, Components: comps, ToFetch: toFetch}
+		d := dryRun{Prefix: wf.Installer.Layout.Dir(), Plan: pl, Components: comps, ToFetch: toFetch}
 		return output.Render(g.stdout, format, d, func(w io.Writer) error { return writeDryRun(w, d) })
 	}
 	pl, err := wf.Plan(m, ps)
 	if err != nil {
 		return err
 	}
-	rep := &installReporter{g: g, format: format, prefix: wf.Installer.Layout.Prefix, plan: pl}
+	rep := &installReporter{g: g, format: format, prefix: wf.Installer.Layout.Dir(), plan: pl}
 	switch {
 	case format == output.Table && isTerminal(g.stderr):
 		rep.bars = newBarProgress(g.stderr, pl.Bytes)
@@ -388,10 +442,7 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 		}
 	}
 	_, err = wf.Run(ctx, pl)
-	if install.IsFailure(err) || configure.IsRefused(err) {
-		return &exitError{code: ExitNotReady, err: err}
-	}
-	return err
+	return installErr(err)
 }
 
 // installChecker is install's install.Checker: the platform's checks on

@@ -22,7 +22,7 @@ running sandboxes to pick up the binaries.`,
   sudo berth rollback --prefix /opt/berth`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := &install.Installer{Layout: install.Layout{Prefix: g.hostPath(fl.prefix)}}
+			in := &install.Installer{Layout: g.layout(fl.prefix)}
 			from, to, err := in.Rollback(cmd.Context())
 			if err != nil {
 				return &exitError{code: ExitNotReady, err: err}
@@ -31,7 +31,7 @@ running sandboxes to pick up the binaries.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "%s: current -> versions/%s (%s %s for %v), was %s\n", in.Layout.Prefix, to, r.Manifest, r.Version, r.Platforms, from)
+			fmt.Fprintf(g.stdout, "%s: current -> versions/%s (%s %s for %v), was %s\n", in.Layout.Dir(), to, r.Manifest, r.Version, r.Platforms, from)
 			return nil
 		},
 	}

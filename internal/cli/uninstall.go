@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -25,8 +26,14 @@ func newUninstallCmd(g *Globals) *cobra.Command {
 		Long: `uninstall first removes the runtime configuration of every platform the
 prefix's installations serve (as berth config remove does, restoring
 backups), then every installation, berth's links and lock file under the
-prefix. Files in the prefix that berth did not create stay. The download
-cache stays unless --purge-cache.`,
+prefix. It deletes only what the installations' records list, and each
+only if it is still what berth wrote (a regular file with the recorded
+SHA-256; berth's links still pointing where berth pointed them): an entry
+that changed, or became a symlink, is left in place with a warning. Files
+in the prefix that berth did not create stay. A prefix (or cache) whose
+path leaves --root through a symlink is refused before anything is
+removed (exit 1). The download cache stays unless --purge-cache, which
+removes the files berth put there.`,
 		Example: `  sudo berth uninstall
   sudo berth uninstall --prefix /opt/berth --purge-cache --restart`,
 		Args: NoArgs,
@@ -36,7 +43,7 @@ cache stays unless --purge-cache.`,
 	}
 	addInstallPathFlags(cmd, &fl)
 	f := cmd.Flags()
-	f.StringVar(&fl.cache, "cache", "", "download cache (default "+manifest.DefaultCache+" under --root)")
+	f.StringVar(&fl.cache, "cache", "", "download cache, a directory on this machine (default "+manifest.DefaultCache+" inside --root)")
 	f.BoolVar(&purgeCache, "purge-cache", false, "also remove the download cache")
 	f.BoolVar(&keepConfig, "keep-config", false, "leave the runtime configuration in place")
 	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime if its configuration changed")
@@ -44,10 +51,21 @@ cache stays unless --purge-cache.`,
 }
 
 func runUninstall(ctx context.Context, g *Globals, fl installFlags, purgeCache, keepConfig bool) error {
-	l := install.Layout{Prefix: g.hostPath(fl.prefix)}
+	l := g.layout(fl.prefix)
+	// Status resolves the prefix inside the root: one that leaves it is
+	// refused here, before the configuration or anything else is removed.
 	st, err := l.Status()
 	if err != nil {
-		return err
+		return installErr(err)
+	}
+	var cache *cacheDir
+	if purgeCache {
+		c, err := g.openCache(fl.cache)
+		if err != nil {
+			return installErr(err)
+		}
+		defer c.Close()
+		cache = c
 	}
 	var plats []string
 	for _, r := range []*install.Record{st.Current, st.Previous} {
@@ -80,27 +98,137 @@ func runUninstall(ctx context.Context, g *Globals, fl installFlags, purgeCache, 
 		}
 	}
 	in := &install.Installer{Layout: l}
-	removed, err := in.Uninstall(ctx)
+	rm, err := in.Uninstall(ctx)
 	if err != nil {
-		return err
+		return installErr(err)
 	}
-	if len(removed) == 0 {
-		fmt.Fprintf(g.stdout, "%s: nothing installed by berth\n", l.Prefix)
+	if len(rm.Removed) == 0 && len(rm.Kept) == 0 {
+		fmt.Fprintf(g.stdout, "%s: nothing installed by berth\n", l.Dir())
 	}
-	for _, p := range removed {
+	for _, p := range rm.Removed {
 		fmt.Fprintf(g.stdout, "removed %s\n", p)
 	}
-	if purgeCache {
-		cache := fl.cache
-		if cache == "" {
-			cache = g.hostPath(manifest.DefaultCache)
-		}
-		dir := filepath.Join(cache, "sha256")
-		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, k := range rm.Kept {
+		fmt.Fprintf(g.stderr, "warning: left %s in place: %s\n", k.Path, k.Why)
+	}
+	if cache != nil {
+		n, err := cache.purge()
+		if err != nil {
 			return fmt.Errorf("purging the cache: %w", err)
 		}
-		os.Remove(cache)
-		fmt.Fprintf(g.stdout, "removed %s\n", dir)
+		fmt.Fprintf(g.stdout, "removed %d files from the cache %s\n", n, cache.path)
 	}
 	return nil
+}
+
+// cacheDir is the download cache opened for purging.
+type cacheDir struct {
+	r    *os.Root // nil: there is no cache
+	path string
+	// host is the host root the default cache was resolved in, or nil.
+	host *os.Root
+	rel  string
+}
+
+func (c *cacheDir) Close() {
+	if c.r != nil {
+		c.r.Close()
+	}
+	if c.host != nil {
+		c.host.Close()
+	}
+}
+
+// openCache opens the cache --cache names (a directory on this machine),
+// or /var/cache/berth inside --root, resolved there and refused when it
+// leaves the root, without creating it.
+func (g *Globals) openCache(flag string) (*cacheDir, error) {
+	if flag != "" {
+		r, err := os.OpenRoot(flag)
+		if errors.Is(err, fs.ErrNotExist) {
+			return &cacheDir{path: flag}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+		return &cacheDir{r: r, path: flag}, nil
+	}
+	host, err := install.OpenHostRoot(g.root)
+	if err != nil {
+		return nil, UsageErr(err)
+	}
+	rel, exists, err := install.ResolveIn(host, manifest.DefaultCache)
+	if err != nil {
+		host.Close()
+		if re := (*install.RefusedError)(nil); errors.As(err, &re) {
+			re.Path = "cache " + re.Path
+		}
+		return nil, err
+	}
+	c := &cacheDir{path: filepath.Join(host.Name(), filepath.FromSlash(rel)), host: host, rel: rel}
+	if exists {
+		if c.r, err = host.OpenRoot(rel); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("cache: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// purge removes what berth put into the cache: the files in sha256/ named
+// by a digest (and partial downloads of them), then sha256/ and the cache
+// directory when that leaves them empty. Anything else stays.
+func (c *cacheDir) purge() (int, error) {
+	if c.r == nil {
+		return 0, nil
+	}
+	fi, err := c.r.Lstat("sha256")
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if !fi.IsDir() {
+		return 0, fmt.Errorf("%s/sha256 is not berth's directory (it is a %v): left in place", c.path, fi.Mode().Type())
+	}
+	d, err := c.r.Open("sha256")
+	if err != nil {
+		return 0, err
+	}
+	ents, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		name := strings.TrimSuffix(e.Name(), ".partial")
+		if !e.Type().IsRegular() || !isHexDigest(name) {
+			continue
+		}
+		if err := c.r.Remove("sha256/" + e.Name()); err != nil {
+			return n, err
+		}
+		n++
+	}
+	c.r.Remove("sha256")
+	if c.host != nil && c.rel != "." {
+		c.host.Remove(c.rel) // only if empty
+	} else if c.host == nil {
+		os.Remove(c.path) // only if empty
+	}
+	return n, nil
+}
+
+func isHexDigest(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
 }

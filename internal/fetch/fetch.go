@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -88,9 +89,20 @@ type Fetcher struct {
 	Client *http.Client
 	// Locals are searched first, in order (--from directories and bundles).
 	Locals []Locator
-	// Cache is the cache root ("" for none): verified downloads live at
-	// <Cache>/sha256/<hex>, partial ones at <hex>.partial until complete.
+	// Cache is the cache directory ("" for none): verified downloads live
+	// at <Cache>/sha256/<hex>, partial ones at <hex>.partial until
+	// complete. Every access goes through an os.Root opened at it, so no
+	// symlink in the cache leads a write out of it.
 	Cache string
+	// CacheIn, when set, is the host root the cache is in: the cache is
+	// CacheRel inside it (resolved, without symlinks), created and opened
+	// through it, so that it cannot leave the root; Cache then only names
+	// it in messages. When nil, Cache is a directory on this machine.
+	CacheIn  *os.Root
+	CacheRel string
+	// MaxItemSize refuses, before fetching anything, an item declaring
+	// more bytes than this (0: no limit).
+	MaxItemSize int64
 	// Attempts is how often each URL is tried (at least 1).
 	Attempts int
 	// Backoff is the first retry delay; it doubles up to MaxBackoff, and
@@ -106,6 +118,9 @@ type Fetcher struct {
 	Progress func(Event)
 	// Log receives debug and warning lines; nil discards them.
 	Log *slog.Logger
+
+	cacheMu   sync.Mutex
+	cacheRoot *os.Root
 }
 
 // New returns a Fetcher with production defaults: proxies from the
@@ -166,7 +181,7 @@ func (f *Fetcher) emit(e Event) {
 }
 
 // CachePath is where the cache holds a file of digest hex ("" without a
-// cache).
+// cache), for messages.
 func (f *Fetcher) CachePath(hex string) string {
 	if f.Cache == "" {
 		return ""
@@ -174,15 +189,108 @@ func (f *Fetcher) CachePath(hex string) string {
 	return filepath.Join(f.Cache, "sha256", hex)
 }
 
+// cacheName is the name of digest hex's file inside the cache root.
+func cacheName(hex string) string { return "sha256/" + hex }
+
+// OpenCache opens the cache directory as an os.Root (nil without a
+// cache), creating it when create is set; a cache that does not exist and
+// is not to be created is nil.
+func (f *Fetcher) OpenCache(create bool) (*os.Root, error) {
+	f.cacheMu.Lock()
+	defer f.cacheMu.Unlock()
+	if f.cacheRoot != nil || f.Cache == "" {
+		return f.cacheRoot, nil
+	}
+	var r *os.Root
+	var err error
+	if f.CacheIn != nil {
+		if create {
+			if err := f.CacheIn.MkdirAll(f.CacheRel, 0o755); err != nil {
+				return nil, fmt.Errorf("cache %s: %w", f.Cache, err)
+			}
+		}
+		r, err = f.CacheIn.OpenRoot(f.CacheRel)
+	} else {
+		if create {
+			if err := os.MkdirAll(f.Cache, 0o755); err != nil {
+				return nil, fmt.Errorf("cache: %w", err)
+			}
+		}
+		r, err = os.OpenRoot(f.Cache)
+	}
+	if errors.Is(err, fs.ErrNotExist) && !create {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache %s: %w", f.Cache, err)
+	}
+	f.cacheRoot = r
+	return r, nil
+}
+
+// Close releases the cache directory.
+func (f *Fetcher) Close() error {
+	f.cacheMu.Lock()
+	defer f.cacheMu.Unlock()
+	if f.cacheRoot == nil {
+		return nil
+	}
+	err := f.cacheRoot.Close()
+	f.cacheRoot = nil
+	return err
+}
+
+// Cached reports whether the cache holds a file for digest hex (not
+// verified: Fetch verifies what it copies).
+func (f *Fetcher) Cached(hex string) bool {
+	cr, err := f.OpenCache(false)
+	if err != nil || cr == nil {
+		return false
+	}
+	fi, err := cr.Lstat(cacheName(hex))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// Local returns the name of the local source (a --from file, a bundle
+// member or the cache) Fetch would try first for it, if any.
+func (f *Fetcher) Local(it Item) (string, bool) {
+	for _, l := range f.Locals {
+		if cs := l.Lookup(it); len(cs) > 0 {
+			return cs[0].Name, true
+		}
+	}
+	if f.Cached(it.SHA256) {
+		return f.CachePath(it.SHA256) + " (cache)", true
+	}
+	return "", false
+}
+
 // Fetch places the verified bytes of it at dst (created with mode 0600;
 // the caller sets the final mode). The bytes are written to dst.partial
 // and renamed, so dst is either absent or complete and correct. Every
-// source that failed is named in the error.
+// source that failed is named in the error. Writes stay in dst's
+// directory (an os.Root is opened there).
 func (f *Fetcher) Fetch(ctx context.Context, it Item, dst string) (Result, error) {
+	dir, err := os.OpenRoot(filepath.Dir(dst))
+	if err != nil {
+		return Result{Item: it}, fmt.Errorf("component %s: %w", it.Name, err)
+	}
+	defer dir.Close()
+	return f.FetchIn(ctx, it, dir, filepath.Base(dst))
+}
+
+// FetchIn is Fetch into name (slash-separated, its directory existing)
+// inside dir: every write goes through dir, so no symlink or ".." in name
+// or in dir's tree reaches outside it.
+func (f *Fetcher) FetchIn(ctx context.Context, it Item, dir *os.Root, name string) (Result, error) {
 	res := Result{Item: it}
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
+	if err := CheckSize(it, f.MaxItemSize); err != nil {
+		return res, err
+	}
+	dst := spot{dir, name}
 	f.emit(Event{Component: it.Name, Phase: PhaseStart, Total: it.Size})
 	var errs []error
 	try := func(c Candidate) bool {
@@ -204,13 +312,17 @@ func (f *Fetcher) Fetch(ctx context.Context, it Item, dst string) (Result, error
 			}
 		}
 	}
-	if cp := f.CachePath(it.SHA256); cp != "" {
-		if _, err := os.Stat(cp); err == nil {
-			if try(fileCandidate(cp)) {
+	if cr, err := f.OpenCache(false); err != nil {
+		return res, fmt.Errorf("component %s: %w", it.Name, err)
+	} else if cr != nil {
+		cn := cacheName(it.SHA256)
+		if fi, err := cr.Lstat(cn); err == nil && fi.Mode().IsRegular() {
+			c := Candidate{Name: f.CachePath(it.SHA256), Open: func() (io.ReadCloser, error) { return cr.Open(cn) }}
+			if try(c) {
 				return res, nil
 			}
 			// A corrupt cache entry must not be found again.
-			os.Remove(cp)
+			cr.Remove(cn)
 		}
 	}
 	for _, src := range it.Sources {
@@ -246,16 +358,27 @@ func (f *Fetcher) Fetch(ctx context.Context, it Item, dst string) (Result, error
 	return res, fmt.Errorf("component %s (sha256 %s): every source failed: %w", it.Name, it.SHA256, errors.Join(errs...))
 }
 
+// spot is a file name inside a directory opened as an os.Root.
+type spot struct {
+	dir  *os.Root
+	name string
+}
+
+func (s spot) partial() spot { return spot{s.dir, s.name + ".partial"} }
+
+// String is the spot's path on this machine, for messages.
+func (s spot) String() string { return filepath.Join(s.dir.Name(), filepath.FromSlash(s.name)) }
+
 // copyVerified copies candidate c to dst while hashing it, and renames it
 // into place only if the digest and size match.
-func (f *Fetcher) copyVerified(ctx context.Context, it Item, c Candidate, dst string) error {
+func (f *Fetcher) copyVerified(ctx context.Context, it Item, c Candidate, dst spot) error {
 	src, err := c.Open()
 	if err != nil {
 		return fmt.Errorf("component %s: %w", it.Name, err)
 	}
 	defer src.Close()
-	part := dst + ".partial"
-	out, err := os.OpenFile(part, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	part := dst.partial()
+	out, err := part.dir.OpenFile(part.name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("component %s: %w", it.Name, err)
 	}
@@ -268,15 +391,15 @@ func (f *Fetcher) copyVerified(ctx context.Context, it Item, c Candidate, dst st
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(part)
+		part.dir.Remove(part.name)
 		return fmt.Errorf("component %s: copying %s to %s: %w", it.Name, c.Name, part, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != it.SHA256 || n != it.Size {
-		os.Remove(part)
+		part.dir.Remove(part.name)
 		return &DigestError{Component: it.Name, Source: c.Name, Expected: it.SHA256, Actual: got, Size: n}
 	}
-	if err := os.Rename(part, dst); err != nil {
-		os.Remove(part)
+	if err := dst.dir.Rename(part.name, dst.name); err != nil {
+		part.dir.Remove(part.name)
 		return fmt.Errorf("component %s: %w", it.Name, err)
 	}
 	return nil
@@ -292,19 +415,24 @@ func (e errPermanent) Unwrap() error { return e.error }
 
 // download fetches url into the cache (or straight to dst.partial without
 // a cache), resuming a partial file, and returns the bytes transferred.
-func (f *Fetcher) download(ctx context.Context, it Item, rawURL, dst string) (int64, error) {
-	part, final := dst+".partial", dst
-	if cp := f.CachePath(it.SHA256); cp != "" {
-		if err := os.MkdirAll(filepath.Dir(cp), 0o755); err != nil {
+func (f *Fetcher) download(ctx context.Context, it Item, rawURL string, dst spot) (int64, error) {
+	part, final := dst.partial(), dst
+	cr, err := f.OpenCache(true)
+	if err != nil {
+		return 0, fmt.Errorf("component %s: %w", it.Name, err)
+	}
+	if cr != nil {
+		if err := cr.MkdirAll("sha256", 0o755); err != nil {
 			return 0, fmt.Errorf("component %s: cache: %w", it.Name, err)
 		}
-		part, final = cp+".partial", cp
+		final = spot{cr, cacheName(it.SHA256)}
+		part = final.partial()
 	}
 	d := &resumable{f: f, it: it, url: rawURL, part: part}
 	defer d.close()
 	if err := d.open(); errors.Is(err, errBusy) && final != dst {
 		f.log().Info("another berth is downloading this file into the cache: downloading beside it", "component", it.Name)
-		part, final = dst+".partial", dst
+		part, final = dst.partial(), dst
 		d = &resumable{f: f, it: it, url: rawURL, part: part}
 		defer d.close()
 	}
@@ -334,7 +462,7 @@ func (f *Fetcher) download(ctx context.Context, it Item, rawURL, dst string) (in
 	}
 	// Renamed while the lock is held, so that nobody resumes a file that
 	// is already complete.
-	if err := os.Rename(part, final); err != nil {
+	if err := final.dir.Rename(part.name, final.name); err != nil {
 		return d.fetched, fmt.Errorf("component %s: %w", it.Name, err)
 	}
 	d.close()
@@ -379,7 +507,7 @@ type resumable struct {
 	f       *Fetcher
 	it      Item
 	url     string
-	part    string
+	part    spot
 	file    *os.File
 	h       hash.Hash
 	off     int64
@@ -399,7 +527,7 @@ func (d *resumable) open() error {
 	if d.file != nil {
 		return nil
 	}
-	fl, err := os.OpenFile(d.part, os.O_CREATE|os.O_RDWR, 0o600)
+	fl, err := d.part.dir.OpenFile(d.part.name, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("component %s: %w", d.it.Name, err)
 	}
@@ -537,7 +665,7 @@ func (d *resumable) verify() error {
 	}
 	n := d.off
 	d.close()
-	os.Remove(d.part)
+	d.part.dir.Remove(d.part.name)
 	return &DigestError{Component: d.it.Name, Source: redact(d.url), Expected: d.it.SHA256, Actual: got, Size: n}
 }
 
@@ -556,14 +684,14 @@ func (r *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+func copyFile(src, dst spot) error {
+	in, err := src.dir.Open(src.name)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	part := dst + ".partial"
-	out, err := os.OpenFile(part, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	part := dst.partial()
+	out, err := part.dir.OpenFile(part.name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -575,19 +703,25 @@ func copyFile(src, dst string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(part, dst)
+		err = dst.dir.Rename(part.name, dst.name)
 	}
 	if err != nil {
-		os.Remove(part)
+		part.dir.Remove(part.name)
 		return fmt.Errorf("copying %s to %s: %w", src, dst, err)
 	}
 	return nil
 }
 
-// All fetches items with at most parallel at once; dst names each item's
-// destination. It stops at the first error (cancelling the others) and
-// returns the results in item order.
-func (f *Fetcher) All(ctx context.Context, items []Item, dst func(Item) string, parallel int) ([]Result, error) {
+// All fetches items into dir with at most parallel at once; name names
+// each item's destination in dir (FetchIn). It refuses an item above
+// MaxItemSize before fetching any, stops at the first error (cancelling
+// the others) and returns the results in item order.
+func (f *Fetcher) All(ctx context.Context, items []Item, dir *os.Root, name func(Item) string, parallel int) ([]Result, error) {
+	for _, it := range items {
+		if err := CheckSize(it, f.MaxItemSize); err != nil {
+			return make([]Result, len(items)), err
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	res := make([]Result, len(items))
@@ -607,7 +741,7 @@ func (f *Fetcher) All(ctx context.Context, items []Item, dst func(Item) string, 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r, err := f.Fetch(ctx, it, dst(it))
+			r, err := f.FetchIn(ctx, it, dir, name(it))
 			res[i] = r
 			if err != nil {
 				once.Do(func() { first = err; cancel() })

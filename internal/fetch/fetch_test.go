@@ -435,7 +435,12 @@ func TestHalfTheRequestsFail(t *testing.T) {
 	f := newFetcher(t)
 	f.Attempts = 10
 	dir := t.TempDir()
-	res, err := f.All(context.Background(), items, func(it Item) string { return filepath.Join(dir, it.Name) }, 3)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	res, err := f.All(context.Background(), items, root, func(it Item) string { return it.Name }, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,10 @@ package install
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -218,21 +221,42 @@ func TestKillDuringSwitch(t *testing.T) {
 	assertNoTemp(t, e.prefix, e.cache)
 }
 
-// TestWriteErrorLeavesPreviousIntact installs into a 1 MiB tmpfs: the
-// second, larger release cannot fit.
-func TestWriteErrorLeavesPreviousIntact(t *testing.T) {
+// tmpfs mounts a tmpfs of size (as mount -o size= takes it) on a new
+// directory and unmounts it at the end of the test (which needs root).
+func tmpfs(t *testing.T, size string) string {
+	t.Helper()
 	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "berth-test", mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mounting a 1 MiB tmpfs at %s (this test needs root): %v: %s", mnt, err, out)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "berth-test", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mounting a %s tmpfs at %s (this test needs root): %v: %s", size, mnt, err, out)
 	}
 	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	return mnt
+}
+
+// TestWriteErrorLeavesPreviousIntact installs into a 1 MiB tmpfs a release
+// whose declared size fits (the free-space check passes) but whose archive
+// extracts to more than the disk holds: the write fails mid-stage.
+func TestWriteErrorLeavesPreviousIntact(t *testing.T) {
+	mnt := tmpfs(t, "1m")
 	e := env{prefix: filepath.Join(mnt, "berth"), cache: filepath.Join(t.TempDir(), "cache")}
 	snp := mustPlatform(t, "kubeadm-qemu-snp")
 	v1 := makeRelease(t, "1.0.0", offline, 1)
 	install(t, e.installer(t, v1.mirror(t)), v1.m, snp)
-	v2 := makeRelease(t, "2.0.0", offline, 4)
-	in := e.installer(t, v2.mirror(t))
-	pl, err := in.Plan(v2.m, []platform.Platform{snp})
+	// 2 MiB of zeros, a few KiB compressed.
+	gz := tarball(t, "tar.gz", []member{{"zeros", "share/zeros", "0644", make([]byte, 2<<20)}})
+	sum := sha256.Sum256(gz)
+	y := fmt.Sprintf("apiVersion: berth.dev/manifest/v1\nname: kata-test\nversion: \"2.0.0\"\ncomponents:\n"+
+		"  - name: zeros\n    version: \"2\"\n    role: data\n    sources: [%s/zeros.tar.gz]\n    sha256: %s\n    size: %d\n"+
+		"    archive:\n      type: tar.gz\n      members:\n        - {name: zeros, path: share/zeros, mode: \"0644\"}\n",
+		offline, hex.EncodeToString(sum[:]), len(gz))
+	v2, err := manifest.Parse([]byte(y), "zeros.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mirror := t.TempDir()
+	os.WriteFile(filepath.Join(mirror, "zeros.tar.gz"), gz, 0o644)
+	in := e.installer(t, mirror)
+	pl, err := in.Plan(v2, []platform.Platform{snp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,4 +266,45 @@ func TestWriteErrorLeavesPreviousIntact(t *testing.T) {
 	}
 	assertInstalled(t, e.prefix, v1.expect(t, snp))
 	assertNoTemp(t, e.prefix)
+}
+
+// TestFreeSpaceRefusedBeforeDownload: a release whose declared sizes do not
+// fit the prefix's file system (a 1 MiB tmpfs) is refused before anything
+// is fetched or changed, naming the components, their sizes and the free
+// space.
+func TestFreeSpaceRefusedBeforeDownload(t *testing.T) {
+	mnt := tmpfs(t, "1m")
+	e := env{prefix: filepath.Join(mnt, "berth"), cache: filepath.Join(t.TempDir(), "cache")}
+	snp := mustPlatform(t, "kubeadm-qemu-snp")
+	v1 := makeRelease(t, "1.0.0", offline, 1)
+	install(t, e.installer(t, v1.mirror(t)), v1.m, snp)
+	before := listing(t, mnt)
+	s := newReleaseServer(t)
+	v2 := makeRelease(t, "2.0.0", s.URL, 4)
+	s.set(func() *release { return v2 }, nil)
+	in := e.installer(t)
+	pl, err := in.Plan(v2.m, []platform.Platform{snp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = in.Install(context.Background(), pl)
+	var se *fetch.SpaceError
+	if !errors.As(err, &se) {
+		t.Fatalf("error %v, want a *fetch.SpaceError", err)
+	}
+	for _, w := range []string{"not enough free space", mnt, "containerd-shim-kata-v2 1.1 MiB (1200000 bytes)", "free"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	if n, _, _ := s.stats(); n != 0 {
+		t.Errorf("%d requests to the server: the check must come before any download", n)
+	}
+	if _, err := os.Stat(e.cache); err == nil {
+		t.Error("the cache was created")
+	}
+	if after := listing(t, mnt); after != before {
+		t.Errorf("the prefix changed:\nbefore %s\nafter  %s", before, after)
+	}
+	assertInstalled(t, e.prefix, v1.expect(t, snp))
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -155,129 +156,256 @@ type Result struct {
 	Components []fetch.Result `json:"-"`
 }
 
-// Install installs the plan's components and makes them current.
+// Preflight refuses, before anything is changed, an install of pl that
+// would write outside the host root or through something berth did not
+// make: the prefix and its parents, berth's entries in the prefix
+// (versions/, the installation's directory and record, the lock, the
+// current and previous links, the top-level links), the cache; a
+// component declaring more than the fetcher's MaxItemSize; and a download
+// or installation the target file systems have no room for (the declared
+// sizes, statfs). Its refusals are *RefusedError, *fetch.SizeError and
+// *fetch.SpaceError. Install runs it first.
+func (in *Installer) Preflight(ctx context.Context, pl *Plan) error {
+	items := make([]fetch.Item, len(pl.Components))
+	for i, c := range pl.Components {
+		items[i] = Item(c)
+		if in.Fetcher == nil {
+			continue
+		}
+		if err := fetch.CheckSize(items[i], in.Fetcher.MaxItemSize); err != nil {
+			return err
+		}
+	}
+	host, rel, exists, err := in.Layout.resolve()
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	stageNeed := true
+	if exists {
+		pr, err := host.OpenRoot(rel)
+		if err != nil {
+			return fmt.Errorf("opening prefix %s: %w", in.Layout.Dir(), err)
+		}
+		p := &prefixDir{r: pr, dir: filepath.Join(host.Name(), filepath.FromSlash(rel))}
+		defer p.Close()
+		if err := p.preflight(pl); err != nil {
+			return err
+		}
+		if _, ok := p.complete(pl.ID); ok {
+			stageNeed = false
+		}
+	}
+	var needs []fetch.SpaceNeed
+	if stageNeed {
+		dev, free, at, err := fetch.FreeSpace(host, deepestExisting(host, rel))
+		if err != nil {
+			return fmt.Errorf("prefix %s: %w", in.Layout.Dir(), err)
+		}
+		needs = append(needs, fetch.SpaceNeed{Path: at, Dev: dev, Free: free, Items: items})
+		if in.Fetcher != nil {
+			cn, err := in.Fetcher.CacheNeed(items)
+			if err != nil {
+				return err
+			}
+			if cn != nil {
+				needs = append(needs, *cn)
+			}
+		}
+	}
+	return fetch.CheckSpace(needs)
+}
+
+// preflight checks berth's own entries in an existing prefix.
+func (p *prefixDir) preflight(pl *Plan) error {
+	if err := checkDirChain(p.r, p.dir, versionsDir+"/"+pl.ID+"/"+recordDir); err != nil {
+		return err
+	}
+	if fi, err := p.r.Lstat(lockFile); err == nil && !fi.Mode().IsRegular() {
+		return &RefusedError{Path: p.path(lockFile), Why: fmt.Sprintf("it is a %s, not berth's lock file (move it away)", typeName(fi.Mode()))}
+	}
+	for _, l := range []string{currentLink, prevLink} {
+		fi, err := p.r.Lstat(l)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return &RefusedError{Path: p.path(l), Why: fmt.Sprintf("it is a %s, not berth's link into %s/ (move it away)", typeName(fi.Mode()), versionsDir)}
+		}
+		if _, err := p.link(l); err != nil {
+			return &RefusedError{Path: p.path(l), Why: err.Error()}
+		}
+	}
+	rec := &Record{}
+	for _, c := range pl.Components {
+		rec.Components = append(rec.Components, RecordComponent{Paths: c.InstallPaths()})
+	}
+	return p.topConflicts(rec)
+}
+
+// Install installs the plan's components and makes them current. It runs
+// Preflight first: a refusal changes nothing.
 func (in *Installer) Install(ctx context.Context, pl *Plan) (*Result, error) {
-	l := in.Layout
-	lk, err := l.lock()
+	if err := in.Preflight(ctx, pl); err != nil {
+		return nil, err
+	}
+	p, err := in.Layout.open(true)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	lk, err := p.lock()
 	if err != nil {
 		return nil, err
 	}
 	defer lk.Unlock()
-	if err := l.cleanTemp(); err != nil {
+	if err := p.cleanTemp(); err != nil {
 		return nil, err
 	}
-	res := &Result{Plan: pl, Dir: l.Version(pl.ID)}
-	cur, err := l.link(l.Current())
+	res := &Result{Plan: pl, Dir: in.Layout.Version(pl.ID)}
+	cur, err := p.link(currentLink)
 	if err != nil {
 		return nil, err
 	}
 	res.Previous = cur
 	if cur == pl.ID {
-		if r, ok := l.complete(pl.ID); ok {
+		if r, ok := p.complete(pl.ID); ok {
 			in.log().Info("already installed", "id", pl.ID)
-			return res, l.topLinks(r)
+			return res, p.topLinks(r)
 		}
 	}
 	res.Changed = true
-	rec, ok := l.complete(pl.ID)
+	rec, ok := p.complete(pl.ID)
 	if !ok {
-		if rec, err = in.stage(ctx, pl, res); err != nil {
+		if rec, err = in.stage(ctx, p, pl, res); err != nil {
 			return res, err
 		}
 	}
 	if cur != pl.ID && cur != "" {
-		if err := l.setLink(prevLink, cur, nil); err != nil {
+		if err := p.setLink(prevLink, cur, nil); err != nil {
 			return res, err
 		}
 	}
-	if err := l.setLink(currentLink, pl.ID, in.BeforeSwitch); err != nil {
+	if err := p.setLink(currentLink, pl.ID, in.BeforeSwitch); err != nil {
 		return res, err
 	}
-	if err := l.topLinks(rec); err != nil {
+	if err := p.topLinks(rec); err != nil {
 		return res, err
 	}
-	prev, _ := l.link(l.Previous())
-	if err := l.gc(pl.ID, prev); err != nil {
+	prev, _ := p.link(prevLink)
+	if err := in.gc(p, pl.ID, prev); err != nil {
 		in.log().Warn("cleaning old installations", "err", err)
 	}
 	return res, nil
 }
 
-// stage builds the installation in a stage directory and renames it into
-// versions/.
-func (in *Installer) stage(ctx context.Context, pl *Plan, res *Result) (*Record, error) {
-	l := in.Layout
-	if err := os.MkdirAll(l.Versions(), 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", l.Versions(), err)
+// gc removes installations other than keep, as uninstall does: only the
+// files their records list, each if it is still what berth wrote.
+func (in *Installer) gc(p *prefixDir, keep ...string) error {
+	ents, err := p.readDir(versionsDir)
+	if err != nil {
+		return err
 	}
-	dir := filepath.Join(l.Versions(), fmt.Sprintf("%s%s-%d", stagePrefix, pl.ID, os.Getpid()))
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, stagePrefix) || slices.Contains(keep, n) {
+			continue
+		}
+		rm := &Removal{}
+		p.removeInstallation(n, rm)
+		for _, k := range rm.Kept {
+			in.log().Warn("cleaning old installations: left in place", "path", k.Path, "why", k.Why)
+		}
+	}
+	return nil
+}
+
+// stage builds the installation in a stage directory and renames it into
+// versions/. Every write goes through the stage directory's os.Root.
+func (in *Installer) stage(ctx context.Context, p *prefixDir, pl *Plan, res *Result) (*Record, error) {
+	if err := p.r.MkdirAll(versionsDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", p.path(versionsDir), err)
+	}
+	stageName := versionsDir + "/" + fmt.Sprintf("%s%s-%d", stagePrefix, pl.ID, os.Getpid())
+	if err := p.r.Mkdir(stageName, 0o755); err != nil {
 		return nil, fmt.Errorf("staging: %w", err)
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			os.RemoveAll(dir)
+			p.r.RemoveAll(stageName)
 		}
 	}()
-	dl := filepath.Join(dir, recordDir, "dl")
-	if err := os.MkdirAll(dl, 0o755); err != nil {
+	dir, err := p.r.OpenRoot(stageName)
+	if err != nil {
+		return nil, fmt.Errorf("staging: %w", err)
+	}
+	defer dir.Close()
+	display := p.path(stageName)
+	dl := recordDir + "/dl"
+	if err := dir.MkdirAll(dl, 0o755); err != nil {
 		return nil, fmt.Errorf("staging: %w", err)
 	}
 	items := make([]fetch.Item, len(pl.Components))
 	dsts := map[string]string{}
 	for i, c := range pl.Components {
 		items[i] = Item(c)
-		dst := filepath.Join(dl, c.SHA256)
+		dst := dl + "/" + c.SHA256
 		if c.Archive == nil {
-			dst = filepath.Join(dir, filepath.FromSlash(c.Path))
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			dst = c.Path
+			if err := dir.MkdirAll(path.Dir(dst), 0o755); err != nil {
 				return nil, fmt.Errorf("staging %s: %w", c.Name, err)
 			}
 		}
 		dsts[c.Name] = dst
 	}
-	fr, err := in.Fetcher.All(ctx, items, func(it fetch.Item) string { return dsts[it.Name] }, in.Parallel)
+	fr, err := in.Fetcher.All(ctx, items, dir, func(it fetch.Item) string { return dsts[it.Name] }, in.Parallel)
 	res.Components = fr
 	for _, r := range fr {
 		res.Fetched += r.Fetched
 	}
 	if err != nil {
-		return nil, fmt.Errorf("staging into %s: %w", dir, err)
+		return nil, fmt.Errorf("staging into %s: %w", display, err)
 	}
 	now := time.Now
 	if in.Now != nil {
 		now = in.Now
 	}
-	rec := &Record{ID: pl.ID, Manifest: pl.Manifest, Version: pl.Version, Digest: pl.Digest, Source: pl.m.Source(),
+	rec := &Record{RecordVersion: RecordVersion, ID: pl.ID, Manifest: pl.Manifest, Version: pl.Version, Digest: pl.Digest, Source: pl.m.Source(),
 		Platforms: pl.Platforms, Installed: now().UTC()}
 	for _, c := range pl.Components {
 		rc := RecordComponent{Name: c.Name, Version: c.Version, SHA256: c.SHA256, Size: c.Size, Paths: c.InstallPaths(), Plain: c.Archive == nil}
 		if c.Archive == nil {
-			if err := os.Chmod(dsts[c.Name], manifest.FileMode(c.Mode)); err != nil {
+			mode := manifest.FileMode(c.Mode)
+			if err := dir.Chmod(dsts[c.Name], mode); err != nil {
 				return nil, fmt.Errorf("staging %s: %w", c.Name, err)
 			}
-		} else if err := Extract(ctx, dsts[c.Name], c, dir); err != nil {
-			return nil, fmt.Errorf("staging into %s: %w", dir, err)
+			rc.Files = []RecordFile{{Path: c.Path, SHA256: c.SHA256, Size: c.Size, Mode: fmt.Sprintf("%04o", mode.Perm())}}
+		} else {
+			files, err := extractFrom(ctx, dir, dsts[c.Name], c, dir)
+			if err != nil {
+				return nil, fmt.Errorf("staging into %s: %w", display, err)
+			}
+			rc.Files = files
 		}
 		rec.Components = append(rec.Components, rc)
 	}
-	if err := os.RemoveAll(dl); err != nil {
+	if err := dir.RemoveAll(dl); err != nil {
 		return nil, fmt.Errorf("staging: %w", err)
 	}
 	data, _ := json.MarshalIndent(rec, "", "  ")
-	if err := writeSynced(filepath.Join(dir, recordFile), append(data, '\n'), 0o644); err != nil {
+	if err := writeSynced(dir, recordFile, append(data, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("staging: %w", err)
 	}
-	final := l.Version(pl.ID)
-	if err := os.RemoveAll(final); err != nil {
-		return nil, fmt.Errorf("removing the incomplete %s: %w", final, err)
+	final := versionsDir + "/" + pl.ID
+	if err := p.r.RemoveAll(final); err != nil {
+		return nil, fmt.Errorf("removing the incomplete %s: %w", p.path(final), err)
 	}
-	if err := os.Rename(dir, final); err != nil {
+	if err := p.r.Rename(stageName, final); err != nil {
 		return nil, fmt.Errorf("staging: %w", err)
 	}
 	ok = true
-	return rec, syncDir(l.Versions())
+	return rec, p.syncDir(versionsDir)
 }
 
 // Item is the fetch item of component c.
@@ -299,8 +427,8 @@ func Item(c manifest.Component) fetch.Item {
 	return it
 }
 
-func writeSynced(p string, data []byte, mode fs.FileMode) error {
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
+func writeSynced(dir *os.Root, name string, data []byte, mode fs.FileMode) error {
+	f, err := dir.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
 	if err != nil {
 		return err
 	}
@@ -312,7 +440,7 @@ func writeSynced(p string, data []byte, mode fs.FileMode) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", p, err)
+		return fmt.Errorf("writing %s: %w", filepath.Join(dir.Name(), name), err)
 	}
 	return nil
 }
@@ -320,82 +448,48 @@ func writeSynced(p string, data []byte, mode fs.FileMode) error {
 // Rollback makes the previous installation current again (and the current
 // one previous, so that a second rollback undoes the first).
 func (in *Installer) Rollback(ctx context.Context) (from, to string, err error) {
-	l := in.Layout
-	lk, err := l.lock()
+	p, err := in.Layout.open(false)
+	if err != nil {
+		return "", "", err
+	}
+	if p == nil {
+		return "", "", fmt.Errorf("%s: no previous installation to roll back to (nothing installed)", in.Layout.Dir())
+	}
+	defer p.Close()
+	if err := checkDirChain(p.r, p.dir, versionsDir); err != nil {
+		return "", "", err
+	}
+	lk, err := p.lock()
 	if err != nil {
 		return "", "", err
 	}
 	defer lk.Unlock()
-	if err := l.cleanTemp(); err != nil {
+	if err := p.cleanTemp(); err != nil {
 		return "", "", err
 	}
-	cur, err := l.link(l.Current())
+	cur, err := p.link(currentLink)
 	if err != nil {
 		return "", "", err
 	}
-	prev, err := l.link(l.Previous())
+	prev, err := p.link(prevLink)
 	if err != nil {
 		return "", "", err
 	}
 	if prev == "" {
-		return "", "", fmt.Errorf("%s: no previous installation to roll back to", l.Prefix)
+		return "", "", fmt.Errorf("%s: no previous installation to roll back to", in.Layout.Dir())
 	}
-	rec, ok := l.complete(prev)
+	rec, ok := p.complete(prev)
 	if !ok {
-		return "", "", fmt.Errorf("%s: the previous installation %s is incomplete: reinstall instead", l.Prefix, prev)
+		return "", "", fmt.Errorf("%s: the previous installation %s is incomplete: reinstall instead", in.Layout.Dir(), prev)
 	}
-	if err := l.setLink(currentLink, prev, in.BeforeSwitch); err != nil {
+	if err := p.topConflicts(rec); err != nil {
 		return "", "", err
 	}
-	if err := l.setLink(prevLink, cur, nil); err != nil {
+	if err := p.setLink(currentLink, prev, in.BeforeSwitch); err != nil {
 		return "", "", err
 	}
-	return cur, prev, l.topLinks(rec)
-}
-
-// Uninstall removes everything berth installed under the prefix: every
-// installation, the links and the lock file; the prefix itself if that
-// leaves it empty. Runtime configuration is the caller's (it must be
-// removed first, while the platforms are still known).
-func (in *Installer) Uninstall(ctx context.Context) ([]string, error) {
-	l := in.Layout
-	if _, err := os.Stat(l.Prefix); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if err := p.setLink(prevLink, cur, nil); err != nil {
+		return "", "", err
 	}
-	lk, err := l.lock()
-	if err != nil {
-		return nil, err
-	}
-	defer lk.Unlock()
-	var removed []string
-	ents, err := os.ReadDir(l.Prefix)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range ents {
-		p := filepath.Join(l.Prefix, e.Name())
-		if e.Type()&fs.ModeSymlink == 0 {
-			continue
-		}
-		t, err := os.Readlink(p)
-		if err != nil {
-			continue
-		}
-		t = filepath.ToSlash(t)
-		if strings.HasPrefix(t, currentLink+"/") || strings.HasPrefix(t, versionsDir+"/") {
-			if err := os.Remove(p); err != nil {
-				return removed, err
-			}
-			removed = append(removed, p)
-		}
-	}
-	if _, err := os.Stat(l.Versions()); err == nil {
-		if err := os.RemoveAll(l.Versions()); err != nil {
-			return removed, fmt.Errorf("removing %s: %w", l.Versions(), err)
-		}
-		removed = append(removed, l.Versions())
-	}
-	os.Remove(filepath.Join(l.Prefix, lockFile))
-	os.Remove(l.Prefix) // only if empty: etc/ may hold configuration
-	return removed, nil
+	return cur, prev, p.topLinks(rec)
 }

@@ -176,7 +176,12 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 func TestLockRefusesASecondInstaller(t *testing.T) {
 	rel := makeRelease(t, "1.0.0", offline, 1)
 	e := newEnv(t)
-	lk, err := Layout{Prefix: e.prefix}.lock()
+	pd, err := Layout{Prefix: e.prefix}.open(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	lk, err := pd.lock()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,11 @@
 // versions/ only when complete, and made live by renaming a new symlink over
 // current: at every instant current names a complete installation, whatever
 // kills the installer.
+//
+// Every write and delete goes through an os.Root opened at the prefix,
+// itself reached from the host root (--root) by ResolveIn: no symlink or
+// ".." leads a write, or a delete, out of the host root, and a prefix whose
+// path leaves it is refused before anything is changed (RefusedError).
 package install
 
 import (
@@ -27,16 +32,25 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Layout names the paths under a prefix; Prefix is a real path on this
-// machine (under --root when one is given).
-type Layout struct{ Prefix string }
+// Layout names an installation prefix on a host root.
+type Layout struct {
+	// Root is the host root's directory on this machine ("" or "/": this
+	// machine's own /). Every path is resolved inside it (ResolveIn).
+	Root string
+	// Prefix is the installation prefix as the host names it: an
+	// absolute path such as /opt/berth.
+	Prefix string
+}
 
 // Names of berth's own entries in the prefix.
 const (
@@ -49,27 +63,51 @@ const (
 	recordFile  = ".berth/install.json"
 )
 
+// Dir is the prefix's path on this machine, for messages: resolved inside
+// Root (so that a prefix reached through an absolute symlink in the root
+// names where the files are), or Prefix under Root when it cannot be.
+func (l Layout) Dir() string {
+	if host, err := OpenHostRoot(l.Root); err == nil {
+		defer host.Close()
+		if rel, _, err := ResolveIn(host, l.Prefix); err == nil {
+			return filepath.Join(host.Name(), filepath.FromSlash(rel))
+		}
+	}
+	if l.Root == "" || filepath.Clean(l.Root) == "/" {
+		return filepath.Clean(l.Prefix)
+	}
+	return filepath.Join(l.Root, l.Prefix)
+}
+
 // Versions is the directory holding every installation.
-func (l Layout) Versions() string { return filepath.Join(l.Prefix, versionsDir) }
+func (l Layout) Versions() string { return filepath.Join(l.Dir(), versionsDir) }
 
 // Current is the symlink to the live installation.
-func (l Layout) Current() string { return filepath.Join(l.Prefix, currentLink) }
+func (l Layout) Current() string { return filepath.Join(l.Dir(), currentLink) }
 
 // Previous is the symlink to the installation rollback returns to.
-func (l Layout) Previous() string { return filepath.Join(l.Prefix, prevLink) }
+func (l Layout) Previous() string { return filepath.Join(l.Dir(), prevLink) }
 
 // Version is the directory of installation id.
-func (l Layout) Version(id string) string { return filepath.Join(l.Prefix, versionsDir, id) }
+func (l Layout) Version(id string) string { return filepath.Join(l.Dir(), versionsDir, id) }
+
+// RecordVersion is the version of the install record berth writes. Records
+// without a recordVersion were written before it (version 1): they list
+// paths, and the digest of plain files through their component; version 2
+// lists every installed file with its SHA-256, size and mode.
+const RecordVersion = 2
 
 // Record is what an installation says about itself, in
 // versions/<id>/.berth/install.json.
 type Record struct {
-	ID        string   `json:"id"`
-	Manifest  string   `json:"manifest"`
-	Version   string   `json:"version"`
-	Digest    string   `json:"digest"`
-	Source    string   `json:"source"`
-	Platforms []string `json:"platforms"`
+	// RecordVersion is RecordVersion; 0 in records written before it.
+	RecordVersion int      `json:"recordVersion,omitempty"`
+	ID            string   `json:"id"`
+	Manifest      string   `json:"manifest"`
+	Version       string   `json:"version"`
+	Digest        string   `json:"digest"`
+	Source        string   `json:"source"`
+	Platforms     []string `json:"platforms"`
 	// Components are installed in this order.
 	Components []RecordComponent `json:"components"`
 	// Installed is when the installation was staged.
@@ -85,35 +123,137 @@ type RecordComponent struct {
 	Paths   []string `json:"paths"`
 	// Plain is true for a plain file (its installed size is Size).
 	Plain bool `json:"plain,omitempty"`
+	// Files are the files installed, with their digests (record version
+	// 2): what uninstall checks before deleting each.
+	Files []RecordFile `json:"files,omitempty"`
+}
+
+// RecordFile is one installed file, as berth wrote it.
+type RecordFile struct {
+	// Path is relative to the installation directory.
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+	// Mode is the octal permission bits, e.g. "0755".
+	Mode string `json:"mode"`
+}
+
+// files returns what the component installed, with the digest each must
+// have; a version 1 record knows it for plain files only ("" otherwise).
+func (c RecordComponent) files() []RecordFile {
+	if len(c.Files) > 0 {
+		return c.Files
+	}
+	out := make([]RecordFile, 0, len(c.Paths))
+	for _, p := range c.Paths {
+		f := RecordFile{Path: p, Size: -1}
+		if c.Plain {
+			f.SHA256, f.Size = c.SHA256, c.Size
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// prefixDir is an opened prefix: an os.Root at its resolved directory.
+// Every path below is relative to it.
+type prefixDir struct {
+	r *os.Root
+	// dir is its path on this machine, for messages.
+	dir string
+}
+
+func (p *prefixDir) Close() error { return p.r.Close() }
+
+// path is name's path on this machine, for messages.
+func (p *prefixDir) path(name string) string { return filepath.Join(p.dir, filepath.FromSlash(name)) }
+
+// resolve resolves the prefix inside the host root: its path relative to
+// the root, whether it exists, and the open host root (to be closed).
+func (l Layout) resolve() (*os.Root, string, bool, error) {
+	host, err := OpenHostRoot(l.Root)
+	if err != nil {
+		return nil, "", false, err
+	}
+	rel, exists, err := ResolveIn(host, l.Prefix)
+	if err != nil {
+		host.Close()
+		if re := (*RefusedError)(nil); errors.As(err, &re) {
+			re.Path = "--prefix " + re.Path
+		}
+		return nil, "", false, err
+	}
+	return host, rel, exists, nil
+}
+
+// open opens the prefix through the host root; a prefix that does not
+// exist is created when create is set, else (nil, nil).
+func (l Layout) open(create bool) (*prefixDir, error) {
+	host, rel, exists, err := l.resolve()
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close()
+	if !exists {
+		if !create {
+			return nil, nil
+		}
+		if err := host.MkdirAll(rel, 0o755); err != nil {
+			return nil, fmt.Errorf("creating prefix %s: %w", l.Dir(), err)
+		}
+	}
+	r, err := host.OpenRoot(rel)
+	if err != nil {
+		return nil, fmt.Errorf("opening prefix %s: %w", l.Dir(), err)
+	}
+	return &prefixDir{r: r, dir: filepath.Join(host.Name(), filepath.FromSlash(rel))}, nil
 }
 
 // link returns the installation id a symlink (current or previous) names,
 // "" if it does not exist.
-func (l Layout) link(p string) (string, error) {
-	t, err := os.Readlink(p)
+func (p *prefixDir) link(name string) (string, error) {
+	t, err := p.r.Readlink(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", p, err)
+		return "", fmt.Errorf("reading %s: %w", p.path(name), err)
 	}
 	id, ok := strings.CutPrefix(filepath.ToSlash(t), versionsDir+"/")
-	if !ok || strings.Contains(id, "/") || id == "" {
-		return "", fmt.Errorf("%s points to %s, not into %s/: not berth's link", p, t, versionsDir)
+	if !ok || strings.Contains(id, "/") || id == "" || id == "." || id == ".." {
+		return "", fmt.Errorf("%s points to %s, not into %s/: not berth's link", p.path(name), t, versionsDir)
 	}
 	return id, nil
 }
 
 // ReadRecord reads the record of installation id.
 func (l Layout) ReadRecord(id string) (*Record, error) {
-	p := filepath.Join(l.Version(id), recordFile)
-	data, err := os.ReadFile(p)
+	p, err := l.open(false)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, fmt.Errorf("installation %s: %s does not exist", id, l.Dir())
+	}
+	defer p.Close()
+	return p.readRecord(id)
+}
+
+func (p *prefixDir) readRecord(id string) (*Record, error) {
+	name := versionsDir + "/" + id + "/" + recordFile
+	if err := checkDirChain(p.r, p.dir, path.Dir(name)); err != nil {
+		return nil, fmt.Errorf("installation %s: %w", id, err)
+	}
+	data, err := p.r.ReadFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("installation %s: %w", id, err)
 	}
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("installation %s: %s: %w", id, p, err)
+		return nil, fmt.Errorf("installation %s: %s: %w", id, p.path(name), err)
+	}
+	if r.RecordVersion > RecordVersion {
+		return nil, fmt.Errorf("installation %s: %s: record version %d, this berth reads up to %d: use a newer berth", id, p.path(name), r.RecordVersion, RecordVersion)
 	}
 	return &r, nil
 }
@@ -125,40 +265,53 @@ type Status struct {
 	Previous *Record `json:"previous,omitempty"`
 }
 
-// Status reads current and previous; a missing installation is nil.
+// Status reads current and previous; a missing installation is nil. A
+// prefix whose path leaves the host root is a *RefusedError.
 func (l Layout) Status() (*Status, error) {
-	st := &Status{Prefix: l.Prefix}
+	p, err := l.open(false)
+	if err != nil {
+		return nil, err
+	}
+	st := &Status{Prefix: l.Dir()}
+	if p == nil {
+		return st, nil
+	}
+	defer p.Close()
+	return st, p.status(st)
+}
+
+func (p *prefixDir) status(st *Status) error {
 	for _, x := range []struct {
 		link string
 		dst  **Record
-	}{{l.Current(), &st.Current}, {l.Previous(), &st.Previous}} {
-		id, err := l.link(x.link)
+	}{{currentLink, &st.Current}, {prevLink, &st.Previous}} {
+		id, err := p.link(x.link)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if id == "" {
 			continue
 		}
-		r, err := l.ReadRecord(id)
+		r, err := p.readRecord(id)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		*x.dst = r
 	}
-	return st, nil
+	return nil
 }
 
 // complete reports whether installation id is all there: its record and
-// every path it lists (plain files with their size).
-func (l Layout) complete(id string) (*Record, bool) {
-	r, err := l.ReadRecord(id)
+// every path it lists (regular files, plain files with their size).
+func (p *prefixDir) complete(id string) (*Record, bool) {
+	r, err := p.readRecord(id)
 	if err != nil || r.ID != id {
 		return nil, false
 	}
-	dir := l.Version(id)
+	dir := versionsDir + "/" + id + "/"
 	for _, c := range r.Components {
-		for _, p := range c.Paths {
-			fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p)))
+		for _, f := range c.Paths {
+			fi, err := p.r.Lstat(dir + f)
 			if err != nil || !fi.Mode().IsRegular() || (c.Plain && fi.Size() != c.Size) {
 				return r, false
 			}
@@ -174,21 +327,20 @@ type Lock struct{ f *os.File }
 var ErrLocked = errors.New("another berth install, rollback or uninstall is running on this prefix")
 
 // lock takes the prefix's lock without waiting.
-func (l Layout) lock() (*Lock, error) {
-	if err := os.MkdirAll(l.Prefix, 0o755); err != nil {
-		return nil, fmt.Errorf("creating prefix: %w", err)
+func (p *prefixDir) lock() (*Lock, error) {
+	if fi, err := p.r.Lstat(lockFile); err == nil && !fi.Mode().IsRegular() {
+		return nil, &RefusedError{Path: p.path(lockFile), Why: fmt.Sprintf("it is a %s, not berth's lock file (move it away)", typeName(fi.Mode()))}
 	}
-	p := filepath.Join(l.Prefix, lockFile)
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := p.r.OpenFile(lockFile, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%s: %w", p, ErrLocked)
+			return nil, fmt.Errorf("%s: %w", p.path(lockFile), ErrLocked)
 		}
-		return nil, fmt.Errorf("locking %s: %w", p, err)
+		return nil, fmt.Errorf("locking %s: %w", p.path(lockFile), err)
 	}
 	return &Lock{f: f}, nil
 }
@@ -199,51 +351,61 @@ func (lk *Lock) Unlock() { lk.f.Close() }
 // setLink points name (current or previous) at versions/id atomically: a
 // symlink under a temporary name, renamed over the old one. An empty id
 // removes the link.
-func (l Layout) setLink(name, id string, beforeRename func()) error {
-	p := filepath.Join(l.Prefix, name)
+func (p *prefixDir) setLink(name, id string, beforeRename func()) error {
 	if id == "" {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := p.r.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
 	}
-	tmp := filepath.Join(l.Prefix, fmt.Sprintf(".%s.tmp-%d", name, os.Getpid()))
-	os.Remove(tmp)
-	if err := os.Symlink(versionsDir+"/"+id, tmp); err != nil {
-		return fmt.Errorf("switching %s: %w", p, err)
+	tmp := fmt.Sprintf(".%s.tmp-%d", name, os.Getpid())
+	p.r.Remove(tmp)
+	if err := p.r.Symlink(versionsDir+"/"+id, tmp); err != nil {
+		return fmt.Errorf("switching %s: %w", p.path(name), err)
 	}
 	if beforeRename != nil {
 		beforeRename()
 	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("switching %s: %w", p, err)
+	if err := p.r.Rename(tmp, name); err != nil {
+		p.r.Remove(tmp)
+		return fmt.Errorf("switching %s: %w", p.path(name), err)
 	}
-	return syncDir(l.Prefix)
+	return p.syncDir(".")
+}
+
+// topConflicts returns, for each top-level name of r's paths, an error
+// when the prefix holds something there that is not a symlink (a symlink
+// is replaced; anything else is the user's and stays).
+func (p *prefixDir) topConflicts(r *Record) error {
+	for _, top := range tops(r) {
+		fi, err := p.r.Lstat(top)
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			continue
+		}
+		return &RefusedError{Path: p.path(top), Why: fmt.Sprintf("it is a %s, not berth's link to %s/%s (move it away)", typeName(fi.Mode()), currentLink, top)}
+	}
+	return nil
 }
 
 // topLinks makes <prefix>/<top> -> current/<top> for every top-level
 // directory or file of the installation's paths.
-func (l Layout) topLinks(r *Record) error {
+func (p *prefixDir) topLinks(r *Record) error {
+	if err := p.topConflicts(r); err != nil {
+		return err
+	}
 	for _, top := range tops(r) {
-		p := filepath.Join(l.Prefix, top)
 		want := currentLink + "/" + top
-		t, err := os.Readlink(p)
-		switch {
-		case err == nil && t == want:
+		if t, err := p.r.Readlink(top); err == nil && t == want {
 			continue
-		case err == nil || errors.Is(err, fs.ErrNotExist):
-			tmp := p + fmt.Sprintf(".tmp-%d", os.Getpid())
-			os.Remove(tmp)
-			if err := os.Symlink(want, tmp); err != nil {
-				return err
-			}
-			if err := os.Rename(tmp, p); err != nil {
-				os.Remove(tmp)
-				return err
-			}
-		default:
-			return fmt.Errorf("%s exists and is not berth's link to %s: move it away", p, want)
+		}
+		tmp := top + fmt.Sprintf(".tmp-%d", os.Getpid())
+		p.r.Remove(tmp)
+		if err := p.r.Symlink(want, tmp); err != nil {
+			return err
+		}
+		if err := p.r.Rename(tmp, top); err != nil {
+			p.r.Remove(tmp)
+			return err
 		}
 	}
 	return nil
@@ -264,67 +426,68 @@ func tops(r *Record) []string {
 	return out
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+func (p *prefixDir) syncDir(name string) error {
+	d, err := p.r.Open(name)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("syncing %s: %w", dir, err)
+		return fmt.Errorf("syncing %s: %w", p.path(name), err)
 	}
 	return nil
 }
 
+// readDir lists directory name of the prefix.
+func (p *prefixDir) readDir(name string) ([]fs.DirEntry, error) {
+	d, err := p.r.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
+}
+
 // cleanTemp removes what an interrupted run left: stage directories and
 // temporary links. Partial downloads in the cache stay, to be resumed.
-func (l Layout) cleanTemp() error {
-	ents, err := os.ReadDir(l.Versions())
+func (p *prefixDir) cleanTemp() error {
+	ents, err := p.readDir(versionsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), stagePrefix) {
-			if err := os.RemoveAll(filepath.Join(l.Versions(), e.Name())); err != nil {
+			if err := p.r.RemoveAll(versionsDir + "/" + e.Name()); err != nil {
 				return fmt.Errorf("removing an interrupted stage: %w", err)
 			}
 		}
 	}
-	ents, err = os.ReadDir(l.Prefix)
+	ents, err = p.readDir(".")
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
 		if strings.Contains(e.Name(), ".tmp-") && e.Type()&fs.ModeSymlink != 0 {
-			os.Remove(filepath.Join(l.Prefix, e.Name()))
+			p.r.Remove(e.Name())
 		}
 	}
 	return nil
 }
 
 // gc removes installations other than keep.
-func (l Layout) gc(keep ...string) error {
-	ents, err := os.ReadDir(l.Versions())
+func (p *prefixDir) gc(keep ...string) error {
+	ents, err := p.readDir(versionsDir)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
 		n := e.Name()
-		if strings.HasPrefix(n, stagePrefix) || containsStr(keep, n) {
+		if strings.HasPrefix(n, stagePrefix) || slices.Contains(keep, n) {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(l.Versions(), n)); err != nil {
+		if err := p.r.RemoveAll(versionsDir + "/" + n); err != nil {
 			return fmt.Errorf("removing old installation %s: %w", n, err)
 		}
 	}
 	return nil
-}
-
-func containsStr(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path"
 	"strings"
 	"time"
 
 	"berth.dev/berth/internal/configure"
+	"berth.dev/berth/internal/fetch"
 	"berth.dev/berth/internal/manifest"
 	"berth.dev/berth/platform"
 )
@@ -55,6 +58,14 @@ type Checker interface {
 // Applier writes a platform's runtime configuration (berth config apply).
 type Applier interface {
 	Apply(ctx context.Context, p platform.Platform) (*configure.Result, error)
+}
+
+// Preflighter is an Applier that can tell, before anything is installed,
+// that it would refuse to write a platform's runtime configuration (a
+// path of it leaves the host root): Run asks it first, so that a refusal
+// leaves no half install behind.
+type Preflighter interface {
+	Preflight(ctx context.Context, p platform.Platform) error
 }
 
 // Restarter makes the running runtime load the configuration that Apply
@@ -169,6 +180,24 @@ func (w *Workflow) Run(ctx context.Context, pl *Plan) (*Outcome, error) {
 		now = w.Now
 	}
 	start := now()
+	// Every refusal before anything is changed: the installer's paths
+	// (Install checks them again), then the configuration's.
+	if err := w.Installer.Preflight(ctx, pl); err != nil {
+		if w.Reporter != nil {
+			w.Reporter.Installed(nil, now().Sub(start), err)
+		}
+		return out, err
+	}
+	if pf, ok := w.Applier.(Preflighter); ok {
+		for _, p := range pl.requested {
+			if err := pf.Preflight(ctx, p); err != nil {
+				if w.Reporter != nil {
+					w.Reporter.Installed(nil, now().Sub(start), err)
+				}
+				return out, err
+			}
+		}
+	}
 	res, err := w.Installer.Install(ctx, pl)
 	if err != nil {
 		err = &InstallError{Err: err}
@@ -218,12 +247,15 @@ func (w *Workflow) Run(ctx context.Context, pl *Plan) (*Outcome, error) {
 	return out, nil
 }
 
-// IsFailure reports whether err is the install failing or a handler not
-// live (exit status 1), rather than a usage or internal error.
+// IsFailure reports whether err is the install failing or refused, or a
+// handler not live (exit status 1), rather than a usage or internal error.
 func IsFailure(err error) bool {
 	var ie *InstallError
 	var nl *NotLiveError
-	return errors.As(err, &ie) || errors.As(err, &nl)
+	var re *RefusedError
+	var se *fetch.SizeError
+	var sp *fetch.SpaceError
+	return errors.As(err, &ie) || errors.As(err, &nl) || errors.As(err, &re) || errors.As(err, &se) || errors.As(err, &sp)
 }
 
 // RuntimeConfig is the Applier of berth install: it renders a platform's
@@ -244,6 +276,92 @@ type RuntimeConfig struct {
 	// handler is lost (configure.ApplyLive); without it the files are only
 	// written.
 	Runtime func(ctx context.Context, p platform.Platform) (configure.Runtime, bool)
+}
+
+// Preflight renders p's runtime configuration and refuses it when a path
+// it writes (the files, berth's state and backups) cannot be reached
+// inside the host root through FS: a directory on the way that is a
+// symlink leaving the root, or the file itself a symlink that does. It
+// reads only.
+func (c RuntimeConfig) Preflight(ctx context.Context, p platform.Platform) error {
+	t, err := c.Target(p)
+	if err != nil {
+		return err
+	}
+	r, err := configure.Render(p, t, c.Options)
+	if err != nil {
+		return err
+	}
+	names := []string{configure.StatePath, configure.BackupDir + "/x"}
+	for _, f := range r.Host {
+		names = append(names, f.Path)
+	}
+	prefix := strings.TrimPrefix(path.Clean("/"+c.Options.Paths.Prefix), "/")
+	if c.Options.Paths.Prefix == "" {
+		prefix = strings.TrimPrefix(configure.DefaultPrefix, "/")
+	}
+	for _, n := range names {
+		if err := reachable(c.FS, n, 0); err != nil {
+			// A link on the prefix's own path: the files could go where
+			// it leads, if the prefix named that.
+			if re := (*RefusedError)(nil); errors.As(err, &re) && (prefix+"/" == strings.TrimPrefix(re.Path, "/")+"/" || strings.HasPrefix(prefix+"/", strings.TrimPrefix(re.Path, "/")+"/")) {
+				re.Why += "; give --prefix the path the link leads to, or install with --no-config"
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// reachable checks that the runtime configuration writer can reach name
+// (relative to the host root) without leaving it: each existing directory
+// on the way is asked for through fsys (which refuses a symlink out of the
+// root), and a symlink at name itself is followed as the writer follows
+// it, an absolute target inside the root.
+func reachable(fsys configure.FS, name string, depth int) error {
+	if depth > 8 {
+		return &RefusedError{Path: "/" + name, Why: "too many levels of symlinks"}
+	}
+	comps := strings.Split(path.Clean(name), "/")
+	cur := ""
+	for i, c := range comps {
+		cur = path.Join(cur, c)
+		fi, err := fsys.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return refusedConfig(cur, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if i < len(comps)-1 {
+			// A directory on the way: through it, as the writer goes.
+			if _, err := fsys.Lstat(cur + "/."); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return refusedConfig(cur, err)
+			}
+			continue
+		}
+		t, err := fsys.Readlink(cur)
+		if err != nil {
+			return refusedConfig(cur, err)
+		}
+		if path.IsAbs(t) {
+			return reachable(fsys, strings.TrimPrefix(path.Clean(t), "/"), depth+1)
+		}
+		next := path.Join(path.Dir(cur), t)
+		if next == ".." || strings.HasPrefix(next, "../") {
+			return &RefusedError{Path: "/" + cur, Why: fmt.Sprintf("the runtime configuration is written there, and it is a symlink to %s, which %s", t, ErrOutsideRoot), Outside: true}
+		}
+		return reachable(fsys, next, depth+1)
+	}
+	return nil
+}
+
+func refusedConfig(name string, err error) error {
+	return &RefusedError{Path: "/" + name, Why: fmt.Sprintf("the runtime configuration is written under it, and it cannot be reached inside the host root (%v)", err),
+		Outside: strings.Contains(err.Error(), "escapes")}
 }
 
 // Apply renders and applies p's runtime configuration.

@@ -33,6 +33,13 @@ const APIVersion = "berth.dev/manifest/v1"
 // parser must not be made to hold an arbitrary amount of untrusted input.
 const MaxSize = 4 << 20
 
+// MaxComponentSize bounds a component's declared size when parsing: 1 TiB,
+// far above any real file, so that sizes (and their sums over a 4 MiB
+// manifest) stay meaningful. The operator's own, much lower limit is
+// applied before anything is downloaded (berth install and bundle
+// --max-component-size).
+const MaxComponentSize = 1 << 40
+
 // Manifest is a parsed, validated component manifest.
 type Manifest struct {
 	// APIVersion is "berth.dev/manifest/v1" (the APIVersion constant).
@@ -347,8 +354,8 @@ func (c *Component) normalize(at string) error {
 		return fmt.Errorf("%s.sha256: %w", at, err)
 	}
 	c.SHA256 = hexsum
-	if c.Size <= 0 {
-		return fmt.Errorf("%s.size: %d: expected the download's size in bytes (> 0)", at, c.Size)
+	if c.Size <= 0 || c.Size > MaxComponentSize {
+		return fmt.Errorf("%s.size: %d: expected the download's size in bytes (> 0, at most 1 TiB)", at, c.Size)
 	}
 	if c.Archive == nil {
 		if c.Path == "" {

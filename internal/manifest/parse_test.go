@@ -75,6 +75,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad source", "sources: [https://example.invalid/shim]", "sources: [https://example.invalid/shim, /tmp/shim]", `components[0].sources[1]: "/tmp/shim": expected an http or https URL`},
 		{"bad sha256", "    sha256: 3e4fd0b3fe3b2dbe481c3d9e99418a034174f26cbe1f55aa212b0f18c12d2d6f\n    size: 10\n    path", "    sha256: 3e4f\n    size: 10\n    path", `components[0].sha256: "3e4f" is not a SHA-256 digest: expected 64 hex digits`},
 		{"zero size", "    size: 10\n    path", "    size: 0\n    path", "components[0].size: 0: expected the download's size"},
+		{"size above 1 TiB", "    size: 10\n    path", "    size: 1099511627777\n    path", "components[0].size: 1099511627777: expected the download's size in bytes (> 0, at most 1 TiB)"},
 		{"no path", "    path: bin/shim\n", "", "components[0].path: missing"},
 		{"absolute path", "path: bin/shim", "path: /usr/bin/shim", `components[0].path: "/usr/bin/shim": expected a clean relative path`},
 		{"escaping path", "path: bin/shim", "path: bin/../../shim", "components[0].path: \"bin/../../shim\""},

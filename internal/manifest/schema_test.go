@@ -3,6 +3,7 @@ package manifest
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/invopop/jsonschema"
@@ -39,6 +40,7 @@ func generateSchema(t *testing.T) []byte {
 	comp := defs["Component"]
 	comp.Properties.Value("sha256").Pattern = `^([0-9a-fA-F]{64}|sha256:[0-9a-fA-F]{64}|sha256-[A-Za-z0-9+/]{43}=)$`
 	comp.Properties.Value("size").Minimum = json.Number("1")
+	comp.Properties.Value("size").Maximum = json.Number(strconv.Itoa(MaxComponentSize))
 	comp.Properties.Value("path").Pattern = `^[^/]`
 	comp.Properties.Value("mode").Pattern = `^0[0-7]{3}$`
 	comp.Required = []string{"name", "version", "sources", "sha256", "size"}
