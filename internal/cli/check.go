@@ -144,6 +144,9 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := interrupted(cmd.Context()); err != nil {
+		return err
+	}
 	f, ps, vs, mode := res.Facts, res.Platforms, res.Verdicts, "detail"
 	if res.Defaulted {
 		mode = "matrix"
@@ -165,7 +168,13 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 		}
 		err = report.WriteNFD(g.stdout, rep, f, exp)
 	default:
-		err = output.Render(g.stdout, format, rep, func(w io.Writer) error {
+		// The table escapes what the host provided; only its own
+		// colours pass the output's escaping.
+		render := output.Render
+		if style.Color {
+			render = output.RenderStyled
+		}
+		err = render(g.stdout, format, rep, func(w io.Writer) error {
 			if mode == "matrix" {
 				return report.WriteMatrix(w, rep, ps, style)
 			}

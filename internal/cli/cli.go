@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/output"
 	"berth.dev/berth/platform"
 )
 
@@ -54,22 +55,52 @@ type Wiring struct {
 
 // Run executes the CLI with args and returns the process exit code; tests
 // call it directly with their own streams and environment.
+//
+// The command runs under a context that SIGINT and SIGTERM cancel; what it
+// created that must not outlive it (an unpacked snapshot) is removed
+// however the run ends. A command cut short by a signal exits 130
+// (SIGINT) or 143 (SIGTERM), quietly; one that stops cleanly on the
+// signal (returns nil, like the agent) exits 0. A write to a closed stdout
+// (berth ... | head) ends the run quietly with 141 after the same cleanup,
+// as a Unix tool killed by SIGPIPE would end, but clean.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, w Wiring) int {
-	cmd := newRootCmd(&env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, args: args}, w)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	life := newLifecycle(ctx)
+	cmd := newRootCmd(&env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, args: args, life: life}, w)
 	cmd.SetArgs(args)
-	err := cmd.Execute()
-	if err == nil {
+	own := false
+	if target, _, err := cmd.Find(args); err == nil && target.Annotations[AnnotationOwnSignals] != "" {
+		own = true
+	}
+	err, sig, forced := runGuarded(life, cancel, own, func() error { return cmd.ExecuteContext(ctx) })
+	switch {
+	case sig != 0 && (forced || err != nil):
+		return 128 + int(sig)
+	case err == nil:
 		return ExitOK
+	case isBrokenPipe(err):
+		return ExitBrokenPipe
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil && ee.err.Error() != "" {
-			fmt.Fprintln(stderr, "Error:", ee.err)
+			fmt.Fprintln(stderr, "Error:", output.EscapeText(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "Error:", err)
+	fmt.Fprintln(stderr, "Error:", output.EscapeText(err.Error()))
 	return ExitUsage
+}
+
+// interrupted is the error of a command whose context a signal cancelled
+// (nil while it runs on): commands check it after their long work, so
+// that an interrupted run does not print or publish partial results.
+func interrupted(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ctx)
 }
 
 // Stdout is where commands write their results.

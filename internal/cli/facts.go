@@ -17,8 +17,19 @@ import (
 // command that inspects a host goes through it; cleanup is never nil. A
 // root that cannot be opened (missing, not a snapshot, escaping paths) is
 // a usage error.
+//
+// The cleanup is also registered with the run: SIGINT, SIGTERM or a closed
+// stdout remove the unpacked snapshot even when the command does not
+// return (Run).
 func (g *Globals) OpenRoot() (hostfs.Root, func(), error) {
+	if !g.life.begin() {
+		return nil, func() {}, errInterrupted
+	}
 	root, cleanup, err := hostfs.Open(g.root, g.live)
+	cleanup = g.life.end(cleanup)
+	if err == nil {
+		afterOpenRoot(g, root.Path())
+	}
 	if err != nil {
 		return nil, cleanup, UsageErr(err)
 	}
@@ -59,6 +70,9 @@ Whatever could not be determined is listed under "unknown" with the reason.
 				return err
 			}
 			f := discover.Run(cmd.Context(), root, g.DiscoverOptions(probe))
+			if err := interrupted(cmd.Context()); err != nil {
+				return err
+			}
 			return output.Render(g.stdout, format, f, func(w io.Writer) error { return facts.WriteTable(w, f) })
 		},
 	}

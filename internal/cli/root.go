@@ -21,6 +21,9 @@ type env struct {
 	// args are the command line as given, for commands that hand it on
 	// to berth-cluster.
 	args []string
+	// life holds the cleanups Run performs however the run ends (nil:
+	// only the commands' own deferred cleanups).
+	life *lifecycle
 }
 
 // Globals holds the flags every command shares.

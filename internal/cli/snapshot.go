@@ -48,13 +48,17 @@ For this command -o names the archive ("-" writes it to stdout).`,
 				if err != nil {
 					return fmt.Errorf("creating snapshot %s: %w", dest, err)
 				}
-				defer os.Remove(tmp.Name())
+				name := tmp.Name()
+				defer g.life.add(func() { _ = os.Remove(name) })()
 				w = tmp
 			}
 			opt := snapshot.Options{BerthVersion: buildinfo.Get().Version, Discover: g.DiscoverOptions(probe)}
 			_, m, err := snapshot.Take(cmd.Context(), root, w, opt)
 			if err != nil {
 				return err
+			}
+			if err := interrupted(cmd.Context()); err != nil {
+				return err // no archive under the name: what was read may be partial
 			}
 			if tmp != nil {
 				if err := tmp.Close(); err != nil {

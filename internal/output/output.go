@@ -3,6 +3,7 @@
 package output
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -43,27 +44,76 @@ func ParseFormat(s string, allowed ...Format) (Format, error) {
 
 // Render writes v as JSON or YAML, or calls table for the human format.
 // JSON is indented and ends with a newline so it diffs well in golden files.
+//
+// Host strings may hold any bytes. The table goes through an EscapeWriter,
+// so that none reaches the terminal as a control sequence. JSON and YAML
+// encode every string without failing: control characters as escapes
+// (encoding/json writes C0 as \u00XX; berth also writes DEL, C1, U+FFFE and
+// U+FFFF as \u escapes, which YAML needs and terminals prefer), and they
+// decode back to the same string. Invalid UTF-8 cannot be represented in
+// JSON or YAML strings: encoding/json replaces each invalid byte with
+// U+FFFD, and so does the YAML output, which is made from the JSON.
 func Render(w io.Writer, f Format, v any, table func(io.Writer) error) error {
+	return render(w, f, v, table, false)
+}
+
+// RenderStyled is Render for a table that paints with colour itself: its
+// own style sequences (ESC [ ... m) pass the escaping, and it must escape
+// the host strings it prints with Escape.
+func RenderStyled(w io.Writer, f Format, v any, table func(io.Writer) error) error {
+	return render(w, f, v, table, true)
+}
+
+func render(w io.Writer, f Format, v any, table func(io.Writer) error, sgr bool) error {
 	switch f {
 	case JSON:
-		enc := json.NewEncoder(w)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
 		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+		_, err := w.Write(escapeJSONish(buf.Bytes()))
+		return err
 	case YAML:
-		b, err := yaml.Marshal(v)
+		b, err := MarshalYAML(v)
 		if err != nil {
-			return fmt.Errorf("encoding YAML: %w", err)
+			return err
 		}
 		_, err = w.Write(b)
 		return err
 	case Table, "":
 		if table == nil {
-			return fmt.Errorf("this command has no table output: use -o json or -o yaml")
+			return errNoTable
 		}
-		return table(w)
+		ew := NewEscapeWriter(w, sgr)
+		err := table(ew)
+		if ferr := ew.Flush(); err == nil {
+			err = ferr
+		}
+		return err
 	default:
 		return fmt.Errorf("unknown output format %q", f)
 	}
+}
+
+// MarshalYAML encodes v as sigs.k8s.io/yaml does (through its JSON form,
+// so JSON field names and omitempty apply), without failing on strings
+// that hold DEL or C1 controls: sigs.k8s.io/yaml parses the JSON text
+// with a YAML parser, which rejects those characters raw ("yaml: control
+// characters are not allowed"), so they are given to it as JSON \u
+// escapes; the YAML emitter then writes them double-quoted and escaped
+// ("\x7F", "\e", "\N"), and they decode back to the same string.
+func MarshalYAML(v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encoding YAML: %w", err)
+	}
+	b, err := yaml.JSONToYAML(escapeJSONish(j))
+	if err != nil {
+		return nil, fmt.Errorf("encoding YAML: %w", err)
+	}
+	return b, nil
 }
 
 // ColorEnabled reports whether coloured output is allowed: only on a

@@ -45,6 +45,9 @@ type Options struct {
 	MaxOutput int
 	// Parallel is how many checks run at once.
 	Parallel int
+	// Isolation says how the processes of a check are contained: a
+	// cgroup when one can be made (the default), or the subreaper.
+	Isolation Isolation
 }
 
 func (o Options) withDefaults() Options {
@@ -69,10 +72,14 @@ type Result struct {
 	Output Output
 	// Err says why the check, or part of its output, could not be used.
 	Err error
-	// PGID is the process group the check ran in (0 when it was not
-	// started); no process of it is left when RunChecks returns.
-	PGID     int
-	Duration time.Duration
+	// PGID is the process group (and session) the check ran in (0 when
+	// it was not started); no process of it is left when RunChecks
+	// returns.
+	PGID int
+	// Isolation is how its processes were contained: IsolateCgroup or
+	// IsolateSubreaper ("" when it was not started).
+	Isolation Isolation
+	Duration  time.Duration
 }
 
 // RunChecks runs every executable check in dir (an absolute path on this
@@ -82,10 +89,13 @@ type Result struct {
 // as resolved) is as safe or sticky; it refuses a file that is not such a
 // regular executable or that is a symlink leading out of the directory.
 // Each check runs with a minimal environment, stdin on /dev/null, in its own
-// process group, with a timeout and an output cap; its whole group is
-// killed at the deadline, when the output overflows, and after the check
-// exits, so that no child it forked outlives it. A missing dir yields no
-// results and no error.
+// session and process group, with a timeout and an output cap. Every
+// process it starts, double forks into a new session included, is killed
+// at the deadline, when the output overflows, and after the check exits:
+// the check runs in a cgroup of its own that is killed whole, or, where no
+// cgroup can be made, berth is a child subreaper that kills and reaps every
+// orphan the check leaves (see Isolation). A missing dir yields no results
+// and no error.
 func RunChecks(ctx context.Context, dir string, opt Options) ([]Result, error) {
 	opt = opt.withDefaults()
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -152,8 +162,16 @@ func RunChecks(ctx context.Context, dir string, opt Options) ([]Result, error) {
 		}()
 	}
 	wg.Wait()
+	// Orphans a check left while others ran are killed by now (unless
+	// another RunChecks is running: its last check sweeps them).
+	if !leadersRunning() {
+		sweep(nil, time.Now().Add(killGrace))
+	}
 	return results, nil
 }
+
+// killGrace bounds the wait for killed processes to be gone.
+const killGrace = 2 * time.Second
 
 // vet checks that name in dir may be run and returns the path to execute.
 func vet(dir, name string) (string, error) {
@@ -262,23 +280,56 @@ func run(ctx context.Context, exe string, opt Options, r *Result) {
 		r.Err = err
 		return
 	}
-	cmd := &exec.Cmd{
-		Path:        exe,
-		Args:        []string{exe},
-		Env:         checkEnv,
-		Dir:         "/",
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	iso := opt.Isolation
+	var cg *cgroup
+	if iso != IsolateSubreaper {
+		if cg, err = newCgroup(); err != nil {
+			cg = nil
+		}
 	}
-	err = cmd.Start()
+	newCmd := func() *exec.Cmd {
+		return &exec.Cmd{
+			Path:        exe,
+			Args:        []string{exe},
+			Env:         checkEnv,
+			Dir:         "/",
+			Stdout:      outW,
+			Stderr:      errW,
+			SysProcAttr: checkSysProcAttr(cg),
+		}
+	}
+	cmd := newCmd()
+	if cg == nil {
+		err = enableSubreaper()
+	}
+	if err == nil {
+		err = startLeader(cmd.Start, func() int { return cmd.Process.Pid })
+	}
+	if err != nil && cg != nil {
+		// The kernel refused the cgroup (no clone3 or CLONE_INTO_CGROUP,
+		// a cgroup that cannot take processes): run with the subreaper.
+		cg.remove()
+		cg = nil
+		if err = enableSubreaper(); err == nil {
+			cmd = newCmd()
+			err = startLeader(cmd.Start, func() int { return cmd.Process.Pid })
+		}
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		if cg != nil {
+			cg.remove()
+		}
 		r.Err = fmt.Errorf("starting: %w", err)
 		return
+	}
+	r.Isolation = IsolateSubreaper
+	if cg != nil {
+		cg.closeFD()
+		r.Isolation = IsolateCgroup
 	}
 	pid := cmd.Process.Pid
 	r.PGID = pid
@@ -306,10 +357,28 @@ func run(ctx context.Context, exe string, opt Options, r *Result) {
 	case which := <-overflow:
 		failure = fmt.Errorf("%s exceeds %d bytes: killed", which, opt.MaxOutput)
 	}
-	// The group outlives the check when it forked: kill it in every case.
+	// What the check started outlives it when it forked: kill it all in
+	// every case. The process group holds its plain children; the cgroup,
+	// or the subreaper's sweep, also those that left the group or the
+	// session.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	deadline := time.Now().Add(killGrace)
+	var left []int
+	if cg != nil {
+		left = cg.kill(deadline)
+	}
 	<-exited
 	_ = cmd.Wait()
+	othersRunning := leaderDone(pid)
+	// The check's own session first, every orphan when no other check
+	// runs (a new session cannot be told apart from another check's).
+	left = append(left, sweep(func(sid int) bool { return sid == pid }, deadline)...)
+	if !othersRunning {
+		left = append(left, sweep(nil, deadline)...)
+	}
+	if cg != nil {
+		cg.remove()
+	}
 	// The pipes close when the last writer dies; a child that left the
 	// group could hold them open, so the wait is bounded by the deadline.
 	for _, c := range []*captured{stdout, stderr} {
@@ -326,6 +395,9 @@ func run(ctx context.Context, exe string, opt Options, r *Result) {
 			failure = fmt.Errorf("%s exceeds %d bytes: killed", which, opt.MaxOutput)
 		default:
 		}
+	}
+	if failure == nil && len(left) > 0 {
+		failure = fmt.Errorf("processes %v it started could not be killed", left)
 	}
 	switch st := cmd.ProcessState; {
 	case failure != nil:

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"berth.dev/berth/internal/check"
+	"berth.dev/berth/internal/output"
 	"berth.dev/berth/platform"
 )
 
@@ -86,6 +87,31 @@ func visibleLen(s string) int {
 	return n
 }
 
+// esc escapes one host-provided value (a title, an ID, a path) for the
+// text output: no control character or escape sequence in it reaches the
+// terminal (output.Escape). The text output is written through an
+// output.EscapeWriter that lets only berth's own colours through, which
+// cannot tell a host's ESC[31m from berth's: every host string is escaped
+// here, before it is painted or wrapped.
+func esc(s string) string { return output.Escape(s) }
+
+// escText escapes host-provided text for wrap, which breaks lines at
+// whitespace anyway: newlines and tabs in it stay word breaks instead of
+// showing as \n.
+func escText(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r >= 0x7f }) {
+		return s
+	}
+	return strings.Join(mapStrings(strings.Fields(s), esc), " ")
+}
+
+func mapStrings(ss []string, f func(string) string) []string {
+	for i, s := range ss {
+		ss[i] = f(s)
+	}
+	return ss
+}
+
 // wrap writes text wrapped to Width with the given indent; the first line
 // starts with first (already indented) instead of indent.
 func wrap(w io.Writer, first, indent, text string) {
@@ -130,7 +156,7 @@ func header(w io.Writer, r *Report, s Style) {
 	default:
 		parts = append(parts, "bare metal")
 	}
-	wrap(w, s.paint(ansiBold, "berth check")+": ", "  ", strings.Join(parts, ", "))
+	wrap(w, s.paint(ansiBold, "berth check")+": ", "  ", escText(strings.Join(parts, ", ")))
 	fmt.Fprintf(w, "  facts %s\n", r.FactsDigest)
 }
 
@@ -148,15 +174,15 @@ func WriteDetail(w io.Writer, r *Report, s Style) error {
 	header(w, r, s)
 	for _, v := range r.Verdicts {
 		fmt.Fprintln(w)
-		line := v.Platform + ": " + strings.ToUpper(s.verdict(v.Status))
+		line := esc(v.Platform) + ": " + strings.ToUpper(s.verdict(v.Status))
 		if v.BlockedBy != "" {
-			line += " (blocked by " + v.BlockedBy + ")"
+			line += " (blocked by " + esc(v.BlockedBy) + ")"
 		}
 		wrap(w, s.paint(ansiBold, "Platform ")+"", "  ", line)
 		for _, fd := range treeOrder(v.Findings) {
 			indent := strings.Repeat("  ", 1+min(fd.Depth, 3))
 			st := s.status(fd.Status)
-			label := indent + "Checking " + fd.Title + " "
+			label := indent + "Checking " + esc(fd.Title) + " "
 			room := Width - visibleLen(st) - 1
 			if visibleLen(label) > room-3 {
 				label = truncate(label, room-4) + "… "
@@ -166,15 +192,15 @@ func WriteDetail(w io.Writer, r *Report, s Style) error {
 				continue
 			}
 			sub := indent + "    "
-			wrap(w, indent+"  "+fd.ID+": ", sub, fd.Message)
+			wrap(w, indent+"  "+esc(fd.ID)+": ", sub, escText(fd.Message))
 			for _, e := range fd.Evidence {
-				wrap(w, sub+"evidence: ", sub+"  ", e.Field+" = "+e.Value)
+				wrap(w, sub+"evidence: ", sub+"  ", escText(e.Field+" = "+e.Value))
 			}
 			if fd.Ignored {
 				wrap(w, sub, sub, "(failure ignored with --ignore)")
 			}
 			if fd.Remedy != "" && fd.Status != check.Pass {
-				wrap(w, sub+"fix: ", sub+"  ", fd.Remedy)
+				wrap(w, sub+"fix: ", sub+"  ", escText(fd.Remedy))
 			}
 		}
 	}
@@ -331,7 +357,7 @@ func orderRows(rows []int, ps []platform.Platform) []int {
 func matrixRow(w io.Writer, nameW int, name string, v check.Verdict, s Style) {
 	verdict := s.verdict(v.Status)
 	pad := 21 - visibleLen(verdict)
-	blocker := v.BlockedBy
+	blocker := esc(v.BlockedBy)
 	room := Width - (nameW + 2 + 1 + 21 + 1)
 	if len(blocker) > room {
 		blocker = truncate(blocker, room-1) + "…"
@@ -373,9 +399,9 @@ func writeBlockers(w io.Writer, r *Report, rows []int, s Style) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, s.paint(ansiBold, "Why not ready"))
 	for _, g := range groups {
-		wrap(w, "  "+s.paint(ansiRed, g.id)+" ("+plural(g.n, "platform")+"): ", "      ", g.msg)
+		wrap(w, "  "+s.paint(ansiRed, esc(g.id))+" ("+plural(g.n, "platform")+"): ", "      ", escText(g.msg))
 		if g.remedy != "" {
-			wrap(w, "    fix: ", "      ", g.remedy)
+			wrap(w, "    fix: ", "      ", escText(g.remedy))
 		}
 	}
 }
@@ -422,7 +448,7 @@ func writeFindings(w io.Writer, r *Report, rows []int, s Style) {
 			if g.n == len(rows) {
 				on = "on every platform shown"
 			}
-			wrap(w, "  "+s.status(st)+" "+g.id+" ("+on+"): ", "      ", g.msg)
+			wrap(w, "  "+s.status(st)+" "+esc(g.id)+" ("+on+"): ", "      ", escText(g.msg))
 		}
 	}
 	if skipped > 0 {

@@ -64,8 +64,11 @@ type agentFlags struct {
 func newAgentCmd(g *cli.Globals) *cobra.Command {
 	var fl agentFlags
 	cmd := &cobra.Command{
-		Use:   "agent",
-		Short: "Publish this node's NodeReport and platform labels (run by the DaemonSet)",
+		// The agent stops itself cleanly on SIGTERM (a pod's stop): the
+		// CLI waits for it rather than cutting it off after 10 s.
+		Annotations: map[string]string{cli.AnnotationOwnSignals: "true"},
+		Use:         "agent",
+		Short:       "Publish this node's NodeReport and platform labels (run by the DaemonSet)",
 		Long: `agent evaluates the node on start, every --interval and on SIGHUP, and
 publishes the result with server-side apply (field manager berth-agent):
 the NodeReport named after the node (owned by the Node, so it is garbage

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Exit codes of a run cut short, as a shell reports a process killed by
+// the signal (128 + the signal number); berth exits with them after
+// removing what it created.
+const (
+	ExitInterrupted = 128 + int(syscall.SIGINT)  // 130
+	ExitTerminated  = 128 + int(syscall.SIGTERM) // 143
+	ExitBrokenPipe  = 128 + int(syscall.SIGPIPE) // 141
+)
+
+// forceAfter is how long berth waits, after SIGINT or SIGTERM, for the
+// command to return on its own (its context is cancelled) before it
+// removes what it created and exits anyway; a second signal does not wait.
+// Commands annotated with AnnotationOwnSignals are waited for.
+var forceAfter = 10 * time.Second
+
+// AnnotationOwnSignals marks a command (cobra.Command.Annotations) for
+// which SIGINT and SIGTERM are its normal way to stop, such as the agent:
+// berth waits for it however long it takes, and its own result is the
+// exit status. Other commands that return nil after a signal exit 0 too.
+const AnnotationOwnSignals = "berth.dev/own-signals"
+
+// errInterrupted is what a command gets when it opens a root after berth
+// was told to stop.
+var errInterrupted = errors.New("interrupted")
+
+// signalCause is the cause of the command context's cancellation.
+type signalCause struct{ sig syscall.Signal }
+
+func (c signalCause) Error() string { return "received " + c.sig.String() }
+
+// lifecycle holds what a run must undo however it ends: the unpacked
+// snapshots of OpenRoot, the temporary archive of snapshot. Commands
+// defer the cleanups they get as usual; Run also calls them all when a
+// signal cuts the run short, and a cleanup runs only once.
+type lifecycle struct {
+	ctx      context.Context
+	mu       sync.Mutex
+	idle     *sync.Cond // signalled when opening drops to 0
+	opening  int        // roots being opened: their cleanup is not known yet
+	closed   bool
+	cleanups []func()
+}
+
+func newLifecycle(ctx context.Context) *lifecycle {
+	l := &lifecycle{ctx: ctx}
+	l.idle = sync.NewCond(&l.mu)
+	return l
+}
+
+// context is the run's context (cancelled by SIGINT and SIGTERM).
+func (l *lifecycle) context() context.Context {
+	if l == nil {
+		return context.Background()
+	}
+	return l.ctx
+}
+
+// begin announces that something that needs cleaning up is being created;
+// false when the run is already being torn down.
+func (l *lifecycle) begin() bool {
+	if l == nil {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.opening++
+	return true
+}
+
+// end registers the cleanup of what begin announced and returns it, made
+// safe to call more than once.
+func (l *lifecycle) end(cleanup func()) func() {
+	if l == nil {
+		return cleanup
+	}
+	once := sync.OnceFunc(cleanup)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opening--
+	l.cleanups = append(l.cleanups, once)
+	if l.opening == 0 {
+		l.idle.Broadcast()
+	}
+	return once
+}
+
+// add registers a cleanup at once (begin and end).
+func (l *lifecycle) add(cleanup func()) func() {
+	if !l.begin() {
+		cleanup()
+		return func() {}
+	}
+	return l.end(cleanup)
+}
+
+// closeAll waits until nothing is being opened, refuses new openings and
+// runs every cleanup (each only once).
+func (l *lifecycle) closeAll() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	for l.opening > 0 {
+		l.idle.Wait()
+	}
+	l.closed = true
+	cs := l.cleanups
+	l.cleanups = nil
+	l.mu.Unlock()
+	for _, c := range cs {
+		c()
+	}
+}
+
+// runGuarded runs execute under a context that SIGINT and SIGTERM cancel,
+// with SIGPIPE turned into EPIPE write errors, and returns its error, the
+// signal received (0 for none) and whether berth stopped waiting for the
+// command. The cleanups of l have all run when it returns.
+//
+//   - SIGINT/SIGTERM cancel the context; the command returns (its deferred
+//     cleanups run). A command that does not return within forceAfter
+//     (unless ownSignals), or a second signal, is not waited for: the
+//     registered cleanups run (after any root being unpacked is complete)
+//     and berth exits.
+//   - Go kills a program that writes to a closed stdout or stderr pipe
+//     with SIGPIPE, before any deferred cleanup. Notifying SIGPIPE makes
+//     such a write fail with EPIPE instead, which the command returns like
+//     any write error.
+func runGuarded(l *lifecycle, cancel context.CancelCauseFunc, ownSignals bool, execute func() error) (err error, sig syscall.Signal, forced bool) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
+	defer l.closeAll()
+
+	done := make(chan error, 1)
+	go func() { done <- execute() }()
+	select {
+	case err := <-done:
+		return err, 0, false
+	case s := <-sigs:
+		sig = s.(syscall.Signal)
+	}
+	cancel(signalCause{sig})
+	var timeout <-chan time.Time
+	if !ownSignals {
+		timer := time.NewTimer(forceAfter)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	select {
+	case err := <-done:
+		return err, sig, false
+	case <-sigs:
+	case <-timeout:
+	}
+	return nil, sig, true
+}
+
+// isBrokenPipe says whether err is a write to a closed pipe (or socket).
+func isBrokenPipe(err error) bool {
+	return errors.Is(err, syscall.EPIPE)
+}
