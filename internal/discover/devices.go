@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/hostfs"
@@ -164,10 +165,24 @@ func lsMode(m fs.FileMode) string {
 	return string(t) + m.Perm().String()[1:]
 }
 
+// deviceOpener is a live root that opens its device nodes confined to it
+// (hostfs.Live).
+type deviceOpener interface {
+	OpenDevice(name string, flags int) (int, error)
+}
+
 // kvmProbe returns the KVM probe result for the root; see runDevices.
 func (s *session) kvmProbe() *facts.KVMProbe {
 	if s.root.Live() {
-		p := probeKVM(filepath.Join(s.root.Path(), "dev", "kvm"))
+		name := filepath.Join(s.root.Path(), "dev", "kvm")
+		open := func() (int, error) { return syscall.Open(name, syscall.O_RDWR|syscall.O_CLOEXEC, 0) }
+		if d, ok := s.root.(deviceOpener); ok {
+			// Resolved inside the root, and only a character device is
+			// opened: dev/kvm linked to a file must not be opened for
+			// writing.
+			open = func() (int, error) { return d.OpenDevice("dev/kvm", syscall.O_RDWR|syscall.O_CLOEXEC) }
+		}
+		p := probeKVM(open, name)
 		hostfs.RecordProbe(s.root, "kvm", p)
 		return &p
 	}

@@ -128,8 +128,37 @@ func TestKVMProbeLive(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "dev"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	got := probeKVM(filepath.Join(dir, "dev", "kvm"))
-	if got.Opened || got.Errno != "ENOENT" {
+	live, err := hostfs.NewLive(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := &session{root: live}
+	if got := s2.kvmProbe(); got.Opened || got.Errno != "ENOENT" {
 		t.Errorf("missing node: %s", jsonString(t, got))
+	}
+	// dev/kvm linked to a file (inside or outside the root) is never
+	// opened for writing: only a character device is.
+	canary := filepath.Join(t.TempDir(), "canary")
+	if err := os.WriteFile(canary, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(canary)
+	if err := os.Symlink(canary, filepath.Join(dir, "dev", "kvm")); err != nil {
+		t.Fatal(err)
+	}
+	if got := s2.kvmProbe(); got.Opened {
+		t.Errorf("dev/kvm -> a file was opened: %s", jsonString(t, got))
+	}
+	if err := os.Remove(filepath.Join(dir, "dev", "kvm")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dev", "kvm"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := s2.kvmProbe(); got.Opened {
+		t.Errorf("dev/kvm as a regular file was opened: %s", jsonString(t, got))
+	}
+	if after, _ := os.Stat(canary); !after.ModTime().Equal(before.ModTime()) {
+		t.Error("the file outside the root was touched")
 	}
 }

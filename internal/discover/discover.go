@@ -157,13 +157,29 @@ func (s *session) exists(path string) bool {
 	return err == nil
 }
 
-// ReadReason turns a read error into an unknown-fact reason.
+// ReadReason turns a read error into an unknown-fact reason. The host
+// root's own refusals read "not a regular file (FIFO): <path>", "larger
+// than <n> bytes: <path>" and "truncated in snapshot: <path> (...)".
 func ReadReason(path string, err error) string {
+	var (
+		notReg    *hostfs.NotRegularError
+		tooLarge  *hostfs.TooLargeError
+		truncated *hostfs.TruncatedError
+	)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return facts.ReasonMissing + ": " + path
 	case errors.Is(err, fs.ErrPermission):
 		return facts.ReasonPermission + ": " + path
+	case errors.As(err, &notReg):
+		return fmt.Sprintf("not a regular file (%s): %s", notReg.Kind, path)
+	case errors.As(err, &tooLarge):
+		return fmt.Sprintf("larger than %d bytes: %s", tooLarge.Limit, path)
+	case errors.As(err, &truncated):
+		if truncated.Size > 0 {
+			return fmt.Sprintf("truncated in snapshot: %s (%d of %d bytes kept)", path, truncated.Kept, truncated.Size)
+		}
+		return fmt.Sprintf("truncated in snapshot: %s (%d bytes kept)", path, truncated.Kept)
 	default:
 		return fmt.Sprintf("unreadable: %s: %v", path, err)
 	}

@@ -19,15 +19,16 @@ const (
 	kvmAPIVersion = 12
 )
 
-// probeKVM opens dev (the host's /dev/kvm, possibly under a mounted root:
-// the devices are those of the running kernel either way), checks the API
-// version and creates and destroys one empty VM. EBUSY from KVM_CREATE_VM
-// means another hypervisor (VirtualBox, VMware) holds VT-x/AMD-V.
-func probeKVM(dev string) facts.KVMProbe {
+// probeKVM opens /dev/kvm through open (the host's, possibly under a
+// mounted root: the devices are those of the running kernel either way;
+// name is for messages), checks the API version and creates and destroys
+// one empty VM. EBUSY from KVM_CREATE_VM means another hypervisor
+// (VirtualBox, VMware) holds VT-x/AMD-V.
+func probeKVM(open func() (int, error), name string) facts.KVMProbe {
 	var p facts.KVMProbe
-	fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	fd, err := open()
 	if err != nil {
-		return errnoProbe(p, "open "+dev, err)
+		return errnoProbe(p, "open "+name, err)
 	}
 	defer unix.Close(fd)
 	p.Opened = true

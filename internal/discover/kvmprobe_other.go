@@ -10,7 +10,7 @@ import (
 )
 
 // probeKVM cannot run outside Linux; berth still reads offline roots there.
-func probeKVM(string) facts.KVMProbe {
+func probeKVM(func() (int, error), string) facts.KVMProbe {
 	return facts.KVMProbe{Error: "KVM probe not supported on " + runtime.GOOS}
 }
 

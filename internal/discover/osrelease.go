@@ -7,10 +7,15 @@ import (
 	"strings"
 
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
 )
 
 // osReleaseFiles are tried in order (os-release(5)).
 var osReleaseFiles = []string{"etc/os-release", "usr/lib/os-release"}
+
+// maxOSRelease caps the read of os-release: a few hundred bytes on every
+// distribution.
+const maxOSRelease = 64 << 10
 
 func runOSRelease(_ context.Context, s *session, f *facts.Facts) {
 	kv, reason := s.osRelease()
@@ -32,7 +37,7 @@ func (s *session) osRelease() (map[string]string, string) {
 	s.osOnce.Do(func() {
 		var reasons []string
 		for _, p := range osReleaseFiles {
-			b, err := s.root.FS().ReadFile(p)
+			b, err := hostfs.ReadFileLimit(s.root.FS(), p, maxOSRelease)
 			if err != nil {
 				reasons = append(reasons, ReadReason(p, err))
 				if errors.Is(err, fs.ErrNotExist) {

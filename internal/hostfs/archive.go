@@ -9,7 +9,38 @@ import (
 	"os"
 	"path"
 	"strings"
+	"syscall"
 )
+
+// SnapshotIndex is the index of a snapshot (the snapshot package writes
+// it in full as its manifest). Offline roots read from it the files that
+// do not read as they did on the host: TruncatedFiles and SpecialFiles.
+const SnapshotIndex = ".berth/manifest.json"
+
+// TruncatedFile is a file a snapshot holds cut short (at the recorder's
+// per-file cap, or empty when the host's file was over the cap of the
+// read). Reading it from the snapshot fails with a *TruncatedError.
+type TruncatedFile struct {
+	Path string `json:"path"`
+	// Kept is how many bytes the snapshot holds; Size is the size
+	// discovery met on the host (0 when it did not learn it).
+	Kept int64 `json:"kept"`
+	Size int64 `json:"size,omitempty"`
+}
+
+// SpecialFile is a FIFO, socket or device node that a snapshot stores as
+// an empty file (the fixture convention). Reading it from the snapshot
+// fails with the *NotRegularError the host gave.
+type SpecialFile struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+}
+
+// snapshotIndex is the part of the index an offline root reads.
+type snapshotIndex struct {
+	Truncated []TruncatedFile `json:"truncated"`
+	Special   []SpecialFile   `json:"special"`
+}
 
 // SnapshotLimits bound what ExtractSnapshot accepts, so that a hostile
 // archive cannot fill the disk. Zero fields take the defaults.
@@ -43,11 +74,20 @@ var ErrBadSnapshot = errors.New("not a valid berth snapshot")
 // is restored.
 func ExtractSnapshot(file, dest string, lim SnapshotLimits) error {
 	lim = lim.withDefaults()
-	f, err := os.Open(file)
+	if st, err := os.Stat(file); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("opening snapshot %s: %w: not a regular file but a %s", file, ErrBadSnapshot, kindOf(fileFormat(st.Mode())))
+	}
+	// Non-blocking: a FIFO put there since must not hang the open.
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return fmt.Errorf("opening snapshot: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return fmt.Errorf("opening snapshot: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return fmt.Errorf("opening snapshot %s: %w: not a regular file but a %s", file, ErrBadSnapshot, kindOf(fileFormat(st.Mode())))
+	}
 	zr, err := gzip.NewReader(f)
 	if err != nil {
 		return fmt.Errorf("opening snapshot %s: %w: not a gzip-compressed tar archive (%v)", file, ErrBadSnapshot, err)
@@ -199,6 +239,34 @@ func inRootTarget(name, target string) (string, error) {
 		return "", fmt.Errorf("symlink target %q leaves the snapshot", target)
 	}
 	return relativeTo(path.Dir(name), strings.TrimPrefix(abs, "/")), nil
+}
+
+// SnapshotLinkTarget returns the target under which a snapshot stores the
+// symlink name -> target of a host root, so that ExtractSnapshot accepts
+// it and it still resolves as it did under chroot semantics: a relative
+// target that climbs above the root (where ".." stopped at the root)
+// becomes the absolute path it reached, and an absolute one is cleaned.
+// Other targets are kept as the host has them.
+func SnapshotLinkTarget(name, target string) string {
+	if _, err := inRootTarget(name, target); err == nil || target == "" {
+		return target
+	}
+	var stack []string
+	if !path.IsAbs(target) && path.Dir(name) != "." {
+		stack = strings.Split(path.Dir(name), "/")
+	}
+	for _, c := range strings.Split(target, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		default:
+			stack = append(stack, c)
+		}
+	}
+	return "/" + strings.Join(stack, "/")
 }
 
 // relativeTo returns the relative path from directory dir to target, both

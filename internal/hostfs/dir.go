@@ -28,11 +28,19 @@ type Recorded struct {
 	Probes map[string]json.RawMessage `json:"probes,omitempty"`
 }
 
+// maxRecorded caps the recorded-outputs file and the snapshot index.
+const maxRecorded = DefaultMaxFile
+
+// maxProbe caps one recorded probe value.
+const maxProbe = 1 << 20
+
 // Dir is an offline host root backed by a directory: a fixture tree, an
 // unpacked snapshot, or a host mounted somewhere without --live. Nothing in
-// it is ever executed.
+// it is ever executed, and every path is resolved inside it as in a
+// chroot (see confinedFS).
 type Dir struct {
 	path     string
+	cfs      *confinedFS
 	fsys     FS
 	recorded Recorded
 }
@@ -47,7 +55,16 @@ func OpenDir(dir string) (*Dir, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("opening host root %s: not a directory", dir)
 	}
-	return openDirFS(dir, os.DirFS(dir).(FS))
+	c, err := newConfinedFS(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening host root: %w", err)
+	}
+	d, err := openDirFS(dir, c)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	return d, nil
 }
 
 // KeepFile marks an otherwise empty directory of a fixture tree, because git
@@ -56,19 +73,20 @@ func OpenDir(dir string) (*Dir, error) {
 const KeepFile = ".keep"
 
 // keepHidden hides KeepFile from directory listings.
-type keepHidden struct{ FS }
+type keepHidden struct{ *confinedFS }
 
 // ReadDir lists dir without KeepFile.
 func (k keepHidden) ReadDir(dir string) ([]fs.DirEntry, error) {
-	ents, err := k.FS.ReadDir(dir)
+	ents, err := k.confinedFS.ReadDir(dir)
 	return slices.DeleteFunc(ents, func(e fs.DirEntry) bool { return e.Name() == KeepFile }), err
 }
 
-// openDirFS serves fsys as an offline root described as path, loading its
-// recorded outputs.
-func openDirFS(path string, fsys FS) (*Dir, error) {
-	d := &Dir{path: path, fsys: keepHidden{fsys}}
-	b, err := d.fsys.ReadFile(RecordedFile)
+// openDirFS serves c as an offline root described as path, loading its
+// recorded outputs and the snapshot index (which files were truncated or
+// special on the host).
+func openDirFS(path string, c *confinedFS) (*Dir, error) {
+	d := &Dir{path: path, cfs: c, fsys: keepHidden{c}}
+	b, err := c.ReadFileLimit(RecordedFile, maxRecorded)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
@@ -80,8 +98,48 @@ func openDirFS(path string, fsys FS) (*Dir, error) {
 		if d.recorded.SchemaVersion != RecordedSchemaVersion {
 			return nil, fmt.Errorf("parsing %s in %s: schemaVersion %d, expected %d", RecordedFile, path, d.recorded.SchemaVersion, RecordedSchemaVersion)
 		}
+		for i := range d.recorded.Commands {
+			capOutputs(&d.recorded.Commands[i])
+		}
+	}
+	if err := d.loadIndex(); err != nil {
+		return nil, fmt.Errorf("reading %s in %s: %w", SnapshotIndex, path, err)
 	}
 	return d, nil
+}
+
+// loadIndex marks the files the snapshot index lists as truncated or
+// special, by device and inode, so that every path leading to them reads
+// as it did on the host.
+func (d *Dir) loadIndex() error {
+	b, err := d.cfs.ReadFileLimit(SnapshotIndex, maxRecorded)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var idx snapshotIndex
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return err
+	}
+	mark := func(p string, e error) {
+		fi, err := d.cfs.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			return
+		}
+		if d.cfs.marked == nil {
+			d.cfs.marked = map[fileID]error{}
+		}
+		d.cfs.marked[fi.(*fileInfo).id()] = e
+	}
+	for _, t := range idx.Truncated {
+		mark(t.Path, &TruncatedError{Kept: t.Kept, Size: t.Size})
+	}
+	for _, s := range idx.Special {
+		mark(s.Path, &NotRegularError{Kind: s.Kind})
+	}
+	return nil
 }
 
 // FS implements Root.
@@ -109,6 +167,9 @@ func (d *Dir) Probe(name string, v any) error {
 	raw, ok := d.recorded.Probes[name]
 	if !ok {
 		return ErrOffline
+	}
+	if len(raw) > maxProbe {
+		return fmt.Errorf("recorded probe %q in %s: larger than %d bytes", name, RecordedFile, maxProbe)
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("decoding recorded probe %q from %s: %w", name, RecordedFile, err)

@@ -1,8 +1,11 @@
 // Package hostfs is the host root through which every read of discovery
 // goes: the live "/", a directory (a fixture tree, or a live host mounted at
-// /host), or an unpacked snapshot. Commands run only on a live root; on an
-// offline root their outputs come from a recorded-outputs file and nothing
-// from the root is ever executed.
+// /host), or an unpacked snapshot. Every kind resolves paths inside the
+// root as a chroot would (absolute symlinks taken relative to the root,
+// ".." stopping at it; see confinedFS), reads regular files only, and caps
+// every read. Commands run only on a live root; on an offline root their
+// outputs come from a recorded-outputs file and nothing from the root is
+// ever executed.
 package hostfs
 
 import (
@@ -51,7 +54,12 @@ type Root interface {
 	Probe(name string, v any) error
 }
 
-// FS is the read interface of a host root.
+// FS is the read interface of a host root. Paths are resolved inside the
+// root; ReadFile and Open take regular files (and Open directories) only,
+// failing with a *NotRegularError for a FIFO, socket or device (which is
+// never opened), and read at most DefaultMaxFile bytes (a *TooLargeError
+// beyond; ReadFileLimit sets another cap). Stat and Lstat take anything;
+// ReadLink returns a link's text as is.
 type FS interface {
 	fs.ReadFileFS
 	fs.ReadDirFS

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -222,5 +223,148 @@ func TestRecorder(t *testing.T) {
 	}
 	if string(c.Recorded.Probes["kvm"]) != `{"api":12}` || len(c.Listings) != 1 {
 		t.Errorf("probes %s listings %v", c.Recorded.Probes["kvm"], c.Listings)
+	}
+}
+
+// TestSnapshotIndexMarks: files the snapshot index lists as truncated or
+// special read as they did on the host, by whatever path.
+func TestSnapshotIndexMarks(t *testing.T) {
+	file := writeTarGz(t, []tarEntry{
+		{name: "etc/big.conf", typ: tar.TypeReg, data: "abc"},
+		{name: "etc/link", typ: tar.TypeSymlink, target: "/etc/big.conf"},
+		{name: "proc/cpuinfo", typ: tar.TypeReg},
+		{name: "etc/ok", typ: tar.TypeReg, data: "ok"},
+		{name: SnapshotIndex, typ: tar.TypeReg, data: `{"schemaVersion":1,
+			"truncated":[{"path":"etc/big.conf","kept":3,"size":10},{"path":"../../x","kept":1},{"path":"nope","kept":1}],
+			"special":[{"path":"proc/cpuinfo","kind":"FIFO"}]}`},
+	})
+	root, cleanup, err := Open(file, false)
+	defer cleanup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var te *TruncatedError
+	for _, p := range []string{"etc/big.conf", "etc/link"} {
+		if _, err := root.FS().ReadFile(p); !errors.As(err, &te) || te.Kept != 3 || te.Size != 10 {
+			t.Errorf("ReadFile(%s) = %v, want truncated in snapshot (3 of 10 bytes)", p, err)
+		}
+		if _, err := root.FS().Open(p); !errors.Is(err, ErrTruncated) {
+			t.Errorf("Open(%s) = %v, want ErrTruncated", p, err)
+		}
+	}
+	var nr *NotRegularError
+	if _, err := root.FS().ReadFile("proc/cpuinfo"); !errors.As(err, &nr) || nr.Kind != "FIFO" {
+		t.Errorf("ReadFile(proc/cpuinfo) = %v, want not a regular file: FIFO", err)
+	}
+	if _, err := root.FS().Stat("proc/cpuinfo"); err != nil {
+		t.Errorf("Stat of a special placeholder: %v", err)
+	}
+	if b, err := root.FS().ReadFile("etc/ok"); err != nil || string(b) != "ok" {
+		t.Errorf("etc/ok: %q %v", b, err)
+	}
+	bad := writeTarGz(t, []tarEntry{{name: SnapshotIndex, typ: tar.TypeReg, data: "{"}})
+	if _, c, err := Open(bad, false); err == nil || !strings.Contains(err.Error(), SnapshotIndex) {
+		c()
+		t.Errorf("a malformed index was accepted: %v", err)
+	}
+}
+
+// TestRecorderMarks: the recorder says what it cut and what was special,
+// and caps recorded command outputs.
+func TestRecorderMarks(t *testing.T) {
+	dir := t.TempDir()
+	mkTree(t, dir, map[string]string{
+		"f":      "0123456789",
+		"g":      "0123456789",
+		"d/":     "",
+		"l":      "-> /f",
+		"up":     "-> ../../../../../../../../f",
+		"pipe/":  "",
+		"stream": "0123456789",
+		".berth/recorded.json": `{"schemaVersion":1,"commands":[{"argv":["/bin/x"],"stdout":"` +
+			strings.Repeat("y", maxOutput+10) + `","exitCode":0}]}`,
+	})
+	mkSpecial(t, filepath.Join(dir, "pipe/p"), "", "")
+	d, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRecorder(d)
+	r.MaxFile = 4
+	if b, err := r.FS().ReadFile("l"); err != nil || string(b) != "0123456789" {
+		t.Fatalf("read through the recorder: %q %v (discovery sees the whole file)", b, err)
+	}
+	if _, err := ReadFileLimit(r.FS(), "g", 5); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("ReadFileLimit: %v", err)
+	}
+	if _, err := r.FS().ReadFile("pipe/p"); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("fifo: %v", err)
+	}
+	if _, err := r.FS().ReadFile("d"); err == nil {
+		t.Fatal("read a directory")
+	}
+	if b, err := r.FS().ReadFile("up"); err != nil || string(b) != "0123456789" {
+		t.Fatalf("a link climbing out of the root stops at the root: %q %v", b, err)
+	}
+	f, err := r.FS().Open("stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(f)
+	f.Close()
+	res, err := r.Run(context.Background(), "/bin/x")
+	if err != nil || len(res.Stdout) != maxOutput+len(truncatedMark) {
+		t.Errorf("recorded output not capped on load: %d bytes, %v", len(res.Stdout), err)
+	}
+	c := r.Capture()
+	got := map[string]Entry{}
+	for _, e := range c.Entries {
+		got[e.Path] = e
+	}
+	if e := got["f"]; !e.Truncated || e.Size != 10 || string(e.Data) != "0123" {
+		t.Errorf("f: %+v, want 4 bytes kept of 10, truncated", e)
+	}
+	if e := got["l"]; e.Kind != KindSymlink || e.Target != "/f" {
+		t.Errorf("l: %+v", e)
+	}
+	if e := got["up"]; e.Kind != KindSymlink {
+		t.Errorf("up: %+v", e)
+	}
+	if e := got["g"]; !e.Truncated || !e.Read || len(e.Data) != 0 || e.Size != 10 {
+		t.Errorf("g (over the cap of its read): %+v, want an empty truncated entry", e)
+	}
+	if e := got["pipe/p"]; !e.Special || e.SpecialKind != "FIFO" {
+		t.Errorf("pipe/p: %+v, want a FIFO placeholder", e)
+	}
+	if e := got["d"]; e.Kind != KindDir {
+		t.Errorf("d: %+v, want a directory", e)
+	}
+	if e := got["stream"]; !e.Truncated || string(e.Data) != "0123" {
+		t.Errorf("stream: %+v, want 4 bytes kept, truncated", e)
+	}
+	if len(c.Recorded.Commands) != 1 || len(c.Recorded.Commands[0].Stdout) != maxOutput+len(truncatedMark) {
+		t.Errorf("recorded command output not capped")
+	}
+}
+
+// TestSnapshotLinkTarget: links of a host root are stored so that the
+// snapshot accepts them and they resolve as under chroot semantics.
+func TestSnapshotLinkTarget(t *testing.T) {
+	for _, tt := range []struct{ name, target, want string }{
+		{"etc/os-release", "/usr/lib/os-release", "/usr/lib/os-release"},
+		{"sys/class/net/eth0", "../../devices/pci0000:00/net/eth0", "../../devices/pci0000:00/net/eth0"},
+		{"sys/class/dmi/id/x", "../../../../../../../../etc/shadow", "/etc/shadow"},
+		{"a/l", "../../etc", "/etc"},
+		{"l", "/x/../../etc", "/etc"},
+		{"l", "..", "/"},
+		{"a/b", "../c/../../../d/./e", "/d/e"},
+	} {
+		got := SnapshotLinkTarget(tt.name, tt.target)
+		if got != tt.want {
+			t.Errorf("SnapshotLinkTarget(%q, %q) = %q, want %q", tt.name, tt.target, got, tt.want)
+		}
+		if _, err := inRootTarget(tt.name, got); err != nil {
+			t.Errorf("%q -> %q: refused by ExtractSnapshot: %v", tt.name, got, err)
+		}
 	}
 }

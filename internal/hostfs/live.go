@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -39,7 +38,7 @@ func commandEnv() []string {
 // the host's own binaries and libraries answer.
 type Live struct {
 	path string
-	fsys FS
+	fsys *confinedFS
 	// Timeout bounds each command; zero means DefaultTimeout.
 	Timeout time.Duration
 }
@@ -57,7 +56,13 @@ func NewLive(dir string) (*Live, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("opening live root %s: not a directory", abs)
 	}
-	return &Live{path: abs, fsys: os.DirFS(abs).(FS)}, nil
+	// "/" goes through the same layer: confinement is then a no-op, but
+	// reads still take regular files only, with a cap.
+	c, err := newConfinedFS(abs)
+	if err != nil {
+		return nil, fmt.Errorf("opening live root: %w", err)
+	}
+	return &Live{path: abs, fsys: c}, nil
 }
 
 // FS implements Root.
@@ -169,9 +174,27 @@ func (c *cappedBuffer) Write(p []byte) (int, error) {
 
 func (c *cappedBuffer) String() string {
 	if c.truncated {
-		return c.buf.String() + "\n[output truncated]"
+		return c.buf.String() + truncatedMark
 	}
 	return c.buf.String()
+}
+
+// truncatedMark ends an output cut at maxOutput bytes.
+const truncatedMark = "\n[output truncated]"
+
+// capOutput cuts s as cappedBuffer does; an output already cut is
+// returned unchanged.
+func capOutput(s string) string {
+	if len(s) <= maxOutput || (len(s) == maxOutput+len(truncatedMark) && s[maxOutput:] == truncatedMark) {
+		return s
+	}
+	return s[:maxOutput] + truncatedMark
+}
+
+// capOutputs applies the output cap to a result that did not come from
+// running the command here (a recorded-outputs file, a recorder).
+func capOutputs(r *CommandResult) {
+	r.Stdout, r.Stderr = capOutput(r.Stdout), capOutput(r.Stderr)
 }
 
 // RawReader is implemented by live roots that can open a file for reading
@@ -184,19 +207,20 @@ type RawReader interface {
 	OpenRaw(name string) (*os.File, error)
 }
 
-// OpenRaw implements RawReader through an os.Root, so that neither ".."
-// nor a symlink can lead outside the root.
+// OpenRaw implements RawReader through the confined layer: neither ".."
+// nor a symlink can lead outside the root, and only a regular file is
+// opened.
 func (l *Live) OpenRaw(name string) (*os.File, error) {
-	if !fs.ValidPath(name) {
-		return nil, &os.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-	}
-	r, err := os.OpenRoot(l.path)
-	if err != nil {
-		return nil, fmt.Errorf("opening live root %s: %w", l.path, err)
-	}
-	// A file opened through the root stays usable after the root closes.
-	defer r.Close()
-	return r.Open(name)
+	return l.fsys.OpenRaw(name)
+}
+
+// OpenDevice opens the character device name (slash-separated, relative to
+// the root: "dev/kvm") with flags, resolved inside the root like every
+// read; anything but a character device is refused unopened. It returns
+// the raw descriptor for ioctls, which the caller closes. Live probes
+// should open device nodes through it rather than by host path.
+func (l *Live) OpenDevice(name string, flags int) (int, error) {
+	return l.fsys.openCharDevice(name, flags)
 }
 
 // KernelLogReader is implemented by live roots that can read the kernel
@@ -214,10 +238,10 @@ const maxKernelLog = 4 << 20
 // without blocking: each read returns one record; EAGAIN means the end of
 // the buffer was reached.
 func (l *Live) KernelLog() ([]byte, error) {
-	p := filepath.Join(l.path, "dev/kmsg")
-	fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	// Through the root like every read, and only a character device.
+	fd, err := l.fsys.openCharDevice("dev/kmsg", syscall.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: "dev/kmsg", Err: err}
+		return nil, err
 	}
 	defer syscall.Close(fd)
 	var out bytes.Buffer

@@ -1,7 +1,6 @@
 package hostfs
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +28,9 @@ func Open(path string, live bool) (Root, func(), error) {
 		return nil, noop, fmt.Errorf("opening host root: %w", err)
 	}
 	if !st.IsDir() {
+		if !st.Mode().IsRegular() {
+			return nil, noop, fmt.Errorf("opening host root %s: neither a directory nor a snapshot file, but a %s", path, kindOf(fileFormat(st.Mode())))
+		}
 		if live {
 			return nil, noop, fmt.Errorf("opening host root %s: --live needs a directory where a running host is mounted, not a snapshot file", path)
 		}
@@ -46,8 +48,9 @@ func Open(path string, live bool) (Root, func(), error) {
 }
 
 // OpenSnapshot unpacks the snapshot archive file into a temporary
-// directory and opens it as an offline root whose Path is file. Reads
-// cannot leave the unpacked tree, even through symlinks.
+// directory and opens it as an offline root whose Path is file. Reads go
+// through the same confined layer as every root: they cannot leave the
+// unpacked tree, even through symlinks.
 func OpenSnapshot(file string, lim SnapshotLimits) (Root, func(), error) {
 	noop := func() {}
 	tmp, err := os.MkdirTemp("", "berth-snapshot-")
@@ -59,22 +62,16 @@ func OpenSnapshot(file string, lim SnapshotLimits) (Root, func(), error) {
 		cleanup()
 		return nil, noop, err
 	}
-	r, err := os.OpenRoot(tmp)
+	c, err := newConfinedFS(tmp)
 	if err != nil {
 		cleanup()
 		return nil, noop, fmt.Errorf("opening snapshot %s: %w", file, err)
 	}
-	fsys, ok := r.FS().(FS)
-	if !ok {
-		_ = r.Close()
-		cleanup()
-		return nil, noop, errors.New("opening snapshot: os.Root.FS lacks ReadLink/ReadDir/Stat")
-	}
-	d, err := openDirFS(file, fsys)
+	d, err := openDirFS(file, c)
 	if err != nil {
-		_ = r.Close()
+		c.close()
 		cleanup()
 		return nil, noop, fmt.Errorf("opening snapshot %s: %w", file, err)
 	}
-	return d, func() { _ = r.Close(); cleanup() }, nil
+	return d, func() { c.close(); cleanup() }, nil
 }

@@ -5,7 +5,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestOpenRaw: raw reads stay inside a live root, are never recorded by a
@@ -77,4 +80,35 @@ func TestOpenRaw(t *testing.T) {
 	if _, ok := Root(off).(RawReader); ok {
 		t.Error("an offline Dir root must not read raw")
 	}
+}
+
+// TestOpenDevice: device nodes of a live root open through the root, and
+// only character devices.
+func TestOpenDevice(t *testing.T) {
+	forEachVariant(t, func(t *testing.T) {
+		dir := t.TempDir()
+		mkTree(t, dir, map[string]string{"dev/": "", "dev/file": "x", "dev/kvm": "-> /dev/null", "dev/out": "-> ../../../../../../../../dev/null"})
+		mkSpecial(t, filepath.Join(dir, "dev/fifo"), "", "")
+		l, err := NewLive(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"dev/kvm", "dev/out", "dev/file", "dev/fifo"} {
+			if fd, err := l.OpenDevice(n, syscall.O_RDWR); err == nil {
+				syscall.Close(fd)
+				t.Errorf("OpenDevice(%s) opened: the root has no character device there", n)
+			}
+		}
+		if err := unix.Mknod(filepath.Join(dir, "dev/null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+			t.Fatalf("mknod (the tests run as root, as CI does): %v", err)
+		}
+		for _, n := range []string{"dev/kvm", "dev/out"} {
+			fd, err := l.OpenDevice(n, syscall.O_RDWR)
+			if err != nil {
+				t.Errorf("OpenDevice(%s): %v", n, err)
+				continue
+			}
+			syscall.Close(fd)
+		}
+	})
 }

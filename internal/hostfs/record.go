@@ -13,10 +13,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 )
 
-// maxRecordedFile caps how much of one file a Recorder keeps.
-const maxRecordedFile = 8 << 20
+// DefaultMaxRecordedFile caps how much of one file a Recorder keeps: a
+// file cut there is listed in the snapshot's index as truncated.
+const DefaultMaxRecordedFile = 8 << 20
 
 // EntryKind is the kind of a path captured by a Recorder.
 type EntryKind string
@@ -43,8 +45,16 @@ type Entry struct {
 	Read bool
 	// Target is a symlink's target as the host has it.
 	Target string
-	// Special is set for device nodes, sockets and FIFOs.
-	Special bool
+	// Special is set for device nodes, sockets and FIFOs; SpecialKind
+	// says which ("FIFO", "socket", "character device", "block device").
+	Special     bool
+	SpecialKind string
+	// Truncated is set when discovery read more of the file than Data
+	// holds (the recorder's cap), or when the read failed for being over
+	// the cap of the read (Data is then empty). Size is the size of the
+	// file on the host when known.
+	Truncated bool
+	Size      int64
 }
 
 // Capture is everything a Recorder saw: the entries, the directories that
@@ -66,6 +76,9 @@ type Capture struct {
 type Recorder struct {
 	inner Root
 	fsys  *recordingFS
+	// MaxFile caps how much of one file is kept (default
+	// DefaultMaxRecordedFile); set it before discovery runs.
+	MaxFile int
 
 	mu        sync.Mutex
 	entries   map[string]*Entry
@@ -79,6 +92,7 @@ type Recorder struct {
 func NewRecorder(inner Root) *Recorder {
 	r := &Recorder{
 		inner:    inner,
+		MaxFile:  DefaultMaxRecordedFile,
 		entries:  map[string]*Entry{},
 		listings: map[string]bool{},
 		probes:   map[string]json.RawMessage{},
@@ -106,6 +120,7 @@ func (r *Recorder) Run(ctx context.Context, argv ...string) (CommandResult, erro
 	rec := res
 	rec.Argv = append([]string(nil), argv...)
 	rec.Recorded = false
+	capOutputs(&rec)
 	r.mu.Lock()
 	r.commands = append(r.commands, rec)
 	r.mu.Unlock()
@@ -125,7 +140,7 @@ func (r *Recorder) Probe(name string, v any) error {
 // RecordProbe stores the value a live probe produced under name.
 func (r *Recorder) RecordProbe(name string, v any) {
 	b, err := json.Marshal(v)
-	if err != nil {
+	if err != nil || len(b) > maxProbe {
 		return
 	}
 	r.mu.Lock()
@@ -208,8 +223,8 @@ func (r *Recorder) note(e Entry) {
 		r.entries[e.Path] = &e
 		return
 	}
-	if e.Read && !old.Read {
-		old.Data, old.Read = e.Data, true
+	if e.Read && (!old.Read || (old.Truncated && !e.Truncated) || len(e.Data) > len(old.Data)) {
+		old.Data, old.Read, old.Truncated, old.Size = e.Data, true, e.Truncated, e.Size
 	}
 	if old.Kind != e.Kind && e.Kind != "" {
 		old.Kind, old.Target = e.Kind, e.Target
@@ -217,7 +232,9 @@ func (r *Recorder) note(e Entry) {
 	if old.Mode == 0 {
 		old.Mode = e.Mode
 	}
-	old.Special = old.Special || e.Special
+	if e.Special {
+		old.Special, old.SpecialKind = true, e.SpecialKind
+	}
 }
 
 // entryFor describes an fs.FileInfo as an entry at p.
@@ -230,7 +247,9 @@ func entryFor(p string, mode fs.FileMode) Entry {
 		e.Kind = KindSymlink
 	default:
 		e.Kind = KindFile
-		e.Special = !mode.IsRegular()
+		if !mode.IsRegular() {
+			e.Special, e.SpecialKind = true, kindOf(fileFormat(mode))
+		}
 	}
 	return e
 }
@@ -242,59 +261,62 @@ type recordingFS struct {
 }
 
 // resolve follows the symlinks in every component of p (the last one too
-// when final is set), records each link met, and returns the path with
-// the links resolved. On a loop or an error it gives up and returns what
-// it has: recording is best effort and must never change what discovery
-// sees.
+// when final is set) the way the root does, as in a chroot (an absolute
+// target restarts at the root, ".." stops there), records each link met,
+// and returns the path with the links resolved. On a loop or an error it
+// gives up and returns what it has: recording is best effort and must
+// never change what discovery sees.
 func (f *recordingFS) resolve(p string, final bool) string {
 	if p == "." {
 		return p
 	}
-	parts := strings.Split(p, "/")
-	cur := "."
-	for hops := 0; len(parts) > 0; {
-		c := parts[0]
-		parts = parts[1:]
-		next := path.Join(cur, c)
-		if !final && len(parts) == 0 {
-			return next
+	var cur []string
+	todo := strings.Split(p, "/")
+	for hops := 0; len(todo) > 0; {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(cur) > 0 {
+				cur = cur[:len(cur)-1]
+			}
+			continue
+		}
+		next := strings.Join(append(cur[:len(cur):len(cur)], c), "/")
+		if !final && len(todo) == 0 {
+			cur = append(cur, c)
+			break
 		}
 		fi, err := f.in.Lstat(next)
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
+			cur = append(cur, c)
 			continue
 		}
 		target, err := f.in.ReadLink(next)
-		if err != nil || hops >= 40 {
-			cur = next
+		if err != nil || hops >= maxLinks {
+			cur = append(cur, c)
 			continue
 		}
 		hops++
 		f.r.note(Entry{Path: next, Kind: KindSymlink, Target: target, Mode: fi.Mode().Perm()})
-		var dest string
 		if path.IsAbs(target) {
-			dest = path.Clean(strings.TrimPrefix(target, "/"))
-		} else {
-			dest = path.Join(cur, target)
+			cur = cur[:0]
 		}
-		if dest == "" || dest == "." {
-			cur = "."
-		} else if strings.HasPrefix(dest, "../") || dest == ".." {
-			// The link leaves the root: do not follow it.
-			cur = next
-			continue
-		} else {
-			// Re-walk the destination so links inside it are seen too.
-			parts = append(strings.Split(dest, "/"), parts...)
-			cur = "."
-		}
+		// Re-walk the destination so links inside it are seen too.
+		todo = append(strings.Split(target, "/"), todo...)
 	}
-	return cur
+	if len(cur) == 0 {
+		return "."
+	}
+	return strings.Join(cur, "/")
 }
 
 func (f *recordingFS) Open(name string) (fs.File, error) {
 	file, err := f.in.Open(name)
 	if err != nil {
+		f.noteFailedRead(name, err)
 		return nil, err
 	}
 	fi, err := file.Stat()
@@ -304,16 +326,58 @@ func (f *recordingFS) Open(name string) (fs.File, error) {
 		}
 		return file, nil
 	}
-	return &teeFile{File: file, done: func(b []byte) {
+	return &teeFile{File: file, max: f.r.MaxFile, done: func(b []byte, truncated bool) {
 		e := entryFor(f.resolve(name, true), fi.Mode())
 		e.Data, e.Read = b, true
+		if truncated {
+			e.Truncated, e.Size = true, fi.Size()
+		}
 		f.r.note(e)
 	}}, nil
 }
 
+// noteFailedRead records what a failed read says about the host, so that
+// the snapshot reads the same way: a FIFO, socket or device is stored as a
+// special placeholder, a file over the cap of the read as truncated, a
+// directory as a directory, a loop of links as those links. Other
+// failures (missing, permission denied) leave nothing.
+func (f *recordingFS) noteFailedRead(name string, err error) {
+	var nr *NotRegularError
+	switch {
+	case errors.As(err, &nr) && nr.Kind != "symlink":
+		e := Entry{Path: f.resolve(name, true), Kind: KindFile, Mode: 0o644, Special: true, SpecialKind: nr.Kind}
+		if fi, err := f.in.Stat(name); err == nil {
+			e.Mode = fi.Mode().Perm()
+		}
+		f.r.note(e)
+	case errors.Is(err, ErrTooLarge):
+		e := Entry{Path: f.resolve(name, true), Kind: KindFile, Mode: 0o644, Read: true, Truncated: true}
+		if fi, err := f.in.Stat(name); err == nil && fi.Mode().IsRegular() {
+			e.Mode, e.Size = fi.Mode().Perm(), fi.Size()
+		}
+		f.r.note(e)
+	case errors.Is(err, syscall.EISDIR):
+		f.r.note(Entry{Path: f.resolve(name, true), Kind: KindDir, Mode: 0o755})
+	case errors.Is(err, syscall.ELOOP):
+		// Walking the path records the links of the loop.
+		f.resolve(name, true)
+	}
+}
+
 func (f *recordingFS) ReadFile(name string) ([]byte, error) {
-	b, err := f.in.ReadFile(name)
+	return f.readFile(name, func() ([]byte, error) { return f.in.ReadFile(name) })
+}
+
+// ReadFileLimit reads with the source's cap (see the package function) and
+// records the read.
+func (f *recordingFS) ReadFileLimit(name string, limit int64) ([]byte, error) {
+	return f.readFile(name, func() ([]byte, error) { return ReadFileLimit(f.in, name, limit) })
+}
+
+func (f *recordingFS) readFile(name string, read func() ([]byte, error)) ([]byte, error) {
+	b, err := read()
 	if err != nil {
+		f.noteFailedRead(name, err)
 		return b, err
 	}
 	mode := fs.FileMode(0o444)
@@ -323,8 +387,9 @@ func (f *recordingFS) ReadFile(name string) ([]byte, error) {
 	e := entryFor(f.resolve(name, true), mode)
 	if e.Kind == KindFile {
 		e.Data = b
-		if len(e.Data) > maxRecordedFile {
-			e.Data = e.Data[:maxRecordedFile]
+		if len(e.Data) > f.r.MaxFile {
+			e.Data = e.Data[:f.r.MaxFile]
+			e.Truncated, e.Size = true, int64(len(b))
 		}
 		e.Read = true
 	}
@@ -396,24 +461,33 @@ func (f *recordingFS) Stat(name string) (fs.FileInfo, error) {
 	return fi, nil
 }
 
-// teeFile keeps what was read from a file and hands it over on Close.
+// teeFile keeps what was read from a file, up to max bytes, and hands it
+// over on Close, saying whether it had to drop some.
 type teeFile struct {
 	fs.File
-	buf  bytes.Buffer
-	done func([]byte)
-	once sync.Once
+	buf       bytes.Buffer
+	max       int
+	truncated bool
+	done      func([]byte, bool)
+	once      sync.Once
 }
 
 func (t *teeFile) Read(p []byte) (int, error) {
 	n, err := t.File.Read(p)
-	if n > 0 && t.buf.Len() < maxRecordedFile {
-		t.buf.Write(p[:min(n, maxRecordedFile-t.buf.Len())])
+	if n > 0 {
+		keep := min(n, t.max-t.buf.Len())
+		if keep < n {
+			t.truncated = true
+		}
+		if keep > 0 {
+			t.buf.Write(p[:keep])
+		}
 	}
 	return n, err
 }
 
 func (t *teeFile) Close() error {
-	t.once.Do(func() { t.done(t.buf.Bytes()) })
+	t.once.Do(func() { t.done(t.buf.Bytes(), t.truncated) })
 	return t.File.Close()
 }
 

@@ -23,8 +23,9 @@ import (
 	"berth.dev/berth/internal/hostfs"
 )
 
-// ManifestPath is where a snapshot describes its content.
-const ManifestPath = ".berth/manifest.json"
+// ManifestPath is where a snapshot describes its content: its index,
+// which offline roots read for the truncated and special files.
+const ManifestPath = hostfs.SnapshotIndex
 
 // KernelLogFile is where a snapshot keeps the kernel log read from
 // /dev/kmsg; offline discovery reads it as the boot log.
@@ -56,6 +57,15 @@ type Manifest struct {
 	// Redactions names the files whose secrets were replaced, with the
 	// keys.
 	Redactions []Redaction `json:"redactions,omitempty"`
+	// Truncated lists every file stored cut short: discovery read more
+	// of it than a snapshot keeps of one file (hostfs.DefaultMaxRecordedFile),
+	// or the read failed for the file being over its cap (stored empty).
+	// Reading one from the snapshot fails ("truncated in snapshot"), so
+	// discovery reports the fact as unknown instead of parsing a part.
+	Truncated []hostfs.TruncatedFile `json:"truncated,omitempty"`
+	// Special lists the FIFOs, sockets and device nodes stored as empty
+	// placeholders; reading one from the snapshot fails as on the host.
+	Special []hostfs.SpecialFile `json:"special,omitempty"`
 }
 
 // ManifestFile is one captured file.
@@ -100,11 +110,14 @@ func Take(ctx context.Context, root hostfs.Root, w io.Writer, opt Options) (*fac
 
 // node is one archive entry being assembled.
 type node struct {
-	kind    hostfs.EntryKind
-	mode    int64
-	data    []byte
-	target  string
-	content bool
+	kind      hostfs.EntryKind
+	mode      int64
+	data      []byte
+	target    string
+	content   bool
+	truncated bool
+	size      int64
+	special   string
 }
 
 // Write writes c as a snapshot archive to w.
@@ -136,7 +149,9 @@ func Write(w io.Writer, c hostfs.Capture, source string, live bool, opt Options)
 		case hostfs.KindDir:
 			n.mode = 0o755
 		case hostfs.KindSymlink:
-			n.target = e.Target
+			// Links that climbed above the host root (where ".." stopped
+			// at the root) are stored as the absolute path they reached.
+			n.target = hostfs.SnapshotLinkTarget(e.Path, e.Target)
 		default:
 			// Nothing in a snapshot is runnable: binaries are empty
 			// placeholders and berth never executes from an offline root,
@@ -148,6 +163,10 @@ func Write(w io.Writer, c hostfs.Capture, source string, live bool, opt Options)
 					m.Redactions = append(m.Redactions, Redaction{Path: e.Path, Keys: keys})
 				}
 				n.data, n.content = data, true
+				n.truncated, n.size = e.Truncated, e.Size
+			}
+			if e.Special {
+				n.special = e.SpecialKind
 			}
 		}
 		addDirs(e.Path)
@@ -182,6 +201,12 @@ func Write(w io.Writer, c hostfs.Capture, source string, live bool, opt Options)
 			m.Files = append(m.Files, ManifestFile{Path: p, Size: len(n.data)})
 		case n.kind == hostfs.KindFile:
 			m.Placeholders = append(m.Placeholders, p)
+		}
+		if n.kind == hostfs.KindFile && n.truncated {
+			m.Truncated = append(m.Truncated, hostfs.TruncatedFile{Path: p, Kept: int64(len(n.data)), Size: n.size})
+		}
+		if n.kind == hostfs.KindFile && n.special != "" {
+			m.Special = append(m.Special, hostfs.SpecialFile{Path: p, Kind: n.special})
 		}
 	}
 	man, err := json.MarshalIndent(m, "", "  ")

@@ -201,3 +201,73 @@ func TestNothingRunnable(t *testing.T) {
 		t.Error("the binary discovery found is not in the snapshot")
 	}
 }
+
+// TestTruncatedInIndex: a file discovery read further than a snapshot
+// keeps of one file is listed in the index as truncated, and discovery of
+// the snapshot reports the fact as unknown ("truncated in snapshot")
+// instead of parsing a part of it.
+func TestTruncatedInIndex(t *testing.T) {
+	dir := t.TempDir()
+	dmesg := filepath.Join(dir, "dmesg")
+	big := bytes.Repeat([]byte("[    0.000000] kvm: nothing to see\n"), (hostfs.DefaultMaxRecordedFile/35)+1000)
+	if err := os.WriteFile(dmesg, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := hostfs.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	before, m, err := Take(context.Background(), root, &buf, Options{Now: fixedNow, Discover: discover.Options{Now: fixedNow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := before.UnknownReason("kernel.bootLog"); ok {
+		t.Fatalf("the host's boot log is unknown: %s", r)
+	}
+	want := hostfs.TruncatedFile{Path: "dmesg", Kept: hostfs.DefaultMaxRecordedFile, Size: int64(len(big))}
+	if len(m.Truncated) != 1 || m.Truncated[0] != want {
+		t.Fatalf("manifest truncated = %+v, want %+v", m.Truncated, want)
+	}
+	file := filepath.Join(t.TempDir(), "snap.tar.gz")
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, cleanup, err := hostfs.Open(file, false)
+	defer cleanup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := discover.Run(context.Background(), snap, discover.Options{Now: fixedNow})
+	r, _ := after.UnknownReason("kernel.bootLog")
+	if !strings.HasPrefix(r, "truncated in snapshot: dmesg (8388608 of ") {
+		t.Errorf("kernel.bootLog of the snapshot: %q, want truncated in snapshot", r)
+	}
+}
+
+// TestRecordedOutputsCapped: a command output recorded into a snapshot
+// is capped like a live one.
+func TestRecordedOutputsCapped(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".berth"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("v", 1<<20)
+	rec := `{"schemaVersion":1,"commands":[{"argv":["/usr/bin/qemu-system-x86_64","--version"],"stdout":"` + huge + `","exitCode":0}]}`
+	if err := os.WriteFile(filepath.Join(dir, hostfs.RecordedFile), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := hostfs.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := hostfs.NewRecorder(root)
+	res, err := r.Run(context.Background(), "/usr/bin/qemu-system-x86_64", "--version")
+	if err != nil || len(res.Stdout) > 65<<10 || !strings.HasSuffix(res.Stdout, "[output truncated]") {
+		t.Fatalf("output of %d bytes, %v", len(res.Stdout), err)
+	}
+	c := r.Capture()
+	if len(c.Recorded.Commands) != 1 || len(c.Recorded.Commands[0].Stdout) > 65<<10 {
+		t.Errorf("recorded output not capped")
+	}
+}
