@@ -3,45 +3,18 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// treeListing describes everything under dir (names, types, modes, sizes,
-// mtimes, link targets), to compare before and after a command.
-func treeListing(t testing.TB, dir string) string {
-	t.Helper()
-	var lines []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			lines = append(lines, fmt.Sprintf("%s: %v", p, err))
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, p)
-		l := fmt.Sprintf("%s %v %d %d", rel, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			t, _ := os.Readlink(p)
-			l += " -> " + t
-		}
-		lines = append(lines, l)
-		return nil
-	})
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
-}
+	"berth.dev/berth/internal/treetest"
+)
 
 // diffListing names the lines of two listings that differ.
 func diffListing(before, after string) string {
@@ -230,10 +203,10 @@ func TestHostileRootsWriters(t *testing.T) {
 				idA, idB = preinstall(t, root)
 			}
 			tc.plant(t, root, canary, idA, idB)
-			wantCanary := treeListing(t, canary)
+			wantCanary := treetest.Listing(t, canary)
 			checkCanary := func(after string) {
 				t.Helper()
-				if got := treeListing(t, canary); got != wantCanary {
+				if got := treetest.Listing(t, canary); got != wantCanary {
 					t.Fatalf("after %s, the directory outside the root changed:\n%s", after, diffListing(wantCanary, got))
 				}
 				if _, err := os.Lstat("/tmp/berth-escape"); err == nil {
@@ -242,7 +215,7 @@ func TestHostileRootsWriters(t *testing.T) {
 				}
 			}
 
-			before := treeListing(t, root)
+			before := treetest.Listing(t, root)
 			code, out, errOut := install(root, tc.args...)
 			checkCanary("install")
 			if code != tc.install || !strings.Contains(errOut, tc.want) {
@@ -252,7 +225,7 @@ func TestHostileRootsWriters(t *testing.T) {
 				if !strings.Contains(errOut, "nothing was changed") {
 					t.Errorf("install refusal does not say nothing was changed: %s", errOut)
 				}
-				if after := treeListing(t, root); after != before {
+				if after := treetest.Listing(t, root); after != before {
 					t.Errorf("the refused install changed the root:\n%s", diffListing(before, after))
 				}
 			}
@@ -288,8 +261,8 @@ func TestAbsoluteSymlinkInsideRoot(t *testing.T) {
 			canary := canaryDir(t)
 			os.MkdirAll(filepath.Join(root, "elsewhere"), 0o755)
 			symlink(t, "/elsewhere", filepath.Join(root, "opt"))
-			wantCanary := treeListing(t, canary)
-			before := treeListing(t, root)
+			wantCanary := treetest.Listing(t, canary)
+			before := treetest.Listing(t, root)
 			args := []string{"--root", root, "install", "-p", "k3s-qemu-snp", "-m", mp, "--from", mirror}
 			if noConfig {
 				args = append(args, "--no-config")
@@ -307,7 +280,7 @@ func TestAbsoluteSymlinkInsideRoot(t *testing.T) {
 					}
 				}
 			case code == 1 && !noConfig:
-				if after := treeListing(t, root); after != before {
+				if after := treetest.Listing(t, root); after != before {
 					t.Errorf("refused, but the root changed:\n%s", diffListing(before, after))
 				}
 				t.Logf("refused before installing (the configuration writer does not follow absolute links): %s", errOut)
@@ -324,7 +297,7 @@ func TestAbsoluteSymlinkInsideRoot(t *testing.T) {
 			if _, err := os.Lstat(filepath.Join(root, "elsewhere/berth/versions")); err == nil {
 				t.Error("uninstall left the installation")
 			}
-			if got := treeListing(t, canary); got != wantCanary {
+			if got := treetest.Listing(t, canary); got != wantCanary {
 				t.Errorf("outside changed:\n%s", diffListing(wantCanary, got))
 			}
 		})
@@ -375,14 +348,14 @@ func TestBundleWithoutCacheWritesNoCache(t *testing.T) {
 	srv, rel := serveCLIRelease(t)
 	mp, _ := rel.write(t)
 	root := t.TempDir()
-	before := treeListing(t, "/var/cache/berth")
+	before := treetest.Listing(t, "/var/cache/berth")
 	outDir := t.TempDir()
 	out := filepath.Join(outDir, "b.tar")
 	code, stdout, errOut := runCheckCLI(t, "--root", root, "bundle", "-p", "k3s-qemu-snp", "-m", mp, "-o", out)
 	if code != 0 {
 		t.Fatalf("bundle: exit %d\n%s\n%s", code, stdout, errOut)
 	}
-	if after := treeListing(t, "/var/cache/berth"); after != before {
+	if after := treetest.Listing(t, "/var/cache/berth"); after != before {
 		t.Errorf("bundle without --cache changed /var/cache/berth:\n%s", diffListing(before, after))
 	}
 	if ents, _ := os.ReadDir(root); len(ents) != 0 {
@@ -419,12 +392,12 @@ func TestBundleAndInstallSizeCap(t *testing.T) {
 		t.Error("the refused bundle created the cache")
 	}
 	root := copyInstallRoot(t)
-	before := treeListing(t, root)
+	before := treetest.Listing(t, root)
 	code, _, errOut = runCheckCLI(t, "--root", root, "install", "-p", "k3s-qemu-snp", "-m", mp, "--max-component-size", "150000")
 	if code != ExitNotReady || !strings.Contains(errOut, "component containerd-shim-kata-v2 declares") || !strings.Contains(errOut, "146.5 KiB") {
 		t.Errorf("install: exit %d: %s", code, errOut)
 	}
-	if after := treeListing(t, root); after != before {
+	if after := treetest.Listing(t, root); after != before {
 		t.Errorf("the refused install changed the root:\n%s", diffListing(before, after))
 	}
 	if n := srv.requests(); n != 0 {

@@ -18,6 +18,7 @@ import (
 
 	"berth.dev/berth/internal/fetch"
 	"berth.dev/berth/internal/manifest"
+	"berth.dev/berth/internal/treetest"
 	"berth.dev/berth/platform"
 )
 
@@ -278,7 +279,7 @@ func TestFreeSpaceRefusedBeforeDownload(t *testing.T) {
 	snp := mustPlatform(t, "kubeadm-qemu-snp")
 	v1 := makeRelease(t, "1.0.0", offline, 1)
 	install(t, e.installer(t, v1.mirror(t)), v1.m, snp)
-	before := listing(t, mnt)
+	before := treetest.Listing(t, mnt)
 	s := newReleaseServer(t)
 	v2 := makeRelease(t, "2.0.0", s.URL, 4)
 	s.set(func() *release { return v2 }, nil)
@@ -303,7 +304,7 @@ func TestFreeSpaceRefusedBeforeDownload(t *testing.T) {
 	if _, err := os.Stat(e.cache); err == nil {
 		t.Error("the cache was created")
 	}
-	if after := listing(t, mnt); after != before {
+	if after := treetest.Listing(t, mnt); after != before {
 		t.Errorf("the prefix changed:\nbefore %s\nafter  %s", before, after)
 	}
 	assertInstalled(t, e.prefix, v1.expect(t, snp))

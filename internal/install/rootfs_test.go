@@ -7,42 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"berth.dev/berth/internal/configure"
+	"berth.dev/berth/internal/treetest"
 )
-
-// listing describes everything under dir (names, types, sizes, modes,
-// mtimes, link targets), to compare before and after.
-func listing(t testing.TB, dir string) string {
-	t.Helper()
-	var lines []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			lines = append(lines, fmt.Sprintf("%s: %v", p, err))
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(dir, p)
-		l := fmt.Sprintf("%s %v %d %d", rel, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			t, _ := os.Readlink(p)
-			l += " -> " + t
-		}
-		lines = append(lines, l)
-		return nil
-	})
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
-}
 
 func TestResolveIn(t *testing.T) {
 	outsideDir := t.TempDir()
@@ -127,7 +99,7 @@ func TestUninstallLeavesChangedEntries(t *testing.T) {
 	v := filepath.Join(e.prefix, versionsDir, res.Plan.ID)
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "keep"), []byte("outside"), 0o644)
-	before := listing(t, outside)
+	before := treetest.Listing(t, outside)
 
 	// Same size, other bytes: only the digest tells.
 	qemu := filepath.Join(v, "bin/qemu-system-x86_64")
@@ -182,7 +154,7 @@ func TestUninstallLeavesChangedEntries(t *testing.T) {
 			t.Errorf("link %s is still there", l)
 		}
 	}
-	if after := listing(t, outside); after != before {
+	if after := treetest.Listing(t, outside); after != before {
 		t.Errorf("outside changed:\nbefore %s\nafter  %s", before, after)
 	}
 }
