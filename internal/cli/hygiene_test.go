@@ -2,8 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,48 +12,8 @@ import (
 
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/report"
+	"berth.dev/berth/internal/treetest"
 )
-
-// copyTree copies the fixture host src to dst (files, directories and
-// symlinks as they are).
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(l, to)
-		case d.IsDir():
-			return os.MkdirAll(to, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		fi, _ := in.Stat()
-		out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, fi.Mode().Perm())
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // The host strings of the hostile root: a screen clear (ESC[2J), a window
 // title (OSC ... BEL), a colour, DEL, an 8-bit CSI (C1 U+009B) and invalid
@@ -72,7 +30,7 @@ const (
 func hostileRoot(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	copyTree(t, fixtureRoot, root)
+	treetest.Copy(t, fixtureRoot, root)
 	write := func(rel, content string) {
 		t.Helper()
 		p := filepath.Join(root, rel)

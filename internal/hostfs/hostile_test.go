@@ -25,6 +25,7 @@ import (
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/hostfs"
 	"berth.dev/berth/internal/snapshot"
+	"berth.dev/berth/internal/treetest"
 )
 
 // hostileFixture is the host a hostile root is built from.
@@ -245,37 +246,6 @@ func write(t testing.TB, p, content string) {
 	}
 }
 
-// copyTree copies the fixture (files, directories, symlinks).
-func copyTree(t testing.TB, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(to, 0o755)
-		case d.Type()&fs.ModeSymlink != 0:
-			tg, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(tg, to)
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(to, b, 0o644)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // buildHostile makes the hostile root: a copy of the fixture with every
 // attack applied, and a canary outside it.
 func buildHostile(t testing.TB) hostileEnv {
@@ -283,7 +253,7 @@ func buildHostile(t testing.TB) hostileEnv {
 	var rnd [16]byte
 	rand.Read(rnd[:])
 	e := hostileEnv{root: filepath.Join(t.TempDir(), "root"), outside: t.TempDir(), canary: "BERTH-CANARY-" + hex.EncodeToString(rnd[:])}
-	copyTree(t, hostileFixture, e.root)
+	treetest.Copy(t, hostileFixture, e.root)
 	write(t, filepath.Join(e.outside, "canary"), e.canary+"\n")
 	for _, a := range attacks {
 		a.build(t, e)

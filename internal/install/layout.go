@@ -474,20 +474,3 @@ func (p *prefixDir) cleanTemp() error {
 	return nil
 }
 
-// gc removes installations other than keep.
-func (p *prefixDir) gc(keep ...string) error {
-	ents, err := p.readDir(versionsDir)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		n := e.Name()
-		if strings.HasPrefix(n, stagePrefix) || slices.Contains(keep, n) {
-			continue
-		}
-		if err := p.r.RemoveAll(versionsDir + "/" + n); err != nil {
-			return fmt.Errorf("removing old installation %s: %w", n, err)
-		}
-	}
-	return nil
-}

@@ -41,3 +41,39 @@ func Listing(t testing.TB, dir string) string {
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
+
+// Copy copies the tree src to dst as it is: directories, regular files
+// with their permission bits, and symlinks with their targets unchanged
+// (os.CopyFS refuses symlinks, and fixture hosts are full of them).
+func Copy(t testing.TB, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, fi.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
