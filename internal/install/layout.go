@@ -34,7 +34,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -473,4 +472,3 @@ func (p *prefixDir) cleanTemp() error {
 	}
 	return nil
 }
-
