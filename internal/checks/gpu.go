@@ -56,7 +56,9 @@ func gpuChecks() []check.Check {
 			for _, g := range nvidiaGPUs(f) {
 				switch {
 				case g.GroupIsolated == nil:
-					return check.Failed(g.Address+" has no IOMMU group: the IOMMU is off", "enable the IOMMU (see iommu.enabled)", check.Ev("gpus.iommuGroup", g.IOMMUGroup))
+					// The IOMMU is off (iommu.enabled, which comes first,
+					// reports it): there is no group to judge yet.
+					return check.Unsure("cannot tell: "+g.Address+" has no IOMMU group because the IOMMU is off (see iommu.enabled)", check.Ev("gpus.iommuGroup", g.IOMMUGroup))
 				case *g.GroupIsolated:
 					return check.Ok(g.Address+" is alone in IOMMU group "+itoa(derefInt(g.IOMMUGroup)), check.Ev("gpus.groupIsolated", true))
 				}
@@ -84,6 +86,11 @@ func gpuChecks() []check.Check {
 				}
 			}
 			ev := []check.Evidence{check.Ev("gpus.vfioBound", bound), check.Ev("gpus.driver", other)}
+			if len(bound) == 0 && noIOMMUGroup(f) {
+				// vfio-pci cannot take a device without an IOMMU group:
+				// the binding is a symptom of iommu.enabled.
+				return check.Unsure("cannot tell: no GPU has an IOMMU group (the IOMMU is off, see iommu.enabled), and vfio-pci binds only devices in one", ev...)
+			}
 			if len(bound) == 0 {
 				return check.Failed("no GPU is bound to vfio-pci: "+strings.Join(other, ", "),
 					"driverctl set-override "+strings.Fields(other[0])[0]+" vfio-pci (or vfio-pci.ids=10de:<device> on the kernel command line)", ev...)
@@ -111,6 +118,16 @@ func gpuChecks() []check.Check {
 				"use an NVIDIA Hopper (H100, H200, H800, H20, GH200) or Blackwell (B200) GPU", check.Ev("gpus.confidentialCapable", false))
 		},
 	}}
+}
+
+// noIOMMUGroup reports whether no NVIDIA GPU is in an IOMMU group.
+func noIOMMUGroup(f *facts.Facts) bool {
+	for _, g := range nvidiaGPUs(f) {
+		if g.IOMMUGroup != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func derefInt(p *int) int {

@@ -24,6 +24,8 @@ func snpLine(pl string) string {
 	return ""
 }
 
+const snpASIDRemedy = "in the BIOS give ASIDs to SEV-ES/SNP: raise \"SEV-ES ASID space limit\" / \"minimum SEV non-ES ASID\" (or set \"SNP ASID count\") above 1, e.g. 100, and reboot; kvm_amd.sev_es/sev_snp then come on by themselves"
+
 const snpBIOSRemedy = "in the BIOS enable SMEE (Secure Memory Encryption), SEV-SNP support, SNP Memory Coverage and IOMMU, and set \"SEV-ES ASID space limit\" (minimum SEV non-ES ASID) above 1"
 
 func snpChecks() []check.Check {
@@ -54,10 +56,22 @@ func snpChecks() []check.Check {
 			return check.Ok("EPYC "+f.CPU.ProductLine, ev...)
 		},
 	}, {
+		ID:        "snp.kernel.version",
+		Title:     "for a host kernel with SEV-SNP support",
+		Why:       "Only a kernel with SEV-SNP host support (upstream Linux 6.11, or a vendor SNP kernel) sets up the RMP, reports the SNP firmware and ASIDs and has kvm_amd.sev_snp; without it none of the BIOS state can be seen, so this comes before every BIOS and firmware check.",
+		Parent:    "snp.cpu.generation",
+		Reads:     []string{"kernel.release"},
+		Platforms: "snp platforms",
+		Remedies:  []string{"install a kernel >= 6.11 (distribution HWE/backports kernel), or keep a vendor SNP kernel you trust"},
+		Applies:   snp,
+		Run: func(f *facts.Facts) check.Result {
+			return kernelAtLeast(f, f.Kernel.Release, 6, 11, "SNP", yes(f.TEE.SNP.KVMSEVSNP))
+		},
+	}, {
 		ID:        "snp.bios.rmp",
 		Title:     "if the BIOS reserved the RMP table",
 		Why:       "SNP tracks page ownership in the Reverse Map Table, which the BIOS must reserve at boot (\"SNP Memory Coverage\").",
-		Parent:    "snp.cpu.generation",
+		Parent:    "snp.kernel.version",
 		Reads:     []string{"tee.snp.rmpReserved"},
 		Platforms: "snp platforms",
 		Remedies:  []string{"set SNP Memory Coverage to Enabled in the BIOS and reboot"},
@@ -76,8 +90,8 @@ func snpChecks() []check.Check {
 	}, {
 		ID:        "snp.bios.enabled",
 		Title:     "if SEV-SNP is enabled in the BIOS",
-		Why:       "The kernel clears the sev, sev_es and sev_snp cpu flags when memory encryption or SNP is off in the firmware; on an EPYC that is a BIOS setting, not missing hardware.",
-		Parent:    "snp.cpu.generation",
+		Why:       "The kernel clears the sev, sev_es and sev_snp cpu flags when memory encryption or SNP is off in the firmware (and sev_snp when the BIOS reserved no RMP, hence after snp.bios.rmp); on an EPYC that is a BIOS setting, not missing hardware.",
+		Parent:    "snp.bios.rmp",
 		Reads:     []string{"cpu.flags"},
 		Platforms: "snp platforms",
 		Remedies:  []string{snpBIOSRemedy},
@@ -139,10 +153,36 @@ func snpChecks() []check.Check {
 			return check.Ok("SEV-SNP API "+s.FirmwareVersion, ev)
 		},
 	}, {
+		ID:        "snp.asids",
+		Title:     "for SEV-SNP ASIDs (BIOS ASID split)",
+		Why:       "Each SNP guest needs an SEV-ES/SNP ASID; the BIOS splits the ASIDs between plain SEV and SEV-ES/SNP, and when it gives every ASID to plain SEV (minimum SEV non-ES ASID = 1) none are left for SNP and kvm_amd turns sev_es and sev_snp off by itself, so this comes before the kvm_amd parameters.",
+		Parent:    "snp.bios.enabled",
+		Reads:     []string{"tee.snp.snpAsids", "tee.snp.sevAsids"},
+		Platforms: "snp platforms",
+		Remedies:  []string{snpASIDRemedy},
+		Applies:   snp,
+		Run: func(f *facts.Facts) check.Result {
+			s := f.TEE.SNP
+			ev := []check.Evidence{check.Ev("tee.snp.snpAsids", fmtRange(s.SNPASIDs)), check.Ev("tee.snp.sevAsids", fmtRange(s.SEVASIDs))}
+			switch r := s.SNPASIDs; {
+			case r != nil && r.Max > 0 && r.Max >= r.Min:
+				return check.Ok(fmt.Sprintf("%d SNP ASIDs", r.Max-r.Min+1), ev...)
+			case r != nil:
+				return check.Failed("no ASIDs for SEV-ES/SNP guests", snpASIDRemedy, ev...)
+			case s.SEVASIDs != nil && s.SEVASIDs.Min <= 1:
+				// Plain SEV starts at the BIOS's minimum SEV non-ES ASID;
+				// the ASIDs below it are the SEV-ES/SNP ones.
+				return check.Failed(fmt.Sprintf("the BIOS gives every ASID to plain SEV (ASIDs %d - %d): none are left for SEV-ES/SNP, so kvm_amd turns sev_es and sev_snp off", s.SEVASIDs.Min, s.SEVASIDs.Max), snpASIDRemedy, ev...)
+			case s.SEVASIDs != nil:
+				return check.Ok(fmt.Sprintf("%d ASIDs below plain SEV's (from %d) for SEV-ES/SNP", s.SEVASIDs.Min-1, s.SEVASIDs.Min), ev...)
+			}
+			return check.Unsure("the boot log does not report the SEV/SEV-SNP ASID split", ev...)
+		},
+	}, {
 		ID:        "snp.kvm.params",
 		Title:     "if kvm_amd enables sev, sev_es and sev_snp",
-		Why:       "KVM only launches SNP guests when kvm_amd was loaded with sev, sev_es and sev_snp on.",
-		Parent:    "snp.bios.enabled",
+		Why:       "KVM only launches SNP guests when kvm_amd was loaded with sev, sev_es and sev_snp on. kvm_amd turns sev_es and sev_snp off by itself when the BIOS left no SEV-ES/SNP ASIDs, the firmware is too old or the RMP or IOMMU SNP support is missing, so those checks come first.",
+		Parent:    "snp.asids",
 		Reads:     []string{"tee.snp.kvmSev", "tee.snp.kvmSevEs", "tee.snp.kvmSevSnp"},
 		Platforms: "snp platforms",
 		Remedies:  []string{"add kvm_amd.sev=1 kvm_amd.sev_es=1 kvm_amd.sev_snp=1 to the kernel command line (or options kvm_amd sev_snp=1 in /etc/modprobe.d/) and reboot"},
@@ -163,30 +203,9 @@ func snpChecks() []check.Check {
 				}
 			}
 			if len(off) > 0 {
-				return check.Failed(strings.Join(off, ", ")+" off", "add "+strings.Join(off, "=1 ")+"=1 to the kernel command line and reboot; if they stay off, see the boot log (SNP firmware, RMP, ASIDs)", ev...)
+				return check.Failed(strings.Join(off, ", ")+" off", "add "+strings.Join(off, "=1 ")+"=1 to the kernel command line and reboot; kvm_amd turns them off by itself when the firmware, RMP, IOMMU or ASID checks above fail, so fix those first", ev...)
 			}
 			return check.Ok("sev, sev_es and sev_snp on", ev...)
-		},
-	}, {
-		ID:        "snp.asids",
-		Title:     "for SEV-SNP ASIDs",
-		Why:       "Each SNP guest needs an SEV-ES/SNP ASID; when the BIOS gives every ASID to plain SEV (minimum SEV non-ES ASID = 1) none are left for SNP.",
-		Parent:    "snp.kvm.params",
-		Reads:     []string{"tee.snp.snpAsids"},
-		Platforms: "snp platforms",
-		Remedies:  []string{"in the BIOS raise \"SEV-ES ASID space limit\" / \"minimum SEV non-ES ASID\" (e.g. to 100) so that ASIDs below it go to SEV-ES and SNP"},
-		Applies:   snp,
-		Run: func(f *facts.Facts) check.Result {
-			r := f.TEE.SNP.SNPASIDs
-			if r == nil {
-				return check.Unsure("the boot log does not report SEV-SNP ASIDs", check.Ev("tee.snp.snpAsids", "not reported"))
-			}
-			n := r.Max - r.Min + 1
-			ev := check.Ev("tee.snp.snpAsids", fmt.Sprintf("%d-%d", r.Min, r.Max))
-			if r.Max <= 0 || n <= 0 {
-				return check.Failed("no ASIDs for SEV-ES/SNP guests", "raise \"SEV-ES ASID space limit\" (minimum SEV non-ES ASID) in the BIOS", ev)
-			}
-			return check.Ok(fmt.Sprintf("%d SNP ASIDs", n), ev)
 		},
 	}, {
 		ID:        "snp.device",
@@ -204,17 +223,6 @@ func snpChecks() []check.Check {
 				return check.Failed("/dev/sev is missing", "modprobe ccp; check the boot log for ccp/psp errors", ev)
 			}
 			return check.Ok("/dev/sev present", ev)
-		},
-	}, {
-		ID:        "snp.kernel.version",
-		Title:     "for a host kernel with SEV-SNP support",
-		Why:       "Upstream Linux hosts SNP guests from 6.11; older kernels need the vendor's SNP patches, which berth cannot vouch for.",
-		Reads:     []string{"kernel.release"},
-		Platforms: "snp platforms",
-		Remedies:  []string{"install a kernel >= 6.11 (distribution HWE/backports kernel), or keep a vendor SNP kernel you trust"},
-		Applies:   snp,
-		Run: func(f *facts.Facts) check.Result {
-			return kernelAtLeast(f, f.Kernel.Release, 6, 11, "SNP", yes(f.TEE.SNP.KVMSEVSNP))
 		},
 	}}
 }
@@ -235,4 +243,11 @@ func kernelAtLeast(f *facts.Facts, rel string, major, minor int, what string, wo
 	}
 	return check.Failed(fmt.Sprintf("kernel %s predates upstream %s host support (%d.%d)", rel, what, major, minor),
 		fmt.Sprintf("install a kernel >= %d.%d (HWE/backports) or your vendor's %s host kernel", major, minor, what), ev)
+}
+
+func fmtRange(r *facts.Range) string {
+	if r == nil {
+		return "not reported"
+	}
+	return fmt.Sprintf("%d-%d", r.Min, r.Max)
 }

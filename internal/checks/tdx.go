@@ -34,16 +34,29 @@ func tdxChecks() []check.Check {
 			return check.Failed("CPU "+orDefault(f.CPU.ProductLine, orDefault(f.CPU.ModelName, "unknown model"))+" has no TDX", "use an Intel Xeon Emerald Rapids or newer", ev...)
 		},
 	}, {
+		ID:        "tdx.kernel.version",
+		Title:     "for a host kernel with TDX support",
+		Why:       "Only a kernel with TDX host support (upstream Linux 6.16, or a vendor TDX kernel such as canonical/tdx) initialises TDX and reports the BIOS KeyIDs; without it the BIOS state cannot be seen at all, so this comes before every BIOS and module check.",
+		Parent:    "tdx.cpu.generation",
+		Reads:     []string{"kernel.release"},
+		Platforms: "tdx platforms",
+		Remedies:  []string{"install a kernel >= 6.16 or your vendor's TDX host kernel (e.g. canonical/tdx)"},
+		Applies:   tdx,
+		Run:       tdxKernel,
+	}, {
 		ID:        "tdx.bios.keyids",
 		Title:     "if TDX is enabled in the BIOS",
 		Why:       "The BIOS reserves private KeyIDs for TDX; the kernel logs \"BIOS enabled: private KeyID range\" only when TDX is on.",
-		Parent:    "tdx.cpu.generation",
+		Parent:    "tdx.kernel.version",
 		Reads:     []string{"tee.tdx.biosKeyIds"},
 		Platforms: "tdx platforms",
 		Remedies:  []string{tdxBIOSRemedy},
 		Applies:   tdx,
 		Run: func(f *facts.Facts) check.Result {
 			r := f.TEE.TDX.BIOSKeyIDs
+			if r == nil && tdxHostSupport(f) != hostSupportYes {
+				return check.Unsure("cannot tell: only a kernel with TDX host support reports the BIOS KeyIDs, and this kernel's support is not established (see tdx.kernel.version)", check.Ev("tee.tdx.biosKeyIds", "not reported"), check.Ev("kernel.release", f.Kernel.Release))
+			}
 			if r == nil {
 				return check.Failed("the kernel reports no TDX private KeyIDs: TDX is off in the BIOS", tdxBIOSRemedy, check.Ev("tee.tdx.biosKeyIds", "none"))
 			}
@@ -150,16 +163,69 @@ func tdxChecks() []check.Check {
 			}
 			return check.Ok("SGX enclave and provision devices present", ev...)
 		},
-	}, {
-		ID:        "tdx.kernel.version",
-		Title:     "for a host kernel with TDX support",
-		Why:       "Upstream Linux hosts TDX guests from 6.16; older kernels need a vendor TDX kernel (Canonical, CentOS SIG ...).",
-		Reads:     []string{"kernel.release"},
-		Platforms: "tdx platforms",
-		Remedies:  []string{"install a kernel >= 6.16 or your vendor's TDX host kernel (e.g. canonical/tdx)"},
-		Applies:   tdx,
-		Run: func(f *facts.Facts) check.Result {
-			return kernelAtLeast(f, f.Kernel.Release, 6, 16, "TDX", yes(f.TEE.TDX.KVMTDX))
-		},
 	}}
+}
+
+// hostSupport is what the facts say about a kernel's host support for a TEE.
+type hostSupport uint8
+
+const (
+	// hostSupportUnknown: nothing shows it either way.
+	hostSupportUnknown hostSupport = iota
+	// hostSupportNo: the kernel config or its version rules it out.
+	hostSupportNo
+	// hostSupportYes: the kernel has it (upstream version, config, module
+	// parameter or its boot messages).
+	hostSupportYes
+)
+
+// tdxHostSupport says whether the running kernel has TDX host support: a
+// kernel without it prints no virt/tdx lines and kvm_intel has no tdx
+// parameter, so it cannot show whether TDX is on in the BIOS.
+func tdxHostSupport(f *facts.Facts) hostSupport {
+	t := f.TEE.TDX
+	cfg := f.Kernel.Config["INTEL_TDX_HOST"]
+	switch {
+	case cfg == "y" || t.KVMTDX != nil || t.BIOSKeyIDs != nil || t.ModuleInitialized != nil || t.ModuleError != "":
+		return hostSupportYes
+	case cfg == "n":
+		return hostSupportNo
+	}
+	v, ok := parseVersion(f.Kernel.Release)
+	switch {
+	case !ok:
+		return hostSupportUnknown
+	case v.atLeast(6, 16):
+		return hostSupportYes
+	}
+	return hostSupportNo
+}
+
+// tdxKernel is tdx.kernel.version: upstream >= 6.16 passes, an older
+// kernel with TDX host support is a vendor kernel (a warning), a kernel
+// without it fails.
+func tdxKernel(f *facts.Facts) check.Result {
+	rel := f.Kernel.Release
+	t := f.TEE.TDX
+	ev := []check.Evidence{check.Ev("kernel.release", rel), check.Ev("kernel.config.INTEL_TDX_HOST", orDefault(f.Kernel.Config["INTEL_TDX_HOST"], "not reported")), check.Ev("tee.tdx.kvmTdx", t.KVMTDX)}
+	v, ok := parseVersion(rel)
+	switch tdxHostSupport(f) {
+	case hostSupportUnknown:
+		return check.Unsure("kernel release not reported", ev...)
+	case hostSupportNo:
+		why := "kernel " + rel + " has no TDX host support"
+		switch {
+		case f.Kernel.Config["INTEL_TDX_HOST"] == "n":
+			why += " (CONFIG_INTEL_TDX_HOST is not set)"
+		case ok && !v.atLeast(6, 16):
+			why += " (it predates upstream TDX host support, 6.16, and kvm_intel has no tdx parameter)"
+		}
+		return check.Failed(why+": it cannot initialise TDX or show whether TDX is on in the BIOS",
+			"install a kernel >= 6.16 (HWE/backports) or your vendor's TDX host kernel (e.g. canonical/tdx), then check the BIOS", ev...)
+	}
+	if ok && v.atLeast(6, 16) {
+		return check.Ok(rel+" >= 6.16", ev...)
+	}
+	return check.Warned(fmt.Sprintf("%s predates upstream TDX host support (6.16) but has it: a vendor TDX kernel", rel),
+		"fine if your vendor supports it; upstream support needs >= 6.16", ev...)
 }

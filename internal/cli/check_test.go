@@ -2,20 +2,13 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"berth.dev/berth/internal/check"
-	"berth.dev/berth/internal/checks"
-	"berth.dev/berth/internal/discover"
 	"berth.dev/berth/internal/goldenfile"
-	"berth.dev/berth/internal/hostfs"
 	"berth.dev/berth/internal/testhosts"
-	"berth.dev/berth/platform"
 )
 
 const hostsDir = "../../testdata/hosts"
@@ -101,149 +94,6 @@ func stripFindings(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return string(b) + "\n"
-}
-
-// expected holds each fixture's NOTES.md "Expected verdicts", by Kata
-// runtime class: "ready" accepts ready and ready-with-warnings (offline
-// roots leave probes unknown), "warn" is ready with warnings, "no" is not
-// ready; the blocker, when given, is the first blocking check.
-type expectation struct {
-	verdict string
-	blocker string
-	// pending names a known disagreement outside the checks (a discovery
-	// or platform-model gap reported to the lead): the test logs it while
-	// it persists and fails once it is fixed, so the entry gets cleaned up.
-	pending string
-}
-
-var expected = map[string]map[string]expectation{
-	"buildmachine-firecracker": {
-		"kata-qemu": {"no", "virt.hardware", ""}, "kata-clh": {"no", "virt.hardware", ""}, "kata-fc": {"no", "virt.hardware", ""},
-		"kata-qemu-snp": {"no", "virt.hardware", ""}, "kata-qemu-tdx": {"no", "virt.hardware", ""}, "kata-qemu-nvidia-gpu": {"no", "virt.hardware", ""},
-	},
-	"aks-hyperv-nested": {
-		"kata-qemu": {"warn", "", ""}, "kata-clh": {"warn", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
-		"kata-qemu-snp": {"no", "virt.guest.tee", ""}, "kata-qemu-tdx": {"no", "virt.guest.tee", ""}, "kata-qemu-nvidia-gpu": {"no", "", ""},
-	},
-	"cloud-vm-no-nested": {
-		"kata-qemu": {"no", "virt.hardware", ""}, "kata-clh": {"no", "virt.hardware", ""}, "kata-fc": {"no", "virt.hardware", ""},
-		"kata-qemu-snp": {"no", "virt.hardware", ""}, "kata-qemu-tdx": {"no", "virt.hardware", ""}, "kata-qemu-nvidia-gpu": {"no", "virt.hardware", ""},
-	},
-	"gpu-h100-shared-group": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
-		"kata-qemu-snp": {"no", "snp.cpu.generation", ""}, "kata-qemu-tdx": {"no", "", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.iommu.group", ""},
-	},
-	"gpu-h100-vfio-isolated": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
-		"kata-qemu-snp": {"no", "snp.kernel.version", ""}, "kata-qemu-tdx": {"no", "tdx.cpu.generation", ""},
-		"kata-qemu-nvidia-gpu":            {"ready", "", ""},
-		"kubeadm-qemu-none+gpu+overlayfs": {"ready", "", ""},
-	},
-	"openshift-crio": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "", ""},
-		"kata-qemu-snp": {"no", "snp.cpu.generation", ""}, "kata-qemu-tdx": {"no", "", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.present", ""},
-	},
-	"rke2-containerd-v3": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
-		"kata-qemu-snp": {"no", "snp.cpu.generation", ""}, "kata-qemu-tdx": {"no", "tdx.cpu.generation", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.present", ""},
-	},
-	"snp-asids-all-sev": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
-		"kata-qemu-snp": {"no", "", ""}, "kata-qemu-tdx": {"no", "tdx.cpu.generation", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.present", ""},
-	},
-	"snp-genoa-k3s-ready": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
-		"kata-qemu-snp": {"ready", "", ""}, "kata-qemu-tdx": {"no", "tdx.cpu.generation", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.present", ""},
-	},
-	"snp-milan-bios-off": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
-		"kata-qemu-snp": {"no", "snp.bios.enabled", ""}, "kata-qemu-tdx": {"no", "tdx.cpu.generation", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.present", ""},
-	},
-	"snp-old-firmware": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
-		"kata-qemu-snp": {"no", "snp.firmware.version", ""}, "kata-qemu-tdx": {"no", "tdx.cpu.generation", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.present", ""},
-	},
-	"snp-rmp-not-reserved": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
-		"kata-qemu-snp": {"no", "snp.bios.rmp", ""}, "kata-qemu-tdx": {"no", "tdx.cpu.generation", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.present", ""},
-	},
-	"tdx-bios-off": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
-		"kata-qemu-snp": {"no", "snp.cpu.generation", ""}, "kata-qemu-tdx": {"no", "tdx.bios.keyids", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.present", ""},
-	},
-	"tdx-emr-kubeadm-ready": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""},
-		"kata-fc":       {"ready", "", ""},
-		"kata-qemu-snp": {"no", "snp.cpu.generation", ""}, "kata-qemu-tdx": {"ready", "", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.present", ""},
-	},
-	"tdx-hibernation": {
-		"kata-qemu": {"ready", "", ""}, "kata-clh": {"ready", "", ""}, "kata-fc": {"no", "snapshotter.available", ""},
-		"kata-qemu-snp": {"no", "snp.cpu.generation", ""}, "kata-qemu-tdx": {"no", "tdx.hibernation", ""}, "kata-qemu-nvidia-gpu": {"no", "gpu.present", ""},
-	},
-}
-
-// TestFixtureVerdicts checks every fixture against its NOTES.md. The Kata
-// runtime classes are evaluated for the fixture's own distribution; where
-// that platform does not exist (AKS offers only its SNP class) the kubeadm
-// one is used with the distribution check ignored.
-func TestFixtureVerdicts(t *testing.T) {
-	for _, name := range testhosts.Names(t) {
-		exp, ok := expected[name]
-		if !ok {
-			t.Errorf("fixture %s has no expectations: read its NOTES.md and add them", name)
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			root, err := hostfs.OpenDir(filepath.Join(hostsDir, name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := discover.Run(context.Background(), root, discover.Options{Now: func() time.Time { return time.Unix(0, 0) }})
-			e, err := check.NewEvaluator(checks.For(f))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for class, want := range exp {
-				p, err := platform.Parse(class)
-				if err != nil {
-					t.Fatal(err)
-				}
-				opt := check.Options{}
-				s := p.Spec()
-				if d, err := platform.ParseDistribution(f.Distribution.Name); err == nil {
-					s.Distribution = d
-				}
-				if q, err := platform.New(s); err == nil {
-					p = q
-				} else {
-					opt.Ignore, _ = check.ParseIgnore([]string{"distribution.match"}, nil)
-				}
-				v := e.Evaluate(f, []platform.Platform{p}, opt)[0]
-				okVerdict := map[string]bool{
-					"ready": v.Status == check.Ready || v.Status == check.ReadyWithWarnings,
-					"warn":  v.Status == check.ReadyWithWarnings,
-					"no":    v.Status == check.NotReady,
-				}[want.verdict]
-				match := okVerdict && (want.blocker == "" || v.BlockedBy == want.blocker)
-				if want.pending != "" {
-					if match {
-						t.Errorf("%s: known gap %q is fixed: remove pending from the expectation", class, want.pending)
-					} else {
-						t.Logf("%s (%s): %s blocked by %q, NOTES.md expects %s: known gap: %s", class, p, v.Status, v.BlockedBy, want.verdict, want.pending)
-					}
-					continue
-				}
-				if !match {
-					t.Errorf("%s (%s): %s blocked by %q, NOTES.md expects %s %s", class, p, v.Status, v.BlockedBy, want.verdict, want.blocker)
-					for _, fd := range v.Findings {
-						if fd.Status == check.Fail || fd.Status == check.Warn {
-							t.Logf("  %s %s: %s", fd.Status, fd.ID, fd.Message)
-						}
-					}
-				}
-			}
-		})
-	}
 }
 
 func TestCheckExitCodes(t *testing.T) {
