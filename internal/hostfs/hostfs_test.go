@@ -2,8 +2,6 @@ package hostfs
 
 import (
 	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -23,25 +21,8 @@ type tarEntry struct {
 
 func writeTarGz(t *testing.T, entries []tarEntry) string {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		size := int64(len(e.data))
-		if e.size != 0 {
-			size = e.size
-		}
-		if err := tw.WriteHeader(&tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.target, Size: size, Mode: 0o644}); err != nil {
-			t.Fatal(err)
-		}
-		if e.typ == tar.TypeReg {
-			tw.Write([]byte(e.data))
-		}
-	}
-	tw.Close()
-	zw.Close()
 	p := filepath.Join(t.TempDir(), "s.tar.gz")
-	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(p, tarGz(entries), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
