@@ -9,9 +9,12 @@ export GOFLAGS ?= -buildvcs=auto
 .PHONY: build test bench fuzz tools vet fmt-check image
 
 # berth runs berth-cluster (for agent, fleet, verify, runtimeclasses) from
-# the directory it is in, so both are built side by side.
+# the directory it is in, so both are built side by side. berth is linked
+# statically (CGO_ENABLED=0): it needs nothing of libc, and the dynamic
+# loader and cgo's thread set-up cost about a third of its start-up
+# (bench/peers.sh, P0); it also runs on any node's distribution.
 build:
-	$(GO) build -o $(BIN) ./cmd/berth
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/berth
 	$(GO) build -o $(BIN_CLUSTER) ./cmd/berth-cluster
 
 # Tools that integration tests need (real QEMU, containerd, kube-apiserver,
@@ -37,6 +40,9 @@ image:
 	cd tools/ociimage && $(GO) run . build -binary ../../bin/berth-cluster-linux-amd64 -o ../../$(IMAGE_TAR) -tag $(IMAGE_TAG) -version $(VERSION)
 	cd tools/ociimage && $(GO) run . verify ../../$(IMAGE_TAR)
 
+# Benchmarks are never part of `make test`: bench/run.sh runs bench/*.sh,
+# bench/peers.sh among them (berth side by side with its peers, the table
+# in the README's Performance section).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 	bash bench/run.sh
