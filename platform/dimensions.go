@@ -2,6 +2,7 @@ package platform
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -116,28 +117,34 @@ func (d Distribution) MarshalText() ([]byte, error) {
 func (d *Distribution) UnmarshalText(b []byte) error { return unmarshal(d, b, ParseDistribution) }
 
 // Hypervisor is the virtual machine monitor Kata uses for each pod sandbox.
+// Everything berth knows about one (its Kata name, binary, configuration
+// table, runtimes) is one row of hypervisorTable in table.go.
 type Hypervisor uint8
 
-// The hypervisors Kata Containers ships configurations for on x86_64.
+// The hypervisors Kata Containers 4.1 ships configurations for on x86_64.
+// Remote is not a local VMM: the sandbox is a peer-pods VM in a cloud,
+// started through the cloud-api-adaptor.
 const (
 	QEMU Hypervisor = iota + 1
 	CloudHypervisor
 	Firecracker
+	Dragonball
+	StratoVirt
+	OpenVMM
+	Remote
 )
 
 // Hypervisors returns every hypervisor in canonical order.
-func Hypervisors() []Hypervisor { return []Hypervisor{QEMU, CloudHypervisor, Firecracker} }
+func Hypervisors() []Hypervisor {
+	return []Hypervisor{QEMU, CloudHypervisor, Firecracker, Dragonball, StratoVirt, OpenVMM, Remote}
+}
 
 func (h Hypervisor) info() (name, desc string) {
-	switch h {
-	case QEMU:
-		return "qemu", "QEMU (the only one with TEE and GPU support on bare metal)"
-	case CloudHypervisor:
-		return "cloud-hypervisor", "Cloud Hypervisor (virtio-fs, small footprint)"
-	case Firecracker:
-		return "firecracker", "Firecracker (no shared filesystem: block-device rootfs only)"
+	r, ok := hypervisorRowOf(h)
+	if !ok {
+		return "", ""
 	}
-	return "", ""
+	return r.name, r.desc
 }
 
 // String returns the canonical lowercase name.
@@ -150,30 +157,21 @@ func (h Hypervisor) Description() string { _, desc := h.info(); return desc }
 func (h Hypervisor) Valid() bool { n, _ := h.info(); return n != "" }
 
 // Short is the abbreviation Kata uses in runtime class and file names
-// ("qemu", "clh", "fc").
+// ("qemu", "clh", "fc", "dragonball", ...).
 func (h Hypervisor) Short() string {
-	switch h {
-	case CloudHypervisor:
-		return "clh"
-	case Firecracker:
-		return "fc"
+	if r, ok := hypervisorRowOf(h); ok {
+		return r.short
 	}
 	return h.String()
 }
 
-// ParseHypervisor parses a hypervisor name or Kata's abbreviation (clh, fc),
-// case-insensitively.
+// ParseHypervisor parses a hypervisor name or one of Kata's abbreviations
+// (clh, fc, db), case-insensitively.
 func ParseHypervisor(s string) (Hypervisor, error) {
 	k := norm(s)
-	switch k {
-	case "clh", "cloudhypervisor", "cloud_hypervisor", "ch":
-		return CloudHypervisor, nil
-	case "fc":
-		return Firecracker, nil
-	}
-	for _, h := range Hypervisors() {
-		if h.String() == k {
-			return h, nil
+	for _, r := range hypervisorTable() {
+		if r.name == k || r.short == k || (k != "" && slices.Contains(r.aliases[:], k)) {
+			return r.h, nil
 		}
 	}
 	return 0, unknown("hypervisor", s, names(Hypervisors()))
@@ -186,6 +184,62 @@ func (h Hypervisor) MarshalText() ([]byte, error) {
 
 // UnmarshalText parses any accepted spelling.
 func (h *Hypervisor) UnmarshalText(b []byte) error { return unmarshal(h, b, ParseHypervisor) }
+
+// KataRuntime is which of Kata's two runtimes (containerd shims) drives the
+// sandbox: the Go runtime (containerd-shim-kata-v2 from src/runtime) or the
+// Rust runtime (runtime-rs, the default of kata-deploy since Kata 4.0). The
+// two read different configuration files and ship as different
+// kata-deploy shims (kata-qemu vs kata-qemu-runtime-rs).
+type KataRuntime uint8
+
+// The runtimes. In a Spec the zero value means the hypervisor's default
+// (the first runtime its table row lists); a Platform always holds one.
+const (
+	GoRuntime KataRuntime = iota + 1
+	RustRuntime
+)
+
+// KataRuntimes returns both runtimes in canonical order.
+func KataRuntimes() []KataRuntime { return []KataRuntime{GoRuntime, RustRuntime} }
+
+func (r KataRuntime) info() (name, desc string) {
+	switch r {
+	case GoRuntime:
+		return "go", "Kata's Go runtime (src/runtime, containerd-shim-kata-v2)"
+	case RustRuntime:
+		return "rust", "Kata's Rust runtime (runtime-rs, the kata-deploy default since 4.0)"
+	}
+	return "", ""
+}
+
+// String returns the canonical lowercase name ("go" or "rust").
+func (r KataRuntime) String() string { return nameOr(r.info, "KataRuntime", uint8(r)) }
+
+// Description is a one-line human description.
+func (r KataRuntime) Description() string { _, desc := r.info(); return desc }
+
+// Valid reports whether r is one of the named runtimes.
+func (r KataRuntime) Valid() bool { n, _ := r.info(); return n != "" }
+
+// ParseKataRuntime parses a runtime name case-insensitively; "rs" and
+// "runtime-rs" (kata-deploy's shim suffix) mean rust, "golang" means go.
+func ParseKataRuntime(s string) (KataRuntime, error) {
+	switch k := norm(s); k {
+	case "rs", "runtime-rs", "rust":
+		return RustRuntime, nil
+	case "go", "golang", "runtime-go":
+		return GoRuntime, nil
+	}
+	return 0, unknown("Kata runtime", s, names(KataRuntimes()))
+}
+
+// MarshalText encodes the canonical name; the zero value is an error.
+func (r KataRuntime) MarshalText() ([]byte, error) {
+	return marshal(r.Valid(), r.String(), "Kata runtime")
+}
+
+// UnmarshalText parses any accepted spelling.
+func (r *KataRuntime) UnmarshalText(b []byte) error { return unmarshal(r, b, ParseKataRuntime) }
 
 // TEE is the trusted execution environment protecting the guest, if any.
 type TEE uint8

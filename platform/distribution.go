@@ -1,5 +1,11 @@
 package platform
 
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
 // Runtime is the container runtime a distribution drives.
 type Runtime string
 
@@ -101,6 +107,36 @@ var layouts = map[Distribution]Layout{
 		Socket: "run/crio/crio.sock", Units: []string{"crio.service"},
 		Markers: []string{"etc/crio", "etc/machine-config-daemon"},
 	},
+}
+
+// CustomLayout is the layout of a custom distribution, from the paths the
+// user gives (berth config --containerd-config or --crio-config,
+// --runtime-unit, --runtime-socket): containerd extended through an
+// imports drop-in directory conf.d beside its config, CRI-O through the
+// crio.conf.d directory beside its config. Paths are relative to the host
+// root (a leading / is dropped); an empty socket means the runtime's usual
+// one.
+func CustomLayout(rt Runtime, config, socket, unit string) (Layout, error) {
+	config = strings.TrimPrefix(path.Clean("/"+config), "/")
+	if config == "" || config == "." {
+		return Layout{}, fmt.Errorf("custom layout: the runtime's config file is required")
+	}
+	if unit == "" {
+		return Layout{}, fmt.Errorf("custom layout: the runtime's systemd unit is required (it is restarted to load the change)")
+	}
+	l := Layout{Runtime: rt, Config: config, Units: []string{unit}}
+	switch rt {
+	case Containerd:
+		l.DropIn, l.DropInDir, l.Socket = DropInImports, path.Join(path.Dir(config), "conf.d"), "run/containerd/containerd.sock"
+	case CRIO:
+		l.DropIn, l.DropInDir, l.Socket = DropInDirectory, config+".d", "run/crio/crio.sock"
+	default:
+		return Layout{}, fmt.Errorf("custom layout: unknown runtime %q: expected containerd or crio", rt)
+	}
+	if socket != "" {
+		l.Socket = strings.TrimPrefix(path.Clean("/"+socket), "/")
+	}
+	return l, nil
 }
 
 // Layouts returns the runtime layout of every named distribution (not

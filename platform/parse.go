@@ -12,14 +12,20 @@ import (
 //     order; hypervisor abbreviations clh and fc are accepted);
 //   - key=value: distribution=k3s,hypervisor=qemu,tee=snp,product=genoa,
 //     snapshotter=nydus,gpu=true,debug=false;
-//   - aliases: Kata runtime classes (kata-qemu-snp, kata-clh, ...; the
-//     distribution is kubeadm) and Contrast platform names (Metal-QEMU-SNP,
-//     K3s-QEMU-TDX, AKS-CLH-SNP, Metal-QEMU-SNP-GPU, ...), optionally
-//     followed by +gpu/+debug/+snapshotter suffixes.
+//   - aliases: kata-deploy RuntimeClasses and handlers (kata-qemu-snp,
+//     kata-qemu-snp-runtime-rs, kata-clh-debug, ...; the distribution is
+//     kubeadm, or aks for the -azure shims), AKS's kata-cc, Contrast
+//     platform names (Metal-QEMU-SNP, K3s-QEMU-TDX, AKS-CLH-SNP,
+//     Metal-QEMU-SNP-GPU, ...) and Contrast handlers
+//     (contrast-cc-metal-qemu-snp-1a2b3c4d), optionally followed by
+//     +gpu/+nvidia-cpu/+debug/+rust/+snapshotter suffixes.
 //
 // The result is validated like New. Errors are *ValidationError.
 func Parse(s string) (Platform, error) {
 	spec, detail := parseSpec(s)
+	if id, ok := strings.CutPrefix(detail, "rule:"); ok {
+		return Platform{}, &ValidationError{Rule: rule(id), Input: strings.TrimSpace(s)}
+	}
 	if detail != "" {
 		return Platform{}, syntaxError(s, detail)
 	}
@@ -62,7 +68,10 @@ func parseSpec(s string) (Spec, string) {
 	base, mods, _ := strings.Cut(in, "+")
 	var spec Spec
 	var detail string
-	if a, ok := kataAlias(base); ok {
+	if a, ruleID, ok := kataAlias(base); ok {
+		if ruleID != "" {
+			return Spec{}, "rule:" + ruleID
+		}
 		spec = a
 	} else if spec, detail = parseBase(base); detail != "" {
 		return Spec{}, detail
@@ -73,35 +82,108 @@ func parseSpec(s string) (Spec, string) {
 	return applyMods(spec, strings.Split(mods, "+"))
 }
 
-// kataAlias maps an upstream Kata runtime class (kata-deploy shim name) to
-// its platform on a plain containerd node, and AKS's kata-cc class to AKS.
-func kataAlias(s string) (Spec, bool) {
-	spec := Spec{Distribution: Kubeadm, Hypervisor: QEMU, TEE: NoTEE}
+// kataAlias maps a name users have from upstream to its platform: a
+// kata-deploy RuntimeClass or handler (kata-<shim>, kata-<shim>-debug),
+// AKS's kata-cc class and handler, or a Contrast runtime handler
+// (contrast-cc-<platform>-<hash>). kata-deploy shims run on a plain
+// containerd node (kubeadm), except the -azure shims, which are AKS's. A
+// non-empty rule ID says the name is upstream's but not a platform berth
+// models (a shim for another architecture).
+func kataAlias(s string) (Spec, string, bool) {
 	switch s {
-	case "kata-qemu", "kata":
-	case "kata-clh", "kata-cloud-hypervisor":
-		spec.Hypervisor = CloudHypervisor
-	case "kata-fc", "kata-firecracker":
-		spec.Hypervisor = Firecracker
-	case "kata-qemu-snp":
-		spec.TEE = SNP
-	case "kata-qemu-tdx":
-		spec.TEE = TDX
-	case "kata-qemu-coco-dev":
-		spec.Snapshotter = Nydus
-	case "kata-qemu-nvidia-gpu":
-		spec.GPU = true
-	case "kata-qemu-nvidia-gpu-snp":
-		spec.GPU, spec.TEE = true, SNP
-	case "kata-qemu-nvidia-gpu-tdx":
-		spec.GPU, spec.TEE = true, TDX
+	case "kata":
+		return Spec{Distribution: Kubeadm, Hypervisor: QEMU, TEE: NoTEE}, "", true
 	case "kata-cc-isolation", "kata-cc":
 		// AKS's confidential RuntimeClass and its handler.
-		spec.Distribution, spec.Hypervisor, spec.TEE = AKS, CloudHypervisor, SNP
+		return Spec{Distribution: AKS, Hypervisor: CloudHypervisor, TEE: SNP}, "", true
+	case "kata-cloud-hypervisor":
+		return Spec{Distribution: Kubeadm, Hypervisor: CloudHypervisor, TEE: NoTEE}, "", true
+	case "kata-firecracker":
+		return Spec{Distribution: Kubeadm, Hypervisor: Firecracker, TEE: NoTEE}, "", true
+	}
+	if rest, ok := strings.CutPrefix(s, "contrast-cc-"); ok {
+		// Contrast names its handlers contrast-cc-<platform>-<first 8 hex
+		// digits of the runtime's hash>.
+		if i := strings.LastIndexByte(rest, '-'); i > 0 && isHex(rest[i+1:]) && len(rest)-i-1 >= 8 {
+			rest = rest[:i]
+		}
+		spec, detail := parseBase(rest)
+		return spec, "", detail == ""
+	}
+	shim, ok := strings.CutPrefix(s, "kata-")
+	if !ok {
+		return Spec{}, "", false
+	}
+	var debug bool
+	if d, ok := strings.CutSuffix(shim, "-debug"); ok {
+		shim, debug = d, true
+	}
+	if _, foreign := foreignShims()[shim]; foreign {
+		return Spec{}, "non-x86-shim", true
+	}
+	spec, ok := shimSpec(shim)
+	spec.Debug = debug
+	return spec, "", ok
+}
+
+// shimSpec reads a kata-deploy shim name: hypervisor[-azure][-nvidia-gpu|
+// -nvidia-cpu][-snp|-tdx|-coco-dev][-runtime-rs]. The result must name the
+// shim back (Platform.Shim), which rules out spellings kata-deploy does
+// not ship.
+func shimSpec(shim string) (Spec, bool) {
+	spec := Spec{Distribution: Kubeadm, TEE: NoTEE, KataRuntime: GoRuntime}
+	rest := shim
+	if r, ok := strings.CutSuffix(rest, "-runtime-rs"); ok {
+		rest, spec.KataRuntime = r, RustRuntime
+	}
+	hvTok, rest, _ := strings.Cut(rest, "-")
+	found := false
+	for _, r := range hypervisorTable() {
+		if r.short == hvTok {
+			spec.Hypervisor, found = r.h, true
+			if r.runtimes[1] == 0 {
+				spec.KataRuntime = r.runtimes[0]
+			}
+		}
+	}
+	if !found {
+		return Spec{}, false
+	}
+	if r, ok := strings.CutPrefix(rest, "azure"); ok {
+		spec.Distribution, rest = AKS, strings.TrimPrefix(r, "-")
+	}
+	if r, ok := strings.CutPrefix(rest, "nvidia-gpu"); ok {
+		spec.GPU, rest = true, strings.TrimPrefix(r, "-")
+	} else if r, ok := strings.CutPrefix(rest, "nvidia-cpu"); ok {
+		spec.NvidiaCPU, rest = true, strings.TrimPrefix(r, "-")
+	}
+	switch rest {
+	case "":
+	case "coco-dev":
+		spec.Snapshotter = Nydus
 	default:
+		t, err := ParseTEE(rest)
+		if err != nil || t == NoTEE {
+			return Spec{}, false
+		}
+		spec.TEE = t
+	}
+	if p, id := build(spec); id != "" || p.Shim() != shim {
 		return Spec{}, false
 	}
 	return spec, true
+}
+
+func isHex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // parseBase reads dist-hypervisor-tee[-productline][-gpu]. The hypervisor
@@ -174,10 +256,18 @@ func applyMods(spec Spec, mods []string) (Spec, string) {
 			spec.GPU = true
 		case "debug":
 			spec.Debug = true
+		case "nvidia-cpu":
+			spec.NvidiaCPU = true
+		case "rust", "rs", "runtime-rs", "go":
+			rt, _ := ParseKataRuntime(m)
+			if spec.KataRuntime != 0 && spec.KataRuntime != rt {
+				return spec, fmt.Sprintf("two Kata runtimes given (%s and %s)", spec.KataRuntime, rt)
+			}
+			spec.KataRuntime = rt
 		default:
 			sn, err := ParseSnapshotter(m)
 			if err != nil {
-				return spec, fmt.Sprintf("unknown suffix +%s: expected gpu, debug or a snapshotter (%s)", m, names(Snapshotters()))
+				return spec, fmt.Sprintf("unknown suffix +%s: expected gpu, nvidia-cpu, debug, rust, go or a snapshotter (%s)", m, names(Snapshotters()))
 			}
 			if spec.Snapshotter != 0 {
 				return spec, fmt.Sprintf("two snapshotters given (%s and %s)", spec.Snapshotter, sn)
@@ -201,7 +291,7 @@ func parseKV(s string) (Spec, string) {
 		}
 		key := canonicalKey(k)
 		if key == "" {
-			return spec, fmt.Sprintf("unknown key %q: expected distribution, hypervisor, tee, product, snapshotter, gpu or debug", k)
+			return spec, fmt.Sprintf("unknown key %q: expected distribution, hypervisor, tee, product, snapshotter, runtime, gpu, nvidia-cpu or debug", k)
 		}
 		if seen[key] {
 			return spec, fmt.Sprintf("key %q given twice", key)
@@ -225,6 +315,12 @@ func parseKV(s string) (Spec, string) {
 			spec.GPU, err = parseBool(k, v)
 		case "debug":
 			spec.Debug, err = parseBool(k, v)
+		case "runtime":
+			if v != "" && v != "default" {
+				spec.KataRuntime, err = ParseKataRuntime(v)
+			}
+		case "nvidia-cpu":
+			spec.NvidiaCPU, err = parseBool(k, v)
 		}
 		if err != nil {
 			return spec, err.Error()
@@ -254,6 +350,10 @@ func canonicalKey(k string) string {
 		return "gpu"
 	case "debug":
 		return "debug"
+	case "runtime", "kata-runtime", "shim":
+		return "runtime"
+	case "nvidia-cpu", "nvidiacpu":
+		return "nvidia-cpu"
 	}
 	return ""
 }

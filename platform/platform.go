@@ -20,6 +20,12 @@ type Spec struct {
 	Snapshotter  Snapshotter  `json:"snapshotter,omitempty"`
 	GPU          bool         `json:"gpu,omitempty"`
 	Debug        bool         `json:"debug,omitempty"`
+	// KataRuntime is Kata's Go or Rust runtime; zero means the
+	// hypervisor's default (Go where both exist).
+	KataRuntime KataRuntime `json:"kataRuntime,omitempty"`
+	// NvidiaCPU selects NVIDIA's guest image without a GPU
+	// (kata-qemu-nvidia-cpu): the NVIDIA guest stack for CPU-only pods.
+	NvidiaCPU bool `json:"nvidiaCpu,omitempty"`
 }
 
 // Platform is one valid platform. Its fields are unexported so that only New
@@ -33,6 +39,8 @@ type Platform struct {
 	snap  Snapshotter
 	gpu   bool
 	debug bool
+	rt    KataRuntime
+	nvcpu bool
 	// canon and label are the canonical form and its DNS-label twin,
 	// rendered once at construction: checks, reports and labels ask for
 	// them hundreds of times per evaluation.
@@ -71,11 +79,14 @@ func New(s Spec) (Platform, error) {
 // suggestions, so it builds no Rule values.
 func build(s Spec) (Platform, string) {
 	if !s.Distribution.Valid() || !s.Hypervisor.Valid() || !s.TEE.Valid() || !s.ProductLine.Valid() ||
-		(s.Snapshotter != 0 && !s.Snapshotter.Valid()) {
+		(s.Snapshotter != 0 && !s.Snapshotter.Valid()) || (s.KataRuntime != 0 && !s.KataRuntime.Valid()) {
 		return Platform{}, "spec-complete"
 	}
 	p := Platform{dist: s.Distribution, hv: s.Hypervisor, tee: s.TEE, pl: s.ProductLine,
-		snap: s.Snapshotter, gpu: s.GPU, debug: s.Debug}
+		snap: s.Snapshotter, gpu: s.GPU, debug: s.Debug, rt: s.KataRuntime, nvcpu: s.NvidiaCPU}
+	if p.rt == 0 {
+		p.rt = defaultKataRuntime(p.hv)
+	}
 	if p.snap == 0 {
 		p.snap = defaultSnapshotter(p)
 	}
@@ -98,7 +109,8 @@ func defaultSnapshotter(p Platform) Snapshotter {
 		return Overlayfs
 	case p.hv == Firecracker:
 		return Devmapper
-	case p.tee != NoTEE:
+	case p.tee != NoTEE, p.hv == Remote:
+		// kata-deploy's qemu-snp/-tdx and remote shims default to nydus.
 		return Nydus
 	}
 	// GPU platforms without a TEE stay on overlayfs: Kata's Go-runtime
@@ -106,6 +118,16 @@ func defaultSnapshotter(p Platform) Snapshotter {
 	// the choice of the newer runtime-rs NVIDIA handler (Kata PR #13363,
 	// 2026) and needs containerd >= 2.1, so it is opt-in with +erofs.
 	return Overlayfs
+}
+
+// defaultKataRuntime is the first runtime kata-deploy ships h with: Go where
+// both exist, so that berth's names and kata-deploy's classes without
+// -runtime-rs mean the same thing.
+func defaultKataRuntime(h Hypervisor) KataRuntime {
+	if r, ok := hypervisorRowOf(h); ok && r.runtimes[0] != 0 {
+		return r.runtimes[0]
+	}
+	return GoRuntime
 }
 
 // Distribution returns the Kubernetes distribution.
@@ -133,6 +155,37 @@ func (p Platform) GPU() bool { p.must(); return p.gpu }
 // Debug reports whether the platform uses debug guest images.
 func (p Platform) Debug() bool { p.must(); return p.debug }
 
+// HypervisorDevice returns the device node, relative to the host root,
+// through which the node's hypervisor runs sandbox VMs: dev/kvm, or on AKS,
+// whose Kata runs on the Hyper-V root partition, dev/mshv; "" for peer
+// pods, whose VM runs in a cloud.
+func (p Platform) HypervisorDevice() string {
+	p.must()
+	switch {
+	case !p.Local():
+		return ""
+	case p.dist == AKS:
+		return "dev/mshv"
+	}
+	return "dev/kvm"
+}
+
+// KataRuntime returns Kata's runtime (Go or Rust), the default resolved.
+func (p Platform) KataRuntime() KataRuntime { p.must(); return p.rt }
+
+// NvidiaCPU reports whether the platform uses NVIDIA's guest image without
+// a GPU (kata-qemu-nvidia-cpu).
+func (p Platform) NvidiaCPU() bool { p.must(); return p.nvcpu }
+
+// Local reports whether the sandbox VM runs on the node itself (false for
+// peer pods, whose VM runs in a cloud): only then do the node's KVM, CPU
+// and firmware matter.
+func (p Platform) Local() bool {
+	p.must()
+	r, _ := hypervisorRowOf(p.hv)
+	return r.local
+}
+
 // Confidential reports whether the guest runs in a TEE.
 func (p Platform) Confidential() bool { p.must(); return p.tee != NoTEE }
 
@@ -145,12 +198,13 @@ func (p Platform) Valid() bool { return p.dist != 0 }
 func (p Platform) Spec() Spec {
 	p.must()
 	return Spec{Distribution: p.dist, Hypervisor: p.hv, TEE: p.tee, ProductLine: p.pl,
-		Snapshotter: p.snap, GPU: p.gpu, Debug: p.debug}
+		Snapshotter: p.snap, GPU: p.gpu, Debug: p.debug, KataRuntime: p.rt, NvidiaCPU: p.nvcpu}
 }
 
 // String returns the canonical form:
-// distribution-hypervisor-tee[-productline][+gpu][+debug][+snapshotter],
-// the snapshotter only when it differs from the platform's default.
+// distribution-hypervisor-tee[-productline][+gpu|+nvidia-cpu][+debug][+rust][+snapshotter],
+// the runtime and the snapshotter only when they differ from the
+// platform's default.
 func (p Platform) String() string {
 	p.must()
 	return p.canon
@@ -172,8 +226,15 @@ func formatSpec(s Spec) string {
 	if s.GPU {
 		b.WriteString("+gpu")
 	}
+	if s.NvidiaCPU {
+		b.WriteString("+nvidia-cpu")
+	}
 	if s.Debug {
 		b.WriteString("+debug")
+	}
+	if s.KataRuntime != 0 && s.KataRuntime != defaultKataRuntime(s.Hypervisor) {
+		b.WriteByte('+')
+		b.WriteString(s.KataRuntime.String())
 	}
 	if s.Snapshotter != 0 {
 		def := defaultSnapshotter(Platform{dist: s.Distribution, hv: s.Hypervisor, tee: s.TEE, gpu: s.GPU})
@@ -217,65 +278,188 @@ func (p Platform) GuestPull() bool {
 }
 
 // SharedFS is Kata's shared_fs setting: "none" when nothing is shared with
-// the host (Firecracker has no virtio-fs; guest-pull platforms keep the image
-// inside the guest), otherwise "virtio-fs".
+// the host (Firecracker has no virtio-fs, peer pods run elsewhere,
+// guest-pull platforms keep the image inside the guest), "inline-virtio-fs"
+// for Dragonball (virtio-fs served by the shim itself), otherwise
+// "virtio-fs".
 func (p Platform) SharedFS() string {
 	p.must()
-	if p.hv == Firecracker || p.GuestPull() {
+	// The Rust runtime's NVIDIA shims run a QEMU built without a shared
+	// file system (runtime-rs configuration-qemu-nvidia-*-runtime-rs:
+	// QEMUNOSHAREDFSPATH, shared_fs = "none").
+	if p.GuestPull() || (p.rt == RustRuntime && (p.gpu || p.nvcpu)) {
 		return "none"
 	}
-	return "virtio-fs"
+	r, _ := hypervisorRowOf(p.hv)
+	return r.sharedFS
 }
 
-// KataRuntimeClass returns the upstream Kata runtime class (kata-deploy
-// shim) this platform corresponds to. The distribution, product line,
-// snapshotter and debug variant do not change the class, except that guest
-// pull without a TEE is kata-qemu-coco-dev. AKS has no upstream class: it
-// gets AKS's own RuntimeClass, kata-cc-isolation (handler kata-cc, shim
-// io.containerd.kata-cc.v2, from Microsoft's Kata fork).
-func (p Platform) KataRuntimeClass() string {
+// Shim returns the kata-deploy shim this platform is (e.g. "qemu-snp",
+// "qemu-nvidia-gpu-tdx-runtime-rs", "clh-azure"): the name of its Kata
+// configuration file and, with "kata-" in front, of its RuntimeClass and
+// containerd handler. The distribution (except AKS, whose Hyper-V builds
+// are the -azure shims), product line, snapshotter and debug variant do
+// not change the shim, except that guest pull without a TEE on QEMU is
+// qemu-coco-dev. Confidential AKS is Microsoft's kata-cc handler, which
+// kata-deploy does not ship: Shim returns "" for it.
+func (p Platform) Shim() string {
 	p.must()
-	if p.dist == AKS {
-		return "kata-cc-isolation"
+	if p.dist == AKS && p.tee != NoTEE {
+		return ""
 	}
-	return "kata-" + p.kataShim()
-}
-
-// KataConfigFile returns the Kata configuration file of the runtime class,
-// e.g. "configuration-qemu-snp.toml"; on AKS the kata-cc handler's
-// configuration-clh-snp.toml.
-func (p Platform) KataConfigFile() string { p.must(); return "configuration-" + p.kataShim() + ".toml" }
-
-func (p Platform) kataShim() string {
-	s := p.hv.Short()
-	if p.gpu {
+	r, _ := hypervisorRowOf(p.hv)
+	s := r.short
+	if p.dist == AKS {
+		s += "-azure"
+	}
+	switch {
+	case p.gpu:
 		s += "-nvidia-gpu"
+	case p.nvcpu:
+		s += "-nvidia-cpu"
 	}
 	switch {
 	case p.tee != NoTEE:
 		s += "-" + p.tee.String()
-	case p.snap == Nydus:
+	case p.snap == Nydus && p.hv == QEMU:
 		s += "-coco-dev"
+	}
+	if p.rt == RustRuntime && r.rsSuffix {
+		s += "-runtime-rs"
 	}
 	return s
 }
 
-// PodOverhead returns the RuntimeClass pod overhead kata-deploy declares for
-// the corresponding runtime class (FACTS.md §6). The AKS class has no
-// upstream figure; it gets the confidential one.
+// KataRuntimeClass returns the RuntimeClass name users have for this
+// platform: kata-deploy's kata-<shim>, or kata-<shim>-debug for the debug
+// variant (the class kata-deploy creates with debug: true). Confidential
+// AKS gets AKS's own class, kata-cc-isolation (handler kata-cc, from
+// Microsoft's Kata fork).
+func (p Platform) KataRuntimeClass() string {
+	p.must()
+	if p.Shim() == "" {
+		return "kata-cc-isolation"
+	}
+	return p.Handler()
+}
+
+// Handler returns the containerd (or CRI-O) runtime handler name: the same
+// as the RuntimeClass name, as kata-deploy registers it, except on
+// confidential AKS (kata-cc). Two platforms that differ only in the
+// distribution, product line or snapshotter share a handler: a node
+// carries one of them at a time.
+func (p Platform) Handler() string {
+	p.must()
+	shim := p.Shim()
+	if shim == "" {
+		return "kata-cc"
+	}
+	h := "kata-" + shim
+	if p.debug {
+		h += "-debug"
+	}
+	return h
+}
+
+// KataConfigFile returns the Kata configuration file of the shim, e.g.
+// "configuration-qemu-snp.toml"; on confidential AKS the kata-cc handler's
+// configuration-clh-snp.toml.
+func (p Platform) KataConfigFile() string {
+	p.must()
+	shim := p.Shim()
+	if shim == "" {
+		shim = "clh-snp"
+	}
+	return "configuration-" + shim + ".toml"
+}
+
+// KataSection returns the [hypervisor.<name>] table of Kata's
+// configuration that configures this platform's hypervisor.
+func (p Platform) KataSection() string {
+	p.must()
+	r, _ := hypervisorRowOf(p.hv)
+	return r.section
+}
+
+// HypervisorBinary returns the file name of the hypervisor's executable as
+// Kata's static build installs it under <prefix>/bin, or "" when no
+// separate binary runs (Dragonball is linked into the Rust runtime's shim;
+// peer pods start their VM in a cloud).
+func (p Platform) HypervisorBinary() string {
+	p.must()
+	r, _ := hypervisorRowOf(p.hv)
+	return r.binary
+}
+
+// GuestFirmware returns the file name of the guest firmware a confidential
+// QEMU guest boots from (AMDSEV.fd, OVMF.inteltdx.fd), or "".
+func (p Platform) GuestFirmware() string {
+	p.must()
+	if p.hv != QEMU {
+		return ""
+	}
+	return teeRowOf(p.tee).firmware
+}
+
+// MinHypervisorVersion returns the oldest upstream hypervisor release that
+// can launch this platform's guests, or nil when any will do: QEMU 9.1 for
+// SEV-SNP and 10.1 for TDX.
+func (p Platform) MinHypervisorVersion() []int {
+	p.must()
+	if p.hv != QEMU {
+		return nil
+	}
+	return append([]int(nil), teeRowOf(p.tee).minQEMU...)
+}
+
+// NFDLabel returns the node label kata-deploy's NodeFeatureRule publishes
+// on nodes where this platform's TEE is enabled (and its RuntimeClasses
+// select on), or "" without a TEE.
+func (t TEE) NFDLabel() string { return teeRowOf(t).nfdLabel }
+
+// NFDBuiltinLabel returns Node Feature Discovery's own cpu-security label
+// for the TEE, or "".
+func (t TEE) NFDBuiltinLabel() string { return teeRowOf(t).nfdBuiltinLabel }
+
+// KeyResource returns the extended resource that counts the TEE's guest
+// keys on a node as kata-deploy's NodeFeatureRule publishes it
+// (sev-snp.amd.com/esids, tdx.intel.com/keys), or "".
+func (t TEE) KeyResource() string { return teeRowOf(t).keyResource }
+
+// Display returns the vendor's name of the TEE ("AMD SEV-SNP").
+func (t TEE) Display() string { return teeRowOf(t).display }
+
+// Display returns the hypervisor's proper name ("Cloud Hypervisor").
+func (h Hypervisor) Display() string {
+	r, _ := hypervisorRowOf(h)
+	return r.display
+}
+
+// Runtimes returns the Kata runtimes kata-deploy ships this hypervisor
+// with, the default first.
+func (h Hypervisor) Runtimes() []KataRuntime {
+	r, _ := hypervisorRowOf(h)
+	return r.shipped()
+}
+
+// ShimNodeSelector returns the node selector kata-deploy's chart gives this
+// platform's RuntimeClass besides its own ownership label: the GPU
+// operator's cc.ready.state label for GPU shims (with the TEE's label for
+// confidential GPU shims). Nil for the others.
+func (p Platform) ShimNodeSelector() map[string]string {
+	p.must()
+	return shimNodeSelectors(p.gpu, p.tee)
+}
+
+// PodOverhead returns the RuntimeClass pod overhead kata-deploy declares
+// for the platform's shim. Confidential AKS (kata-cc) has no kata-deploy
+// figure; it gets the confidential one.
 func (p Platform) PodOverhead() Overhead {
 	p.must()
-	switch {
-	case p.gpu:
-		return Overhead{MemoryMiB: 10240, MilliCPU: 1000}
-	case p.tee != NoTEE:
-		return Overhead{MemoryMiB: 2048, MilliCPU: 1000}
-	case p.snap == Nydus: // kata-qemu-coco-dev
-		return Overhead{MemoryMiB: 160, MilliCPU: 250}
-	case p.hv == QEMU:
-		return Overhead{MemoryMiB: 320, MilliCPU: 250}
+	if o, ok := shimOverheads()[p.Shim()]; ok {
+		return o
 	}
-	return Overhead{MemoryMiB: 130, MilliCPU: 250}
+	return shimOverheads()["qemu-snp"]
 }
 
 // DefaultMemoryMiB is Kata's default_memory for the guest: 8 GiB for the
@@ -289,22 +473,25 @@ func (p Platform) DefaultMemoryMiB() int {
 }
 
 // All returns every valid platform in a stable order: distributions,
-// hypervisors, TEEs, product lines, then gpu, debug and snapshotter, each
-// in its canonical order. Other packages' golden files depend on this
+// hypervisors, Kata runtimes, TEEs, product lines, then image variant,
+// debug and snapshotter, each in its canonical order. Other packages' golden files depend on this
 // order: change it only together with them.
 func All() []Platform {
 	var out []Platform
 	pls := append([]ProductLine{AnyProductLine}, ProductLines()...)
 	for _, d := range Distributions() {
 		for _, h := range Hypervisors() {
-			for _, t := range TEEs() {
-				for _, pl := range pls {
-					for _, gpu := range []bool{false, true} {
-						for _, debug := range []bool{false, true} {
-							for _, sn := range Snapshotters() {
-								p, id := build(Spec{d, h, t, pl, sn, gpu, debug})
-								if id == "" {
-									out = append(out, p)
+			for _, rt := range h.Runtimes() {
+				for _, t := range TEEs() {
+					for _, pl := range pls {
+						for _, v := range variants() {
+							for _, debug := range []bool{false, true} {
+								for _, sn := range Snapshotters() {
+									p, id := build(Spec{Distribution: d, Hypervisor: h, TEE: t, ProductLine: pl,
+										Snapshotter: sn, GPU: v.gpu, Debug: debug, KataRuntime: rt, NvidiaCPU: v.nvcpu})
+									if id == "" {
+										out = append(out, p)
+									}
 								}
 							}
 						}
@@ -314,4 +501,10 @@ func All() []Platform {
 		}
 	}
 	return out
+}
+
+// variants are the guest image variants in canonical order: Kata's
+// standard image, NVIDIA's GPU image, NVIDIA's CPU-only image.
+func variants() []struct{ gpu, nvcpu bool } {
+	return []struct{ gpu, nvcpu bool }{{false, false}, {true, false}, {false, true}}
 }

@@ -13,7 +13,7 @@ import (
 
 // wantValid is the number of valid platforms. A change here is a change of
 // the model: say so in the commit message.
-const wantValid = 454
+const wantValid = 1162
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
@@ -33,9 +33,20 @@ func TestCartesian(t *testing.T) {
 			for _, tee := range TEEs() {
 				for _, pl := range append([]ProductLine{AnyProductLine}, ProductLines()...) {
 					for _, sn := range append([]Snapshotter{0}, Snapshotters()...) {
-						for _, gpu := range []bool{false, true} {
+						for _, v := range cartesianVariants() {
 							for _, debug := range []bool{false, true} {
-								s := Spec{d, h, tee, pl, sn, gpu, debug}
+								s := Spec{Distribution: d, Hypervisor: h, TEE: tee, ProductLine: pl, Snapshotter: sn,
+									GPU: v.gpu, NvidiaCPU: v.nvcpu, Debug: debug, KataRuntime: v.rt}
+								// Suggestions are costly; they are checked on
+								// the inputs that vary in the dimensions users
+								// type, which every rule is reached from.
+								if _, id := build(s); id != "" && (pl > Genoa || debug || v.rt == GoRuntime) {
+									if !known[id] || id == "syntax" || id == "spec-complete" {
+										t.Errorf("build(%+v): rejected by unexpected rule %q", s, id)
+									}
+									brokenRules[id]++
+									continue
+								}
 								p, err := New(s)
 								if err != nil {
 									var ve *ValidationError
@@ -103,6 +114,25 @@ func TestCartesian(t *testing.T) {
 	t.Logf("%d valid platforms; rejections per rule: %v", len(valid), brokenRules)
 }
 
+// cartesianVariants crosses the image variants with the Kata runtime,
+// including the zero (default) runtime and the invalid GPU+CPU image pair.
+func cartesianVariants() (out []struct {
+	gpu, nvcpu bool
+	rt         KataRuntime
+}) {
+	for _, gpu := range []bool{false, true} {
+		for _, nvcpu := range []bool{false, true} {
+			for _, rt := range append([]KataRuntime{0}, KataRuntimes()...) {
+				out = append(out, struct {
+					gpu, nvcpu bool
+					rt         KataRuntime
+				}{gpu, nvcpu, rt})
+			}
+		}
+	}
+	return out
+}
+
 func checkValid(t *testing.T, p Platform) {
 	t.Helper()
 	s := p.String()
@@ -137,12 +167,26 @@ func checkValid(t *testing.T, p Platform) {
 	if p.Confidential() && !p.GuestPull() {
 		t.Errorf("%s: confidential without guest pull", s)
 	}
-	if p.Distribution() == AKS {
-		if p.KataRuntimeClass() != "kata-cc-isolation" || p.KataConfigFile() != "configuration-clh-snp.toml" {
+	if p.Distribution() == AKS && p.Confidential() {
+		if p.KataRuntimeClass() != "kata-cc-isolation" || p.Handler() != "kata-cc" || p.KataConfigFile() != "configuration-clh-snp.toml" {
 			t.Errorf("%s: runtime class %q / config %q", s, p.KataRuntimeClass(), p.KataConfigFile())
 		}
-	} else if !strings.HasPrefix(p.KataRuntimeClass(), "kata-") || p.KataConfigFile() != "configuration-"+strings.TrimPrefix(p.KataRuntimeClass(), "kata-")+".toml" {
-		t.Errorf("%s: runtime class %q / config %q", s, p.KataRuntimeClass(), p.KataConfigFile())
+	} else {
+		want := "kata-" + p.Shim()
+		if p.Debug() {
+			want += "-debug"
+		}
+		if p.KataRuntimeClass() != want || p.Handler() != want || p.KataConfigFile() != "configuration-"+p.Shim()+".toml" {
+			t.Errorf("%s: runtime class %q handler %q / config %q, want %s", s, p.KataRuntimeClass(), p.Handler(), p.KataConfigFile(), want)
+		}
+		// The class name users have parses back to the same shim.
+		q, err := Parse(p.KataRuntimeClass())
+		if err != nil || q.Shim() != p.Shim() || q.Debug() != p.Debug() || q.KataRuntime() != p.KataRuntime() {
+			t.Errorf("%s: Parse(%s) = %v, %v", s, p.KataRuntimeClass(), q, err)
+		}
+	}
+	if !slices.Contains(p.Hypervisor().Runtimes(), p.KataRuntime()) {
+		t.Errorf("%s: runtime %s not shipped", s, p.KataRuntime())
 	}
 	if o := p.PodOverhead(); o.MemoryMiB <= 0 || o.MilliCPU <= 0 {
 		t.Errorf("%s: overhead %+v", s, o)
@@ -161,6 +205,10 @@ func kvForm(p Platform) string {
 	if p.GPU() {
 		s += ",gpu=true"
 	}
+	if p.NvidiaCPU() {
+		s += ",nvidia-cpu=true"
+	}
+	s += ",runtime=" + p.KataRuntime().String()
 	if p.Debug() {
 		s += ",debug=1"
 	} else {
@@ -184,7 +232,23 @@ func TestAliases(t *testing.T) {
 		{"kata-qemu-nvidia-gpu-snp", "kubeadm-qemu-snp+gpu", "kata-qemu-nvidia-gpu-snp"},
 		{"kata-qemu-nvidia-gpu-tdx", "kubeadm-qemu-tdx+gpu", "kata-qemu-nvidia-gpu-tdx"},
 		{"KATA-QEMU-SNP", "kubeadm-qemu-snp", "kata-qemu-snp"},
-		{"kata-qemu-snp+debug", "kubeadm-qemu-snp+debug", "kata-qemu-snp"},
+		{"kata-qemu-snp+debug", "kubeadm-qemu-snp+debug", "kata-qemu-snp-debug"},
+		{"kata-qemu-snp-debug", "kubeadm-qemu-snp+debug", "kata-qemu-snp-debug"},
+		{"kata-qemu-snp-runtime-rs", "kubeadm-qemu-snp+rust", "kata-qemu-snp-runtime-rs"},
+		{"kata-qemu-nvidia-gpu-tdx-runtime-rs-debug", "kubeadm-qemu-tdx+gpu+debug+rust", "kata-qemu-nvidia-gpu-tdx-runtime-rs-debug"},
+		{"kata-qemu-coco-dev-runtime-rs", "kubeadm-qemu-none+rust+nydus", "kata-qemu-coco-dev-runtime-rs"},
+		{"kata-qemu-nvidia-cpu", "kubeadm-qemu-none+nvidia-cpu", "kata-qemu-nvidia-cpu"},
+		{"kata-clh-runtime-rs", "kubeadm-cloud-hypervisor-none+rust", "kata-clh-runtime-rs"},
+		{"kata-dragonball", "kubeadm-dragonball-none", "kata-dragonball"},
+		{"kata-stratovirt", "kubeadm-stratovirt-none", "kata-stratovirt"},
+		{"kata-remote", "kubeadm-remote-none", "kata-remote"},
+		{"kata-clh-azure", "aks-cloud-hypervisor-none", "kata-clh-azure"},
+		{"kata-clh-azure-runtime-rs", "aks-cloud-hypervisor-none+rust", "kata-clh-azure-runtime-rs"},
+		{"kata-openvmm-azure-runtime-rs", "aks-openvmm-none", "kata-openvmm-azure-runtime-rs"},
+		{"k3s-qemu-snp+rs", "k3s-qemu-snp+rust", "kata-qemu-snp-runtime-rs"},
+		{"k3s-qemu-snp+go", "k3s-qemu-snp", "kata-qemu-snp"},
+		{"contrast-cc-metal-qemu-snp-1a2b3c4d", "kubeadm-qemu-snp", "kata-qemu-snp"},
+		{"contrast-cc-metal-qemu-tdx-gpu-0123abcd", "kubeadm-qemu-tdx+gpu", "kata-qemu-nvidia-gpu-tdx"},
 		{"kata-fc+blockfile", "kubeadm-firecracker-none+blockfile", "kata-fc"},
 		// Contrast platform names, current and historic.
 		{"Metal-QEMU-SNP", "kubeadm-qemu-snp", "kata-qemu-snp"},
@@ -198,11 +262,12 @@ func TestAliases(t *testing.T) {
 		{"AKS-CLH-SNP", "aks-cloud-hypervisor-snp", "kata-cc-isolation"},
 		{"kata-cc-isolation", "aks-cloud-hypervisor-snp", "kata-cc-isolation"},
 		{"kata-cc+debug", "aks-cloud-hypervisor-snp+debug", "kata-cc-isolation"},
+		{"aks-clh-none", "aks-cloud-hypervisor-none", "kata-clh-azure"},
 		// Other spellings of the canonical form.
 		{"k3s-clh-none", "k3s-cloud-hypervisor-none", "kata-clh"},
 		{"k0s-fc-none+devmapper", "k0s-firecracker-none", "kata-fc"},
 		{"  K3S-QEMU-SNP-GENOA+GPU ", "k3s-qemu-snp-genoa+gpu", "kata-qemu-nvidia-gpu-snp"},
-		{"k3s-qemu-snp-genoa+overlayfs+debug+gpu", "k3s-qemu-snp-genoa+gpu+debug+overlayfs", "kata-qemu-nvidia-gpu-snp"},
+		{"k3s-qemu-snp-genoa+overlayfs+debug+gpu", "k3s-qemu-snp-genoa+gpu+debug+overlayfs", "kata-qemu-nvidia-gpu-snp-debug"},
 		{"k3s-qemu-snp+nydus", "k3s-qemu-snp", "kata-qemu-snp"},
 		{"distribution=k3s,hypervisor=qemu,tee=snp,product=genoa,snapshotter=nydus,gpu=true", "k3s-qemu-snp-genoa+gpu", "kata-qemu-nvidia-gpu-snp"},
 		{"dist=openshift, hv=qemu, tee=tdx", "openshift-qemu-tdx", "kata-qemu-tdx"},
@@ -234,7 +299,9 @@ func TestParseErrors(t *testing.T) {
 		{"k3s-qemu-snp+gpu+gpu", "syntax", ""},
 		{"k3s-qemu-snp+nydus+overlayfs", "syntax", ""},
 		{"k3s-qemu-snp-genoa-milan", "syntax", ""},
-		{"kata-qemu-se", "syntax", ""},
+		{"kata-qemu-fc", "syntax", ""},
+		{"kata-fc-runtime-rs", "syntax", ""},
+		{"k3s-qemu-snp+rust+go", "syntax", ""},
 		{"distribution=k3s,hypervisor=qemu", "syntax", ""},
 		{"distribution=k3s,hypervisor=qemu,tee=snp,gpu=maybe", "syntax", ""},
 		{"distribution=k3s,dist=k0s,hypervisor=qemu,tee=none", "syntax", ""},
@@ -244,15 +311,21 @@ func TestParseErrors(t *testing.T) {
 		{"kubeadm-firecracker-none+gpu", "gpu-qemu-only", "kubeadm-qemu-none+gpu"},
 		{"k3s-clh-none+gpu", "gpu-qemu-only", "k3s-qemu-none+gpu"},
 		{"k3s-clh-snp", "clh-tee-aks-only", "k3s-qemu-snp"},
-		{"aks-qemu-snp", "aks-clh-snp", "aks-cloud-hypervisor-snp"},
-		{"aks-clh-none", "aks-clh-snp", "aks-cloud-hypervisor-snp"},
+		{"aks-qemu-snp", "aks-mshv", "aks-cloud-hypervisor-snp"},
+		{"aks-clh-snp+rust", "aks-mshv", "aks-cloud-hypervisor-snp"},
+		{"kubeadm-openvmm-none", "openvmm-aks-only", "aks-openvmm-none"},
+		{"kubeadm-dragonball-none+go", "runtime-shipped", "kubeadm-dragonball-none"},
+		{"kubeadm-firecracker-none+rust", "runtime-shipped", "kubeadm-firecracker-none"},
+		{"kubeadm-dragonball-snp", "tee-gpu-shipped", "kubeadm-qemu-snp"},
+		{"kubeadm-remote-snp", "remote-node-neutral", "kubeadm-remote-none"},
+		{"kubeadm-qemu-snp+nvidia-cpu", "nvidia-cpu-plain", "kubeadm-qemu-none+nvidia-cpu"},
 		{"aks-clh-snp-genoa", "aks-milan", "aks-cloud-hypervisor-snp-milan"},
 		{"k3s-qemu-tdx+devmapper", "confidential-guest-pull", "k3s-qemu-tdx"},
 		{"k3s-qemu-snp+erofs", "confidential-guest-pull", "k3s-qemu-snp"},
 		{"k3s-clh-none+nydus", "guest-pull-dev-qemu-only", "k3s-qemu-none+nydus"},
 		{"k3s-qemu-none+gpu+nydus", "guest-pull-dev-qemu-only", ""},
 		{"openshift-qemu-snp+nydus", "crio-overlay-only", "openshift-qemu-snp"},
-		{"AKS-QEMU-TDX-GPU", "aks-clh-snp", ""},
+		{"AKS-QEMU-TDX-GPU", "aks-mshv", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -387,7 +460,7 @@ func TestMarshalling(t *testing.T) {
 		t.Errorf("YAML round trip: %+v, %v", out, err)
 	}
 	var bad doc
-	if err := json.Unmarshal([]byte(`{"platform":"aks-qemu-tdx"}`), &bad); err == nil || !strings.Contains(err.Error(), "aks-clh-snp") {
+	if err := json.Unmarshal([]byte(`{"platform":"aks-qemu-tdx"}`), &bad); err == nil || !strings.Contains(err.Error(), "aks-mshv") {
 		t.Errorf("unmarshal of an invalid platform: %v", err)
 	}
 	if _, err := json.Marshal(struct{ T TEE }{}); err == nil {
@@ -471,8 +544,8 @@ func TestRulesTable(t *testing.T) {
 			t.Errorf("RuleByID(%s)", r.ID)
 		}
 	}
-	if len(checks())+2 != len(Rules()) {
-		t.Errorf("%d checks for %d rules: every rule but syntax and spec-complete is a check", len(checks()), len(Rules()))
+	if len(checks())+3 != len(Rules()) {
+		t.Errorf("%d checks for %d rules: every rule but syntax, spec-complete and non-x86-shim is a check", len(checks()), len(Rules()))
 	}
 }
 
@@ -492,6 +565,9 @@ func TestKataFacts(t *testing.T) {
 		{"kata-qemu-coco-dev", Overhead{160, 250}, 2048, "none", true},
 		{"kata-qemu-nvidia-gpu", Overhead{10240, 1000}, 8192, "virtio-fs", false},
 		{"kata-qemu-nvidia-gpu-snp", Overhead{10240, 1000}, 8192, "none", true},
+		{"kata-qemu-coco-dev-runtime-rs", Overhead{320, 250}, 2048, "none", true},
+		{"kata-dragonball", Overhead{130, 250}, 2048, "inline-virtio-fs", false},
+		{"kata-remote", Overhead{120, 250}, 2048, "none", true},
 	}
 	for _, tt := range tests {
 		p, err := Parse(tt.in)
@@ -504,7 +580,7 @@ func TestKataFacts(t *testing.T) {
 	}
 	for in, want := range map[string]Snapshotter{
 		"kata-fc": Devmapper, "kata-qemu-snp": Nydus, "kata-qemu-nvidia-gpu": Overlayfs, "kata-qemu": Overlayfs,
-		"openshift-qemu-snp": Overlayfs, "aks-clh-snp": Nydus,
+		"openshift-qemu-snp": Overlayfs, "aks-clh-snp": Nydus, "kata-remote": Nydus, "openshift-remote-none": Overlayfs,
 	} {
 		if p, err := Parse(in); err != nil || p.Snapshotter() != want || p.DefaultSnapshotter() != want {
 			t.Errorf("%s: default snapshotter %v (%v), want %v", in, p.Snapshotter(), err, want)

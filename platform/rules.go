@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // Rule is one constraint on platforms, with a stable ID that errors, docs
@@ -63,16 +65,50 @@ func ruleTable() []Rule {
 			Summary: "Cloud Hypervisor runs confidential guests only on AKS (SNP on Hyper-V); use QEMU elsewhere",
 			Source:  "kata-deploy runtime classes (no kata-clh-snp/-tdx); Contrast platforms (AKS-CLH-SNP only)"},
 
-		// AKS runs Kata pods with Cloud Hypervisor on the Hyper-V root
-		// partition (/dev/mshv); its confidential flavour (Confidential
-		// Containers on AKS: RuntimeClass kata-cc-isolation, handler kata-cc
-		// with configuration-clh-snp.toml; Contrast AKS-CLH-SNP) is SEV-SNP
-		// only. Plain AKS Pod Sandboxing (kata-mshv-vm-isolation, no TEE)
-		// exists too, but the issue defines aks as the confidential one:
-		// stricter, not modelled.
-		{ID: "aks-clh-snp",
-			Summary: "on AKS, Kata means Cloud Hypervisor on Hyper-V with SEV-SNP",
-			Source:  "Microsoft Learn: Confidential Containers on AKS; Contrast platform AKS-CLH-SNP"},
+		// AKS runs Kata pods on the Hyper-V root partition (/dev/mshv), not
+		// KVM: Pod Sandboxing is kata-deploy's clh-azure shim (Cloud
+		// Hypervisor built for MSHV; also clh-azure-runtime-rs) or
+		// openvmm-azure-runtime-rs; Confidential Containers on AKS is
+		// Microsoft's kata-cc handler (RuntimeClass kata-cc-isolation,
+		// configuration-clh-snp.toml, Go runtime) with SEV-SNP, which Contrast
+		// calls AKS-CLH-SNP. Nothing else runs there.
+		{ID: "aks-mshv",
+			Summary: "on AKS, Kata runs on Hyper-V: Cloud Hypervisor (clh-azure; with SEV-SNP the Go kata-cc handler) or OpenVMM, no TDX",
+			Source:  "kata-deploy 4.1 shims clh-azure, clh-azure-runtime-rs, openvmm-azure-runtime-rs; Microsoft Learn: Confidential Containers on AKS; Contrast platform AKS-CLH-SNP"},
+
+		// OpenVMM is shipped only as openvmm-azure-runtime-rs, for Hyper-V.
+		{ID: "openvmm-aks-only",
+			Summary: "OpenVMM is shipped only for Azure (openvmm-azure-runtime-rs): use it with distribution aks",
+			Source:  "kata-deploy 4.1 values.yaml shims (openvmm-azure-runtime-rs only)"},
+
+		// Which runtime ships which hypervisor: kata-deploy's shim list.
+		{ID: "runtime-shipped",
+			Summary: "Kata ships this hypervisor only with one runtime: dragonball and openvmm with the Rust runtime; firecracker, stratovirt and remote with the Go runtime",
+			Source:  "kata-deploy 4.1 values.yaml shims (no fc-runtime-rs, stratovirt-runtime-rs or remote-runtime-rs; dragonball is runtime-rs only)"},
+
+		// Dragonball, StratoVirt and OpenVMM have no confidential or GPU
+		// configuration in Kata 4.1.
+		{ID: "tee-gpu-shipped",
+			Summary: "Dragonball, StratoVirt and OpenVMM have no TEE or NVIDIA configuration in Kata: use QEMU",
+			Source:  "Kata 4.1 configuration templates (no dragonball/stratovirt/openvmm snp, tdx or nvidia files)"},
+
+		// Peer pods: the VM runs in a cloud; whether it is confidential is a
+		// property of the cloud instance type and pod VM image, chosen in the
+		// cloud-api-adaptor, which a node preflight cannot see.
+		{ID: "remote-node-neutral",
+			Summary: "peer pods (remote) start their VM in a cloud: the TEE and GPU are chosen there, so use tee none without +gpu",
+			Source:  "kata-deploy 4.1 shim remote; confidential-containers/cloud-api-adaptor docs"},
+
+		// qemu-nvidia-cpu is NVIDIA's guest stack without a GPU; kata-deploy
+		// ships it only without a TEE and only for QEMU.
+		{ID: "nvidia-cpu-plain",
+			Summary: "+nvidia-cpu (kata-qemu-nvidia-cpu) is QEMU only, without a TEE and without +gpu",
+			Source:  "kata-deploy 4.1 values.yaml shims qemu-nvidia-cpu, qemu-nvidia-cpu-runtime-rs"},
+
+		// Only x86_64 hosts are modelled.
+		{ID: "non-x86-shim",
+			Summary: "this kata-deploy shim is for another architecture; berth models x86_64 hosts",
+			Source:  "kata-deploy 4.1 values.yaml supportedArches (qemu-se: s390x; qemu-cca: arm64)"},
 
 		// The AKS confidential-container node sizes (DCas_cc_v5, ECas_cc_v5)
 		// are AMD EPYC 7763v, i.e. Milan; no other pin can match.
@@ -98,10 +134,11 @@ func ruleTable() []Rule {
 			Source:  "kata-containers docs/how-to/how-to-pull-images-in-guest-with-kata.md; Kata experimental_force_guest_pull"},
 
 		// Guest pull without a TEE is the coco-dev flavour; kata-deploy ships it
-		// only as kata-qemu-coco-dev (no CLH, no GPU variant).
+		// only as kata-qemu-coco-dev (no CLH, no GPU variant). Peer pods
+		// (remote) pull in their cloud VM too, with nydus by default.
 		{ID: "guest-pull-dev-qemu-only",
-			Summary: "nydus guest pull without a TEE is kata-qemu-coco-dev: QEMU only, no GPU",
-			Source:  "kata-deploy runtime classes (kata-qemu-coco-dev)"},
+			Summary: "nydus guest pull without a TEE is kata-qemu-coco-dev (QEMU, no NVIDIA image) or peer pods (remote)",
+			Source:  "kata-deploy runtime classes (kata-qemu-coco-dev; remote with snapshotter nydus)"},
 
 		// CRI-O has no containerd snapshotters: images live in
 		// containers/storage (overlay driver). The distribution's Runtime field
@@ -144,22 +181,37 @@ type check struct {
 
 // numChecks is the number of compatibility rules; checks returns an array so
 // that build, the hot path, allocates nothing.
-const numChecks = 10
+const numChecks = 15
 
 // checks lists the compatibility rules in the order they are evaluated;
 // the first broken one is reported, so more specific rules come first.
 func checks() [numChecks]check {
 	return [numChecks]check{
 		{"productline-snp-only", func(p Platform) bool { return p.pl == AnyProductLine || p.tee == SNP }},
-		{"aks-clh-snp", func(p Platform) bool { return p.dist != AKS || (p.hv == CloudHypervisor && p.tee == SNP) }},
+		{"runtime-shipped", func(p Platform) bool {
+			r, _ := hypervisorRowOf(p.hv)
+			return r.runtimes[0] == p.rt || r.runtimes[1] == p.rt
+		}},
+		{"openvmm-aks-only", func(p Platform) bool { return p.hv != OpenVMM || p.dist == AKS }},
+		{"aks-mshv", func(p Platform) bool {
+			return p.dist != AKS || (p.hv == OpenVMM && p.tee == NoTEE) ||
+				(p.hv == CloudHypervisor && (p.tee == NoTEE || (p.tee == SNP && p.rt == GoRuntime)))
+		}},
 		{"aks-milan", func(p Platform) bool { return p.dist != AKS || p.pl == AnyProductLine || p.pl == Milan }},
 		{"fc-no-tee", func(p Platform) bool { return p.hv != Firecracker || p.tee == NoTEE }},
+		{"remote-node-neutral", func(p Platform) bool { return p.hv != Remote || (p.tee == NoTEE && !p.gpu && !p.nvcpu) }},
+		{"tee-gpu-shipped", func(p Platform) bool {
+			return (p.hv != Dragonball && p.hv != StratoVirt && p.hv != OpenVMM) || (p.tee == NoTEE && !p.gpu && !p.nvcpu)
+		}},
 		{"gpu-qemu-only", func(p Platform) bool { return !p.gpu || p.hv == QEMU }},
+		{"nvidia-cpu-plain", func(p Platform) bool { return !p.nvcpu || (p.hv == QEMU && p.tee == NoTEE && !p.gpu) }},
 		{"clh-tee-aks-only", func(p Platform) bool { return p.hv != CloudHypervisor || p.tee == NoTEE || p.dist == AKS }},
 		{"crio-overlay-only", func(p Platform) bool { return p.dist.Runtime() != CRIO || p.snap == Overlayfs }},
 		{"fc-block-snapshotter", func(p Platform) bool { return p.hv != Firecracker || p.snap == Devmapper || p.snap == Blockfile }},
 		{"confidential-guest-pull", func(p Platform) bool { return p.tee == NoTEE || p.snap == Nydus || p.snap == Overlayfs }},
-		{"guest-pull-dev-qemu-only", func(p Platform) bool { return p.snap != Nydus || p.tee != NoTEE || (p.hv == QEMU && !p.gpu) }},
+		{"guest-pull-dev-qemu-only", func(p Platform) bool {
+			return p.snap != Nydus || p.tee != NoTEE || p.hv == Remote || (p.hv == QEMU && !p.gpu && !p.nvcpu)
+		}},
 	}
 }
 
@@ -174,10 +226,15 @@ func AppliesTo(p Platform) []Rule {
 		}
 	}
 	add(rule("productline-snp-only"), p.tee == SNP)
-	add(rule("aks-clh-snp"), p.dist == AKS)
+	add(rule("runtime-shipped"), len(p.hv.Runtimes()) == 1)
+	add(rule("openvmm-aks-only"), p.hv == OpenVMM)
+	add(rule("aks-mshv"), p.dist == AKS)
 	add(rule("aks-milan"), p.dist == AKS)
 	add(rule("fc-no-tee"), p.hv == Firecracker)
+	add(rule("remote-node-neutral"), p.hv == Remote)
+	add(rule("tee-gpu-shipped"), p.hv == Dragonball || p.hv == StratoVirt || p.hv == OpenVMM)
 	add(rule("gpu-qemu-only"), p.gpu)
+	add(rule("nvidia-cpu-plain"), p.nvcpu)
 	add(rule("clh-tee-aks-only"), p.hv == CloudHypervisor)
 	add(rule("crio-overlay-only"), p.dist.Runtime() == CRIO)
 	add(rule("fc-block-snapshotter"), p.hv == Firecracker)
@@ -262,11 +319,28 @@ func suggest(s Spec) []string {
 		out = append(out, more...)
 	}
 	if len(out) == 0 {
-		var all []string
-		for _, p := range All() {
-			all = append(all, p.String())
+		out = nearest(target, coarse(base), maxSuggestions)
+	}
+	return out
+}
+
+// coarse returns the valid platforms that keep s's debug flag and take the
+// defaults for everything else but the distribution, hypervisor, TEE and
+// image variant: the candidates when no one or two changes make s valid.
+// It is a twentieth of All, which matters because every rejected input
+// pays for it.
+func coarse(s Spec) []string {
+	var out []string
+	for _, d := range Distributions() {
+		for _, h := range Hypervisors() {
+			for _, t := range TEEs() {
+				for _, v := range variants() {
+					if p, id := build(Spec{Distribution: d, Hypervisor: h, TEE: t, GPU: v.gpu, NvidiaCPU: v.nvcpu, Debug: s.Debug}); id == "" {
+						out = append(out, p.String())
+					}
+				}
+			}
 		}
-		out = nearest(target, all, maxSuggestions)
 	}
 	return out
 }
@@ -342,9 +416,30 @@ func variations() []func(Spec) []Spec {
 		func(s Spec) []Spec {
 			c := s
 			c.GPU = !s.GPU
+			if c.GPU {
+				c.NvidiaCPU = false
+			}
 			d := c
 			d.Snapshotter = 0
-			return []Spec{c, d}
+			e := s
+			e.NvidiaCPU = !s.NvidiaCPU
+			if e.NvidiaCPU {
+				e.GPU = false
+			}
+			return []Spec{c, d, e}
+		},
+		// The runtime group prefers the hypervisor's default.
+		func(s Spec) []Spec {
+			c := s
+			c.KataRuntime = 0
+			out := []Spec{c}
+			for _, rt := range KataRuntimes() {
+				if rt != s.KataRuntime {
+					c.KataRuntime = rt
+					out = append(out, c)
+				}
+			}
+			return out
 		},
 	}
 }
@@ -385,7 +480,7 @@ func nearest(target string, cands []string, n int) []string {
 	}
 	sc := make([]scored, len(cands))
 	for i, c := range cands {
-		sc[i] = scored{c, levenshtein(target, c), i}
+		sc[i] = scored{c, levenshtein.ComputeDistance(target, c), i}
 	}
 	slices.SortFunc(sc, func(a, b scored) int {
 		if a.d != b.d {
@@ -401,25 +496,4 @@ func nearest(target string, cands []string, n int) []string {
 		out = append(out, x.s)
 	}
 	return out
-}
-
-// levenshtein is the edit distance between two ASCII strings.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

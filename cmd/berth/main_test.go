@@ -54,7 +54,7 @@ func TestDelegation(t *testing.T) {
 	args := []string{"-o", "json", "runtimeclasses", "-p", "kubeadm-qemu-snp"}
 	wantCode, want, _ := run(cluster, env, args...)
 	code, got, errOut := run(berth, env, args...)
-	if code != 0 || wantCode != 0 || got != want || !strings.Contains(got, `"handler": "kubeadm-qemu-snp"`) {
+	if code != 0 || wantCode != 0 || got != want || !strings.Contains(got, `"handler": "kata-qemu-snp"`) {
 		t.Errorf("berth %v: exit %d (berth-cluster %d)\n%s\n%s\nwant\n%s", args, code, wantCode, got, errOut, want)
 	}
 	// The exit code of the delegate is berth's.

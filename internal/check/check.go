@@ -238,8 +238,10 @@ const (
 	ByTEE
 	ByProductLine
 	BySnapshotter
+	// ByGPU is the image variant: the GPU image or NVIDIA's CPU-only one.
 	ByGPU
 	ByDebug
+	ByKataRuntime
 )
 
 // Of returns s with only the dimensions in d set: the memo key of a check
@@ -262,7 +264,11 @@ func (d Dims) Of(s platform.Spec) platform.Spec {
 		k.Snapshotter = s.Snapshotter
 	}
 	k.GPU = d&ByGPU != 0 && s.GPU
+	k.NvidiaCPU = d&ByGPU != 0 && s.NvidiaCPU
 	k.Debug = d&ByDebug != 0 && s.Debug
+	if d&ByKataRuntime != 0 {
+		k.KataRuntime = s.KataRuntime
+	}
 	return k
 }
 

@@ -20,13 +20,76 @@ func All() []check.Check {
 	for _, area := range [][]check.Check{
 		virtChecks(), kvmChecks(), deviceChecks(), cmdlineChecks(),
 		cgroupChecks(), memoryChecks(), limitChecks(),
-		iommuChecks(), gpuChecks(), snpChecks(), tdxChecks(),
+		iommuChecks(), gpuChecksWithVGPU(), snpChecks(), tdxChecks(),
 		hypervisorChecks(), sharedFSChecks(),
 		runtimeChecks(), snapshotterChecks(), distributionChecks(),
+		sriovChecks(), storageChecks(), networkChecks(), remoteChecks(),
 	} {
 		all = append(all, area...)
 	}
+	for i := range all {
+		switch {
+		case nodeVMCheck(all[i].ID):
+			all[i].Applies = onlyLocal(all[i].Applies)
+		}
+		if kvmHostCheck(all[i].ID) {
+			all[i].Applies = onlyKVM(all[i].Applies)
+		}
+	}
 	return all
+}
+
+// kvmHostCheck reports whether a check judges a KVM host: the KVM device
+// and modules, and the host side of SEV-SNP and TDX (kernel, BIOS,
+// firmware, kvm_amd/kvm_intel). On AKS Kata runs on the Hyper-V root
+// partition (/dev/mshv) and the TEE's host side is Azure's, so those checks
+// do not apply there (mshv.device does); the CPU generation still does.
+func kvmHostCheck(id string) bool {
+	if strings.HasPrefix(id, "snp.cpu.") || strings.HasPrefix(id, "tdx.cpu.") {
+		return false
+	}
+	for _, area := range []string{"kvm.", "snp.", "tdx.", "virt.guest.tee", "hypervisor.functional"} {
+		if strings.HasPrefix(id, area) {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyKVM restricts an Applies function to platforms that run on KVM.
+func onlyKVM(applies func(platform.Platform) (check.Severity, bool)) func(platform.Platform) (check.Severity, bool) {
+	return func(p platform.Platform) (check.Severity, bool) {
+		if p.HypervisorDevice() != "dev/kvm" {
+			return 0, false
+		}
+		return applies(p)
+	}
+}
+
+// nodeVMCheck reports whether a check judges the machine that runs the
+// sandbox VM (its CPU, KVM, firmware, devices, hypervisor, memory for
+// guests). Peer pods (the remote hypervisor) run that VM in a cloud, so
+// those checks do not apply to them; the container runtime, snapshotter,
+// cgroups and distribution checks still do.
+func nodeVMCheck(id string) bool {
+	for _, area := range []string{"virt.", "kvm.", "devices.", "cmdline.", "iommu.", "gpu.", "snp.", "tdx.",
+		"hypervisor.", "sharedfs.", "memory.", "sriov.", "storage.free.images"} {
+		if strings.HasPrefix(id, area) {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyLocal restricts an Applies function to platforms whose VM runs on
+// the node.
+func onlyLocal(applies func(platform.Platform) (check.Severity, bool)) func(platform.Platform) (check.Severity, bool) {
+	return func(p platform.Platform) (check.Severity, bool) {
+		if !p.Local() {
+			return 0, false
+		}
+		return applies(p)
+	}
 }
 
 // For returns the catalogue for one host: All plus one check per host
@@ -52,7 +115,7 @@ func hasVirtioFS(p platform.Platform) bool { return p.SharedFS() == "virtio-fs" 
 const (
 	keyHypervisorTEE = check.ByHypervisor | check.ByTEE
 	keyDistribution  = check.ByDistribution
-	keyMemory        = check.ByHypervisor | check.ByTEE | check.ByGPU | check.BySnapshotter
+	keyMemory        = check.ByHypervisor | check.ByTEE | check.ByGPU | check.BySnapshotter | check.ByKataRuntime
 	keySnapshotter   = check.ByHypervisor | check.BySnapshotter
 	keyProductLine   = check.ByProductLine
 )
@@ -148,3 +211,17 @@ func (v version) String() string {
 }
 
 func fmtVersion(min ...int) string { return version(min).String() }
+
+// unknownOf returns the first of fields that discovery could not read (the
+// field, or a section it belongs to, is in Facts.Unknown), as evidence.
+// A check that reads a fact only on some hosts (a fallback, a second
+// opinion) uses it rather than declaring the fact in Reads, which would
+// make it unknown on every host where that fact is unknown.
+func unknownOf(f *facts.Facts, fields ...string) (check.Evidence, bool) {
+	for _, field := range fields {
+		if r, ok := f.UnknownReason(field); ok {
+			return check.Evidence{Field: field, Value: "unknown (" + r + ")"}, true
+		}
+	}
+	return check.Evidence{}, false
+}

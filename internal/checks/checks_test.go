@@ -30,6 +30,12 @@ func readyFacts() *facts.Facts {
 		IOMMU:  facts.IOMMU{ACPITable: "IVRS", Groups: 40},
 		GPUs:   []facts.GPU{{Address: "0000:41:00.0", Vendor: "nvidia", DeviceID: "2330", ConfidentialCapable: true, VFIOBound: true, IOMMUGroup: ptr(7), GroupIsolated: ptr(true)}},
 		Memory: facts.Memory{TotalKiB: 512 << 20, AvailableKiB: 400 << 20},
+		Storage: facts.Storage{Filesystems: []facts.Filesystem{
+			{Path: "opt/kata", Measured: "opt", SizeBytes: 400 << 30, FreeBytes: 300 << 30, Device: "nvme0n1"},
+			{Path: "opt/berth", Measured: "opt", SizeBytes: 400 << 30, FreeBytes: 300 << 30, Device: "nvme0n1"},
+			{Path: "var/lib/containerd", Measured: "var/lib/containerd", SizeBytes: 400 << 30, FreeBytes: 300 << 30, Device: "nvme0n1"}},
+			BlockDevices: []facts.BlockDevice{{Name: "nvme0n1", Transport: "nvme", SizeBytes: 400 << 30},
+				{Name: "dm-2", Transport: "dm", DMName: "containerd-pool", Slaves: []string{"nvme0n1"}}}},
 		Cgroups: facts.Cgroups{Version: 2, Controllers: []string{"cpu", "memory", "pids"},
 			MiscCapacity: map[string]int64{"sev": 410, "sev_es": 99, "tdx": 63}},
 		Limits: facts.Limits{InotifyMaxUserInstances: ptr(8192)},
@@ -37,7 +43,7 @@ func readyFacts() *facts.Facts {
 			RMPReserved: ptr(true), SNPASIDs: &facts.Range{Min: 1, Max: 99}, IOMMUSNP: ptr(true)}},
 		Runtimes: facts.Runtimes{Containerd: &facts.ContainerRuntime{Binary: "/usr/bin/containerd", Version: "2.1.4",
 			ConfigPath: "etc/containerd/config.toml", ConfigExists: true, ConfigVersion: 3,
-			Snapshotters: []string{"overlayfs", "nydus", "devmapper", "blockfile", "erofs"}, SocketExists: true, Socket: "run/containerd/containerd.sock"}},
+			Snapshotters: []string{"overlayfs", "nydus", "devmapper", "blockfile", "erofs"}, DevmapperPool: "containerd-pool", SocketExists: true, Socket: "run/containerd/containerd.sock"}},
 		Distribution: facts.Distribution{Name: "kubeadm"},
 		Binaries: []facts.Binary{{Name: "qemu", Path: "/opt/kata/bin/qemu-system-x86_64", Version: "10.1.0"},
 			{Name: "cloud-hypervisor", Path: "/opt/kata/bin/cloud-hypervisor", Version: "48.0"},
@@ -197,7 +203,11 @@ func TestAreas(t *testing.T) {
 		{"old qemu for snp", "kubeadm-qemu-snp", func(f *facts.Facts) { f.Binaries[0].Version = "8.2.2" }, "hypervisor.version", check.Fail, "9.1"},
 		{"vendor qemu for snp", "kubeadm-qemu-snp", func(f *facts.Facts) { f.Binaries[0].Version, f.Binaries[0].Vendor = "8.0.0", "AMDESE snp" }, "hypervisor.version", check.Warn, "vendor build"},
 		{"qemu without snp type", "kubeadm-qemu-snp", func(f *facts.Facts) { f.QEMUProbe.ConfidentialTypes = []string{"sev-guest"} }, "hypervisor.functional", check.Fail, "sev-snp-guest"},
-		{"qemu not probed", "kubeadm-qemu-none", func(f *facts.Facts) { f.QEMUProbe = nil }, "hypervisor.functional", check.Unknown, "not probed"},
+		{"qemu not installed yet", "kubeadm-qemu-none", func(f *facts.Facts) { f.QEMUProbe = nil }, "hypervisor.functional", check.Skip, "not installed yet"},
+		{"qemu not probed", "kubeadm-qemu-none", func(f *facts.Facts) {
+			f.QEMUProbe = nil
+			f.Unknown = append(f.Unknown, facts.Missing{Field: "qemuProbe", Reason: facts.ReasonNotRun + ": disabled (--no-probe)"})
+		}, "hypervisor.functional", check.Unknown, "qemuProbe unknown"},
 		{"no hypervisor yet", "kubeadm-cloud-hypervisor-none", func(f *facts.Facts) { f.Binaries = f.Binaries[:1] }, "hypervisor.binary", check.Warn, "not installed"},
 		{"no virtiofsd yet", "kubeadm-qemu-none", func(f *facts.Facts) { f.Binaries = f.Binaries[:3] }, "sharedfs.virtiofs.daemon", check.Warn, "virtiofsd"},
 		{"no containerd", "kubeadm-qemu-none", func(f *facts.Facts) { f.Runtimes.Containerd = nil }, "runtime.present", check.Fail, "containerd"},
@@ -238,16 +248,20 @@ func TestAreas(t *testing.T) {
 	}
 }
 
+// readyTDXFacts is readyFacts on an Emerald Rapids host on which every
+// check of the kubeadm TDX platform passes.
+func readyTDXFacts() *facts.Facts {
+	f := readyFacts()
+	f.CPU = facts.CPU{Vendor: "intel", VendorID: "GenuineIntel", ProductLine: "emerald-rapids", Flags: []string{"vmx"}}
+	f.Kernel.Modules = map[string]facts.Module{"kvm": {Loaded: true}, "kvm_intel": {Loaded: true}}
+	f.Kernel.Release = "6.16.3"
+	f.TEE = facts.TEE{TDX: facts.TDX{KVMTDX: ptr(true), BIOSKeyIDs: &facts.Range{Min: 64, Max: 128}, ModuleInitialized: ptr(true), ModuleVersion: "1.5.06"},
+		SGX: facts.SGX{Enclave: true, Provision: true}}
+	return f
+}
+
 func TestTDX(t *testing.T) {
-	ready := func() *facts.Facts {
-		f := readyFacts()
-		f.CPU = facts.CPU{Vendor: "intel", VendorID: "GenuineIntel", ProductLine: "emerald-rapids", Flags: []string{"vmx"}}
-		f.Kernel.Modules = map[string]facts.Module{"kvm": {Loaded: true}, "kvm_intel": {Loaded: true}}
-		f.Kernel.Release = "6.16.3"
-		f.TEE = facts.TEE{TDX: facts.TDX{KVMTDX: ptr(true), BIOSKeyIDs: &facts.Range{Min: 64, Max: 128}, ModuleInitialized: ptr(true), ModuleVersion: "1.5.06"},
-			SGX: facts.SGX{Enclave: true, Provision: true}}
-		return f
-	}
+	ready := readyTDXFacts
 	p, _ := platform.Parse("kubeadm-qemu-tdx")
 	if v := evaluator(t, ready()).Evaluate(ready(), []platform.Platform{p}, check.Options{})[0]; v.Status != check.Ready {
 		t.Fatalf("ready TDX host: %s blocked by %s", v.Status, v.BlockedBy)

@@ -3,6 +3,8 @@ package checks
 import (
 	"strings"
 
+	"github.com/agnivade/levenshtein"
+
 	"berth.dev/berth/internal/check"
 	"berth.dev/berth/internal/facts"
 )
@@ -37,13 +39,33 @@ func cmdlineTypos(cmdline string) []string {
 		if mod, param, ok := strings.Cut(key, "."); ok {
 			key = strings.ReplaceAll(mod, "-", "_") + "." + param
 		}
+		matched := false
 		for _, m := range misspelled() {
 			if key == m[0] {
 				out = append(out, tok+" (did you mean "+m[1]+"?)")
+				matched = true
+			}
+		}
+		if mod, param, ok := strings.Cut(key, "."); ok && !matched {
+			if want := nearModule(mod); want != "" {
+				out = append(out, tok+" (did you mean "+want+"."+param+"?)")
 			}
 		}
 	}
 	return out
+}
+
+// nearModule returns the KVM/VFIO module a misspelled module name was
+// meant to be ("kvm_inte" for kvm_intel), or "" when mod is right or not
+// close to one: the kernel keeps parameters of unknown modules silently,
+// so such a typo switches nothing on.
+func nearModule(mod string) string {
+	for _, want := range []string{"kvm_intel", "kvm_amd", "vfio_pci", "vfio_iommu_type1"} {
+		if mod != want && len(mod) >= 5 && levenshtein.ComputeDistance(mod, want) == 1 {
+			return want
+		}
+	}
+	return ""
 }
 
 func cmdlineChecks() []check.Check {

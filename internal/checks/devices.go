@@ -21,11 +21,23 @@ func devCheck(id, dev, mod, config, title, why, remedy string, sev check.Severit
 			switch {
 			case ok:
 				return check.Ok("/"+dev+" present", ev...)
+			case f.Kernel.Config[config] == "n":
+				// The config says the kernel has no such module at all, so
+				// the module list cannot change the answer, and "modprobe"
+				// is the wrong remedy for the missing node.
+				ev = append(ev, check.Ev("kernel.config."+config, "n"))
+				return check.Failed("/"+dev+" is missing because the running kernel is built without CONFIG_"+config+": "+mod+" does not exist, so modprobe cannot help",
+					"boot a kernel built with CONFIG_"+config+"=m (distribution generic kernels have it), or rebuild this one with it", ev...)
 			case m.Present():
 				return check.Ok(mod+" "+present(m)+" (the node is created on first use)", ev...)
 			case configSet(f, config):
 				ev = append(ev, check.Ev("kernel.config."+config, f.Kernel.Config[config]))
 				return check.Ok("CONFIG_"+config+"="+f.Kernel.Config[config]+": the module loads on first open", ev...)
+			}
+			// Absent node, module and option: a failure only when the
+			// module list and the kernel config could be read.
+			if u, ok := unknownOf(f, "kernel.modules."+mod, "kernel.config."+config); ok {
+				return check.Unsure("/"+dev+" is missing and whether "+mod+" can load is not known", append(ev, u)...)
 			}
 			return check.Failed("/"+dev+" is missing and "+mod+" is not loaded", remedy, ev...)
 		},

@@ -47,7 +47,7 @@ func gpuChecks() []check.Check {
 		Title:     "if the GPU's IOMMU group is isolated",
 		Why:       "VFIO passes whole IOMMU groups: every other device in the GPU's group must be bound to vfio-pci too (or be a bridge), or the VM cannot start.",
 		Parent:    "gpu.present",
-		Reads:     []string{"gpus", "iommu.groups"},
+		Reads:     []string{"gpus"},
 		Platforms: "gpu platforms",
 		Remedies:  []string{"bind the other devices of the group to vfio-pci, move the GPU to another slot, or enable ACS in the BIOS"},
 		Applies:   check.When(check.Blocking, isGPU),

@@ -10,34 +10,29 @@ import (
 )
 
 // minHypervisor is the upstream version a platform needs, or nil.
-func minHypervisor(p platform.Platform) []int {
-	if p.Hypervisor() != platform.QEMU {
-		return nil
-	}
-	switch p.TEE() {
-	case platform.SNP:
-		return []int{9, 1}
-	case platform.TDX:
-		return []int{10, 1}
-	}
-	return nil
-}
+func minHypervisor(p platform.Platform) []int { return p.MinHypervisorVersion() }
 
 func hypervisorChecks() []check.Check {
 	// The evidence list of each hypervisor is built once: ReadsFor runs for
 	// every platform.
+	// Discovery reports the binaries of QEMU, Cloud Hypervisor and
+	// Firecracker; Dragonball runs inside the Rust runtime's shim and peer
+	// pods start their VM in a cloud, so they have none. StratoVirt's and
+	// OpenVMM's binaries are not discovered yet: the check does not judge
+	// them rather than call them missing.
 	binaryReads := map[platform.Hypervisor][]string{}
-	for _, h := range platform.Hypervisors() {
+	for _, h := range []platform.Hypervisor{platform.QEMU, platform.CloudHypervisor, platform.Firecracker} {
 		binaryReads[h] = []string{"binaries." + h.String() + ".path"}
 	}
+	hasBinary := func(p platform.Platform) bool { return binaryReads[p.Hypervisor()] != nil }
 	return []check.Check{{
 		ID:        "hypervisor.binary",
 		Title:     "for the hypervisor binary",
 		Why:       "The platform's hypervisor (QEMU, Cloud Hypervisor or Firecracker) runs every sandbox; berth install brings Kata's static build when the host has none.",
 		ReadsFor:  func(p platform.Platform) []string { return binaryReads[p.Hypervisor()] },
-		Platforms: "all (warning: installed by berth install)",
+		Platforms: "all with a hypervisor binary (not dragonball, built into the Rust shim, nor remote) (warning: installed by berth install)",
 		Remedies:  []string{"berth install installs Kata's static build, which includes the hypervisor", "or install the distribution package (qemu-system-x86, cloud-hypervisor)"},
-		Applies:   check.Always(check.Warning),
+		Applies:   check.When(check.Warning, hasBinary),
 		Key:       keyHypervisorTEE,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			name := p.Hypervisor().String()
@@ -52,7 +47,7 @@ func hypervisorChecks() []check.Check {
 		Title:     "for the hypervisor's minimum version",
 		Why:       "Upstream QEMU launches SEV-SNP guests from 9.1 and TDX guests from 10.1; vendor builds (AMD's snp branch, Canonical's TDX QEMU) backport it.",
 		Parent:    "hypervisor.binary",
-		Reads:     []string{"binaries.qemu.version"},
+		Reads:     []string{"binaries.qemu.version", "binaries.qemu.vendor"},
 		Platforms: "confidential qemu platforms",
 		Remedies:  []string{"use the QEMU from berth install (Kata's static build) or upgrade the host's QEMU (SNP >= 9.1, TDX >= 10.1)"},
 		Applies:   check.When(check.Blocking, func(p platform.Platform) bool { return minHypervisor(p) != nil }),
@@ -89,13 +84,15 @@ func hypervisorChecks() []check.Check {
 		Key:       keyHypervisorTEE,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			q := f.QEMUProbe
-			if _, ok := binary(f, "qemu"); !ok && q == nil {
-				return check.Result{Status: check.Skip, Message: "no QEMU on the host yet"}
-			}
 			if q == nil {
-				return check.Unsure("QEMU was not probed (--no-probe or offline root)", check.Ev("qemuProbe", "not run"))
+				// Discovery probes only the QEMU the platform's
+				// configuration runs (berth's or kata-deploy's install, or
+				// --hypervisor-path); when it could not, qemuProbe is
+				// unknown and the evaluator says so. Absent and known:
+				// nothing is installed yet.
+				return check.Result{Status: check.Skip, Message: "the platform's QEMU (/opt/berth/bin or /opt/kata/bin) is not installed yet: berth install brings it; --hypervisor-path probes another"}
 			}
-			ev := []check.Evidence{check.Ev("qemuProbe.ran", q.Ran), check.Ev("qemuProbe.kvmEnabled", q.KVMEnabled), check.Ev("qemuProbe.confidentialTypes", q.ConfidentialTypes)}
+			ev := []check.Evidence{check.Ev("qemuProbe.binary", q.Binary), check.Ev("qemuProbe.ran", q.Ran), check.Ev("qemuProbe.kvmEnabled", q.KVMEnabled), check.Ev("qemuProbe.confidentialTypes", q.ConfidentialTypes)}
 			if q.SEVError != "" {
 				ev = append(ev, check.Ev("qemuProbe.sevError", q.SEVError))
 			}
@@ -112,7 +109,7 @@ func hypervisorChecks() []check.Check {
 			if p.TEE() == platform.SNP && q.SEVError != "" {
 				return check.Failed("QEMU says: "+q.SEVError, "fix the snp.* checks above", ev...)
 			}
-			msg := "QEMU " + q.Version + " runs with KVM"
+			msg := "QEMU " + q.Version + " (" + q.Binary + ") runs with KVM"
 			if want != "" {
 				msg += " and has " + want
 			}

@@ -1,6 +1,8 @@
 package checks
 
 import (
+	"strings"
+
 	"berth.dev/berth/internal/check"
 	"berth.dev/berth/internal/facts"
 )
@@ -10,7 +12,7 @@ func iommuChecks() []check.Check {
 		ID:        "iommu.enabled",
 		Title:     "if the IOMMU is enabled by the kernel",
 		Why:       "Passing a GPU to a VM with VFIO needs the IOMMU on, so that the device can only reach the guest's memory.",
-		Reads:     []string{"iommu.groups", "iommu.acpiTable"},
+		Reads:     []string{"iommu.groups", "iommu.acpiTable", "iommu.cmdlineFlags"},
 		Platforms: "gpu platforms",
 		Remedies: []string{
 			"enable VT-d (Intel) or AMD-Vi/IOMMU (AMD) in the BIOS",
@@ -29,6 +31,10 @@ func iommuChecks() []check.Check {
 			param := "intel_iommu=on"
 			if f.IOMMU.ACPITable == "IVRS" {
 				param = "amd_iommu=on"
+			}
+			if off := iommuOffFlags(f.IOMMU.CmdlineFlags); len(off) > 0 {
+				return check.Failed(f.IOMMU.ACPITable+" table present (the BIOS has the IOMMU on) but the kernel command line turns it off ("+strings.Join(off, " ")+"): no IOMMU groups, so no device can be passed to a VM",
+					"remove "+strings.Join(off, " ")+" from the kernel command line (add "+param+" iommu=pt if the distribution's default is off) and reboot", ev...)
 			}
 			return check.Failed(f.IOMMU.ACPITable+" table present but no IOMMU groups: the kernel did not enable the IOMMU",
 				"add "+param+" iommu=pt to the kernel command line and reboot", ev...)

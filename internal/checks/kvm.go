@@ -2,6 +2,7 @@ package checks
 
 import (
 	"fmt"
+	"strings"
 
 	"berth.dev/berth/internal/check"
 	"berth.dev/berth/internal/facts"
@@ -24,9 +25,9 @@ func kvmChecks() []check.Check {
 		Title:     "for the KVM kernel modules",
 		Why:       "KVM is the kernel half of every hypervisor berth installs; kvm plus kvm_intel or kvm_amd must be loaded or built in.",
 		Parent:    "virt.hardware",
-		Reads:     []string{"kernel.modules", "cpu.vendor"},
+		Reads:     []string{"kernel.modules", "cpu.vendor", "cpu.flags", "kernel.cmdline", "tee.tdx.moduleError"},
 		Platforms: "all",
-		Remedies:  []string{"modprobe kvm_intel (Intel) or modprobe kvm_amd (AMD); make it permanent in /etc/modules-load.d/kvm.conf", "if modprobe fails, check dmesg: \"disabled by bios\" means VT-x/AMD-V is off in the firmware"},
+		Remedies:  []string{"modprobe kvm_intel (Intel) or modprobe kvm_amd (AMD); make it permanent in /etc/modules-load.d/kvm.conf", "if modprobe fails, check dmesg: \"disabled by bios\" means VT-x/AMD-V is off in the firmware", "with kvm_intel.tdx=1 a failed TDX module makes kvm_intel fail to load: fix TDX (tdx.module) or drop kvm_intel.tdx=1"},
 		Applies:   check.Always(check.Blocking),
 		Run: func(f *facts.Facts) check.Result {
 			vm := vendorModule(f)
@@ -35,6 +36,14 @@ func kvmChecks() []check.Check {
 			switch {
 			case vm == "":
 				return check.Unsure("CPU vendor unknown: cannot tell which KVM module applies", ev...)
+			case !v.Present() && vm == "kvm_intel" && f.TEE.TDX.ModuleError != "" && cmdlineOn(f.Kernel.Cmdline, "kvm_intel.tdx"):
+				// Since Linux 6.16 kvm_intel.tdx=1 makes kvm_intel bring
+				// up the TDX module while it loads, and a failure other
+				// than "module not loaded" fails the whole module
+				// (arch/x86/kvm/vmx/tdx.c, tdx_bringup): /dev/kvm is then
+				// missing for every VM, not only for TDX guests.
+				return check.Failed(fmt.Sprintf("kvm_intel did not load: it was asked to bring up TDX (%s) and the TDX module failed (\"%s\"), which makes kvm_intel fail as a whole, so /dev/kvm is missing", cmdlineParam(f.Kernel.Cmdline, "kvm_intel.tdx"), f.TEE.TDX.ModuleError),
+					"fix the TDX module failure (see tdx.module), or remove kvm_intel.tdx=1 from the kernel command line to run plain VMs, and reboot", append(ev, check.Ev("tee.tdx.moduleError", f.TEE.TDX.ModuleError), check.Ev("kernel.cmdline", cmdlineParam(f.Kernel.Cmdline, "kvm_intel.tdx")))...)
 			case !kvm.Present() || !v.Present():
 				return check.Failed(fmt.Sprintf("KVM modules not loaded (kvm: %s, %s: %s)", present(kvm), vm, present(v)),
 					"modprobe "+vm+" (and add it to /etc/modules-load.d/kvm.conf); if it fails, look for \"disabled by bios\" in dmesg", ev...)
@@ -141,4 +150,30 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// cmdlineParam returns the last "key=value" parameter of a kernel command
+// line whose key is key ('-' and '_' alike, as the kernel treats them), or
+// "" when the command line does not set it.
+func cmdlineParam(cmdline, key string) string {
+	norm := func(k string) string { return strings.ReplaceAll(k, "-", "_") }
+	var last string
+	for _, tok := range strings.Fields(cmdline) {
+		k, _, _ := strings.Cut(tok, "=")
+		if norm(k) == norm(key) {
+			last = tok
+		}
+	}
+	return last
+}
+
+// cmdlineOn reports whether the command line sets key to a true value
+// (1, Y, y, on), as the kernel's bool parameter parser reads it.
+func cmdlineOn(cmdline, key string) bool {
+	_, v, ok := strings.Cut(cmdlineParam(cmdline, key), "=")
+	switch v {
+	case "1", "Y", "y", "on":
+		return ok
+	}
+	return false
 }

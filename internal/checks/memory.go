@@ -33,7 +33,13 @@ func memoryChecks() []check.Check {
 			case total < need:
 				return check.Failed(fmt.Sprintf("%d MiB of memory, one sandbox needs %d MiB (overhead %d + guest %d)", total, need, o, p.DefaultMemoryMiB()),
 					"add memory or choose a platform with a smaller overhead", ev...)
-			case f.Memory.AvailableKiB > 0 && avail < need:
+			case f.Memory.AvailableKiB == 0:
+				// Without MemAvailable the host may not have that much
+				// free: total memory alone does not pass.
+				if u, ok := unknownOf(f, "memory.availableKiB"); ok {
+					return check.Unsure(fmt.Sprintf("%d MiB in total, but how much is available is not known", total), append(ev, u)...)
+				}
+			case avail < need:
 				return check.Warned(fmt.Sprintf("only %d MiB available now, one sandbox needs %d MiB", avail, need),
 					"free memory on the node before scheduling sandboxes", ev...)
 			}

@@ -45,17 +45,17 @@ func runtimeReads(fields ...string) func(p platform.Platform) []string {
 	}
 }
 
-// platformHandler returns the runtime handler configured for p (named after
-// the platform or its Kata runtime class), or nil.
+// platformHandler returns the runtime handler configured for p (named as
+// kata-deploy and berth name it, kata-<shim>[-debug], or after the
+// platform), or nil.
 func platformHandler(f *facts.Facts, p platform.Platform) *facts.Handler {
 	rt, _ := containerRuntime(f, p)
 	if rt == nil || len(rt.Handlers) == 0 {
 		// The usual state before berth install, and the evaluator asks
-		// for every platform: KataRuntimeClass would build a string each
-		// time.
+		// for every platform: Handler would build a string each time.
 		return nil
 	}
-	name, kata := p.Name(), p.KataRuntimeClass()
+	name, kata := p.Name(), p.Handler()
 	for i := range rt.Handlers {
 		if rt.Handlers[i].Name == name || rt.Handlers[i].Name == kata {
 			return &rt.Handlers[i]
@@ -139,11 +139,12 @@ func runtimeChecks() []check.Check {
 			return check.Ok(rt.ConfigPath+" parses", ev...)
 		},
 	}, {
-		ID:        "runtime.config.path",
-		Title:     "if the runtime reads the distribution's configuration",
-		Why:       "Editing a file the runtime does not read (k3s's generated config.toml instead of its template, /etc/containerd on k3s) is the classic cause of \"no runtime for ... is configured\".",
-		Parent:    "runtime.present",
-		ReadsFor:  runtimeReads("configPath", "template"),
+		ID:     "runtime.config.path",
+		Title:  "if the runtime reads the distribution's configuration",
+		Why:    "Editing a file the runtime does not read (k3s's generated config.toml instead of its template, /etc/containerd on k3s) is the classic cause of \"no runtime for ... is configured\".",
+		Parent: "runtime.present",
+		// The template only names the file in the message.
+		ReadsFor:  runtimeReads("configPath"),
 		Platforms: "all (warning)",
 		Remedies:  []string{"let berth write the distribution's file (template or drop-in); check the runtime's --config flag in its systemd unit"},
 		Applies:   check.Always(check.Warning),

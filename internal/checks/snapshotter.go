@@ -46,6 +46,9 @@ func snapshotterChecks() []check.Check {
 			case platform.Blockfile:
 				return check.Failed("blockfile snapshotter not configured", "configure the blockfile snapshotter (scratch_file, root_path) in containerd", ev...)
 			case platform.Erofs:
+				if u, ok := unknownOf(f, "runtimes.containerd.version", "kernel.config.EROFS_FS"); ok {
+					return check.Unsure("erofs snapshotter not configured, and whether this containerd and kernel can have it is not known", append(ev, u)...)
+				}
 				if v, ok := parseVersion(c.Version); ok && !v.atLeast(2, 1) {
 					return check.Failed("containerd "+v.String()+" has no erofs snapshotter (needs >= 2.1)", "upgrade containerd to 2.1 or newer", ev...)
 				}

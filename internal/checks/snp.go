@@ -65,6 +65,15 @@ func snpChecks() []check.Check {
 		Remedies:  []string{"install a kernel >= 6.11 (distribution HWE/backports kernel), or keep a vendor SNP kernel you trust"},
 		Applies:   snp,
 		Run: func(f *facts.Facts) check.Result {
+			// An older kernel passes as a vendor SNP kernel when
+			// kvm_amd.sev_snp is on; with kvm_amd not loaded nobody
+			// could look. (A loaded kvm_amd without the parameter is a
+			// kernel without SNP, which discovery also lists as unknown.)
+			if u, ok := unknownOf(f, "tee.snp.kvmSevSnp"); ok && !module(f, "kvm_amd").Present() {
+				if v, ok := parseVersion(f.Kernel.Release); ok && !v.atLeast(6, 11) {
+					return check.Unsure("kernel "+f.Kernel.Release+" predates upstream SNP host support (6.11), and whether it is a vendor SNP kernel is not known (kvm_amd not loaded)", check.Ev("kernel.release", f.Kernel.Release), u)
+				}
+			}
 			return kernelAtLeast(f, f.Kernel.Release, 6, 11, "SNP", yes(f.TEE.SNP.KVMSEVSNP))
 		},
 	}, {
@@ -114,27 +123,45 @@ func snpChecks() []check.Check {
 		Title:     "for IOMMU SEV-SNP support",
 		Why:       "The host kernel enables SNP only when the AMD IOMMU supports it (\"AMD-Vi: IOMMU SNP support enabled\"); with the IOMMU off or in passthrough-only mode SNP stays off.",
 		Parent:    "snp.bios.enabled",
-		Reads:     []string{"tee.snp.iommuSnp"},
+		Reads:     []string{"tee.snp.iommuSnp", "iommu.cmdlineFlags", "iommu.groups"},
 		Platforms: "snp platforms",
-		Remedies:  []string{"enable the IOMMU in the BIOS and do not boot with amd_iommu=off or iommu=off"},
+		Remedies:  []string{"enable the IOMMU in the BIOS and do not boot with amd_iommu=off, iommu=off or iommu=pt"},
 		Applies:   snp,
 		Run: func(f *facts.Facts) check.Result {
 			v := f.TEE.SNP.IOMMUSNP
-			ev := check.Ev("tee.snp.iommuSnp", v)
+			ev := []check.Evidence{check.Ev("tee.snp.iommuSnp", v), check.Ev("iommu.cmdlineFlags", f.IOMMU.CmdlineFlags), check.Ev("iommu.groups", f.IOMMU.Groups)}
+			off := iommuOffFlags(f.IOMMU.CmdlineFlags)
 			switch {
+			case v == nil && len(off) > 0:
+				// With the IOMMU off the AMD IOMMU driver never reaches
+				// iommu_snp_enable, so it prints nothing about SNP, and
+				// snp_rmptable_init (arch/x86/virt/svm/sev.c) turns SNP
+				// off because amd_iommu_snp_en is false.
+				return check.Failed("the kernel command line turns the IOMMU off ("+strings.Join(off, " ")+"), and the kernel enables SEV-SNP only with the IOMMU on: kvm_amd's sev_snp=N is its symptom",
+					"remove "+strings.Join(off, " ")+" from the kernel command line (GPU passthrough needs the IOMMU too) and reboot", ev...)
+			case v == nil && f.IOMMU.ACPITable == "IVRS" && f.IOMMU.Groups == 0:
+				return check.Failed("the IVRS table is there but the kernel has no IOMMU groups: the IOMMU is off, and the kernel enables SEV-SNP only with the IOMMU on",
+					"enable the IOMMU in the BIOS and do not boot with amd_iommu=off or iommu=off", ev...)
 			case v == nil:
-				return check.Unsure("the boot log does not mention IOMMU SNP support", ev)
+				return check.Unsure("the boot log does not mention IOMMU SNP support", ev...)
 			case !*v:
-				return check.Failed("IOMMU SNP support is not enabled", "enable the IOMMU in the BIOS; remove amd_iommu=off / iommu=off from the kernel command line", ev)
+				msg, remedy := "IOMMU SNP support is not enabled", "enable the IOMMU in the BIOS; remove amd_iommu=off / iommu=off from the kernel command line"
+				if pt := iommuPassthroughFlags(f.IOMMU.CmdlineFlags); len(pt) > 0 {
+					// iommu_snp_enable (drivers/iommu/amd/init.c) refuses
+					// SNP when the default domain is passthrough.
+					msg = "the IOMMU is in passthrough mode (" + strings.Join(pt, " ") + "), and the kernel refuses SEV-SNP then (\"SNP: IOMMU disabled or configured in passthrough mode, SNP cannot be supported\")"
+					remedy = "remove " + strings.Join(pt, " ") + " from the kernel command line (VFIO passthrough does not need it) and reboot"
+				}
+				return check.Failed(msg, remedy, ev...)
 			}
-			return check.Ok("AMD-Vi: IOMMU SNP support enabled", ev)
+			return check.Ok("AMD-Vi: IOMMU SNP support enabled", ev...)
 		},
 	}, {
 		ID:        "snp.firmware.version",
 		Title:     "for SEV firmware >= 1.51",
 		Why:       "The kernel's SNP host support needs SEV-SNP firmware (PSP) API 1.51 or newer; older firmware leaves SNP disabled.",
 		Parent:    "snp.bios.enabled",
-		Reads:     []string{"tee.snp.firmwareVersion"},
+		Reads:     []string{"tee.snp.firmwareVersion", "tee.snp.firmwareTooOld"},
 		Platforms: "snp platforms",
 		Remedies:  []string{"update the BIOS (it carries the PSP firmware), or load a newer SEV firmware from linux-firmware (amd/amd_sev_fam19h_model*.sbin)"},
 		Applies:   snp,
@@ -250,4 +277,29 @@ func fmtRange(r *facts.Range) string {
 		return "not reported"
 	}
 	return fmt.Sprintf("%d-%d", r.Min, r.Max)
+}
+
+// iommuOffFlags returns the IOMMU parameters that turn the IOMMU off.
+func iommuOffFlags(flags []string) []string {
+	var out []string
+	for _, p := range flags {
+		switch strings.ReplaceAll(p, "-", "_") {
+		case "amd_iommu=off", "intel_iommu=off", "iommu=off":
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// iommuPassthroughFlags returns the IOMMU parameters that make the default
+// DMA domain passthrough (identity).
+func iommuPassthroughFlags(flags []string) []string {
+	var out []string
+	for _, p := range flags {
+		switch strings.ReplaceAll(p, "-", "_") {
+		case "iommu=pt", "iommu.passthrough=1", "iommu.passthrough=y", "iommu.passthrough=on":
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -94,15 +94,30 @@ func tdxChecks() []check.Check {
 			t := f.TEE.TDX
 			ev := []check.Evidence{check.Ev("tee.tdx.moduleInitialized", t.ModuleInitialized), check.Ev("tee.tdx.moduleVersion", t.ModuleVersion)}
 			switch {
+			case t.ModuleInitialized == nil && no(t.KVMTDX):
+				// KVM brings the module up while kvm_intel loads with
+				// tdx=1 (arch/x86/kvm/vmx/tdx.c, tdx_bringup); with tdx
+				// off nobody tried, so silence here is no evidence.
+				return check.Unsure("not attempted: the kernel initialises the TDX module only when kvm_intel loads with tdx=1, and kvm_intel.tdx is off (see tdx.kvm.param)", append(ev, check.Ev("tee.tdx.kvmTdx", t.KVMTDX))...)
 			case t.ModuleInitialized == nil:
 				return check.Unsure("the boot log does not say whether the TDX module initialised", ev...)
 			case !*t.ModuleInitialized:
 				why := orDefault(t.ModuleError, "initialisation failed")
-				remedy := "update the BIOS (it carries the TDX module) or install a newer module in /lib/firmware/intel-seam"
-				if strings.Contains(why, "not loaded") {
-					remedy = "load the TDX module: update the BIOS or install intel-seam firmware, and boot with kvm_intel.tdx=1"
+				msg, remedy := "TDX module: "+why, "update the BIOS (it carries the TDX module) or install a newer module in /lib/firmware/intel-seam"
+				switch {
+				case strings.Contains(why, "(-12)"):
+					// -ENOMEM: the kernel could not allocate the PAMTs,
+					// the module's page metadata (about 1/256 of the
+					// memory TDX covers, in physically contiguous chunks
+					// per TD memory region; arch/x86/virt/vmx/tdx/tdx.c,
+					// tdmr_set_up_pamt). Nothing is wrong with the module.
+					msg = "TDX module: " + why + ": out of memory while allocating the PAMT (the module's page metadata, about 1/256 of the memory TDX covers, in physically contiguous blocks); the module itself is fine"
+					remedy = "leave the PAMT enough free contiguous memory at the time kvm_intel loads: reduce boot-time hugepage reservations (hugepages=, hugepagesz=1G), mem=/memmap= carve-outs or crashkernel= size, or reserve hugepages after boot; then reboot"
+				case strings.Contains(why, "not loaded"):
+					msg = "TDX module: " + why + ": the BIOS's SEAM loader did not load a TDX module, so TDX is on but has no module to run"
+					remedy = "enable \"TDX Secure Arbitration Mode Loader (SEAM Loader)\" in the BIOS and update the BIOS to one that carries a TDX module (or install intel-seam firmware where the BIOS loads it from the ESP)"
 				}
-				return check.Failed("TDX module: "+why, remedy, ev...)
+				return check.Failed(msg, remedy, ev...)
 			}
 			return check.Ok("initialised "+t.ModuleVersion, ev...)
 		},
@@ -111,9 +126,9 @@ func tdxChecks() []check.Check {
 		Title:     "if kvm_intel enables tdx",
 		Why:       "KVM creates trust domains only when kvm_intel was loaded with tdx=Y.",
 		Parent:    "tdx.module",
-		Reads:     []string{"tee.tdx.kvmTdx"},
+		Reads:     []string{"tee.tdx.kvmTdx", "kernel.cmdline", "kernel.modules"},
 		Platforms: "tdx platforms",
-		Remedies:  []string{"add kvm_intel.tdx=1 to the kernel command line (or options kvm_intel tdx=1 in /etc/modprobe.d/) and reboot"},
+		Remedies:  []string{"add kvm_intel.tdx=1 to the kernel command line (or options kvm_intel tdx=1 in /etc/modprobe.d/) and reboot", "keep kvm.enable_virt_at_load=1 (the default): KVM turns TDX off without it"},
 		Applies:   tdx,
 		Run: func(f *facts.Facts) check.Result {
 			v := f.TEE.TDX.KVMTDX
@@ -121,10 +136,26 @@ func tdxChecks() []check.Check {
 			switch {
 			case v == nil:
 				return check.Failed("kvm_intel has no tdx parameter: this kernel's KVM lacks TDX support or kvm_intel is not loaded", "boot a kernel with KVM TDX support and add kvm_intel.tdx=1", ev)
-			case !*v:
-				return check.Failed("kvm_intel.tdx is off", "add kvm_intel.tdx=1 to the kernel command line and reboot", ev)
+			case *v:
+				return check.Ok("kvm_intel.tdx=Y", ev)
 			}
-			return check.Ok("kvm_intel.tdx=Y", ev)
+			given := cmdlineOn(f.Kernel.Cmdline, "kvm_intel.tdx")
+			atLoad, known := module(f, "kvm").Params["enable_virt_at_load"]
+			if given && known && paramFalse(atLoad) {
+				// tdx_bringup (arch/x86/kvm/vmx/tdx.c) refuses TDX when
+				// KVM does not enable virtualisation at load and logs
+				// "tdx: tdx requires kvm.enable_virt_at_load=1".
+				return check.Failed("kvm_intel.tdx=1 is given but kvm.enable_virt_at_load is off, and KVM turns TDX off without it (\"tdx requires kvm.enable_virt_at_load=1\")",
+					"remove kvm.enable_virt_at_load=0 from the kernel command line or /etc/modprobe.d (often set to share VT-x with VirtualBox or VMware) and reboot", ev, check.Ev("kernel.modules.kvm.enable_virt_at_load", atLoad))
+			}
+			if !given {
+				msg := "kvm_intel.tdx is off: the kernel command line does not set kvm_intel.tdx=1"
+				if typos := cmdlineTypos(f.Kernel.Cmdline); len(typos) > 0 {
+					msg += "; it has " + strings.Join(typos, ", ")
+				}
+				return check.Failed(msg, "add kvm_intel.tdx=1 to GRUB_CMDLINE_LINUX (spelled exactly so), run update-grub and reboot", ev, check.Ev("kernel.cmdline", f.Kernel.Cmdline))
+			}
+			return check.Failed("kvm_intel.tdx is off although the command line sets it: kvm_intel turned TDX off (see the kvm_intel lines of the boot log)", "check dmesg for kvm_intel \"tdx\" messages", ev, check.Ev("kernel.cmdline", f.Kernel.Cmdline))
 		},
 	}, {
 		ID:        "tdx.keys",
@@ -188,12 +219,23 @@ func tdxHostSupport(f *facts.Facts) hostSupport {
 	switch {
 	case cfg == "y" || t.KVMTDX != nil || t.BIOSKeyIDs != nil || t.ModuleInitialized != nil || t.ModuleError != "":
 		return hostSupportYes
-	case cfg == "n":
-		return hostSupportNo
+	}
+	// No sign of support: the config or the version says no, unless a
+	// sign could not be read (no boot log, no kernel config, kvm_intel
+	// not loaded). A loaded kvm_intel without a tdx parameter has no
+	// TDX, although discovery lists the parameter as unknown.
+	if _, unk := unknownOf(f, "tee.tdx.biosKeyIds", "tee.tdx.moduleInitialized", "tee.tdx.moduleError"); unk {
+		return hostSupportUnknown
+	}
+	if _, unk := unknownOf(f, "tee.tdx.kvmTdx"); unk && !module(f, "kvm_intel").Present() {
+		return hostSupportUnknown
 	}
 	v, ok := parseVersion(f.Kernel.Release)
+	_, noConfig := unknownOf(f, "kernel.config.INTEL_TDX_HOST")
 	switch {
-	case !ok:
+	case cfg == "n":
+		return hostSupportNo
+	case !ok || noConfig:
 		return hostSupportUnknown
 	case v.atLeast(6, 16):
 		return hostSupportYes
@@ -211,7 +253,7 @@ func tdxKernel(f *facts.Facts) check.Result {
 	v, ok := parseVersion(rel)
 	switch tdxHostSupport(f) {
 	case hostSupportUnknown:
-		return check.Unsure("kernel release not reported", ev...)
+		return check.Unsure("cannot tell whether kernel "+orDefault(rel, "(release not reported)")+" has TDX host support", ev...)
 	case hostSupportNo:
 		why := "kernel " + rel + " has no TDX host support"
 		switch {
@@ -228,4 +270,13 @@ func tdxKernel(f *facts.Facts) check.Result {
 	}
 	return check.Warned(fmt.Sprintf("%s predates upstream TDX host support (6.16) but has it: a vendor TDX kernel", rel),
 		"fine if your vendor supports it; upstream support needs >= 6.16", ev...)
+}
+
+// paramFalse reports whether a Y/N module parameter value is false.
+func paramFalse(v string) bool {
+	switch strings.TrimSpace(v) {
+	case "N", "n", "0":
+		return true
+	}
+	return false
 }

@@ -70,8 +70,24 @@ func virtChecks() []check.Check {
 					"run on bare metal, or in a VM with nested virtualisation (vmx/svm exposed to the guest)", append(ev, check.Ev("devices.kvm.createVm", true))...)
 			}
 			if yes(f.Virt.Guest) {
+				if h := f.Virt.Hypervisor; h == "kvm" || h == "qemu" {
+					// A KVM host passes vmx/svm to its guests only when its
+					// own kvm_intel/kvm_amd has nested on and the guest's
+					// CPU model includes the flag: the fix is on that host,
+					// not on this one.
+					return check.Failed("this is a "+guestName(f)+" and its KVM host does not pass vmx/svm through: nested virtualisation is off on that host (kvm_intel.nested / kvm_amd.nested = 0) or the VM's CPU model hides the flag, so no VM-based platform can run here",
+						"on the KVM host that runs this VM: set kvm_intel.nested=1 (or kvm_amd.nested=1), reload the module, and give the VM the host CPU model (-cpu host, libvirt host-passthrough); then restart the VM", ev...)
+				}
 				return check.Failed("this is a "+guestName(f)+" without nested virtualisation: no vmx/svm cpu flag, so no VM-based platform can run here",
 					"run on bare metal, or in a VM with nested virtualisation enabled (on the host that runs it: kvm_intel.nested=1 or kvm_amd.nested=1, or an instance type that offers nested virtualisation)", ev...)
+			}
+			if l := biosVirtOffLine(f); l != "" {
+				flag := "vmx"
+				if strings.Contains(strings.ToLower(l), "svm") {
+					flag = "svm"
+				}
+				return check.Failed("the firmware locked hardware virtualisation off: the kernel says \""+l+"\" and cleared the "+flag+" flag, so KVM cannot load and /dev/kvm is missing",
+					"enable Intel VT-x (\"Virtualization Technology\") or AMD-V (\"SVM Mode\") in the BIOS/UEFI setup and reboot (a cold boot: the lock is set at power-on)", append(ev, check.Ev("kernel.bootLog", l))...)
 			}
 			return check.Failed("no vmx or svm cpu flag: hardware virtualisation is missing or disabled in the BIOS",
 				"enable Intel VT-x (\"Virtualization Technology\") or AMD-V (\"SVM Mode\") in the BIOS/UEFI setup and reboot", ev...)
@@ -114,6 +130,23 @@ func virtChecks() []check.Check {
 			return check.Ok("bare metal", ev...)
 		},
 	}}
+}
+
+// biosVirtOffLine returns the boot-log line in which the kernel says the
+// firmware disabled VT-x or AMD-V: arch/x86/kernel/cpu/amd.c (init_amd)
+// prints "SVM disabled (by BIOS) in MSR_VM_CR" and clears the svm flag when
+// VM_CR.SVMDIS is set; arch/x86/kernel/cpu/feat_ctl.c prints "VMX (outside
+// TXT) disabled by BIOS" and clears vmx when IA32_FEAT_CTL is locked
+// without VMX; kvm_amd/kvm_intel repeat it when they refuse to load.
+func biosVirtOffLine(f *facts.Facts) string {
+	for _, l := range f.Kernel.BootLog {
+		low := strings.ToLower(l)
+		if (strings.Contains(low, "svm") || strings.Contains(low, "vmx")) &&
+			(strings.Contains(low, "disabled (by bios)") || strings.Contains(low, "disabled by bios") || strings.Contains(low, "not enabled (by bios)")) {
+			return l
+		}
+	}
+	return ""
 }
 
 // hwFlagsSeen lists the virtualisation-related flags present, for evidence.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/configure"
 	"berth.dev/berth/internal/fetch"
 	"berth.dev/berth/internal/install"
 	"berth.dev/berth/internal/manifest"
@@ -68,7 +69,7 @@ anything, bundle refuses a component declaring more than
 			var cs []manifest.Component
 			seen := map[string]bool{}
 			for _, p := range ps {
-				r, err := m.Resolve(p)
+				r, err := m.Installable(p, configure.Needs(p))
 				if err != nil {
 					return err
 				}

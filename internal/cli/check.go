@@ -13,6 +13,8 @@ import (
 
 	"berth.dev/berth/internal/check"
 	"berth.dev/berth/internal/checks"
+	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/netprobe"
 	"berth.dev/berth/internal/output"
 	"berth.dev/berth/internal/preflight"
 	"berth.dev/berth/internal/report"
@@ -30,8 +32,16 @@ type checkFlags struct {
 	strict      bool
 	probe       bool
 	noProbe     bool
+	qemuPath    string
+	custom      customFlags
 	execPlugins bool
 	nfdExpiry   time.Duration
+	// network enables the live reachability probes of registries and
+	// an attestation service.
+	network        bool
+	registries     []string
+	attestation    []string
+	networkTimeout time.Duration
 }
 
 func newCheckCmd(g *Globals) *cobra.Command {
@@ -42,9 +52,14 @@ func newCheckCmd(g *Globals) *cobra.Command {
 		Long: `check discovers the host and evaluates it against the platforms.
 
 Without --platform it prints a matrix of the platforms that make sense for
-this host (those of the detected distribution; --all for every platform):
+this host (those of the detected distribution, one per kata-deploy shim;
+--all for every platform):
 ready, ready with warnings, or not ready with the first blocking check and
 its remedy, then the checks that failed or warned.
+
+With --network it also checks that the container registry (--registry,
+default registry.k8s.io) and the attestation service (--attestation-url)
+answer; only on the live host, never for --root or a snapshot.
 
 With --platform P (repeatable) it prints every check for P as a tree:
 a failed check skips the checks that depend on it.
@@ -55,6 +70,7 @@ least one platform shown is ready), 1 otherwise, 2 usage or internal error.`,
   berth check --platform kubeadm-qemu-snp-genoa
   berth check --platform kata-qemu-tdx --ignore tdx.sgx -o json
   berth check -o nfd > /etc/kubernetes/node-feature-discovery/features.d/berth
+  berth check --network --attestation-url https://kbs.example:8080
   berth check explain kvm.device.usable`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCheck(cmd, g, fl) },
@@ -65,9 +81,15 @@ least one platform shown is ready), 1 otherwise, 2 usage or internal error.`,
 	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings (comma-separated, case-insensitive; \"all\" only alone)")
 	f.BoolVar(&fl.strict, "strict", false, "treat warnings and unknown results as failures")
 	f.BoolVar(&fl.probe, "probe", true, "run live probes that start processes (the QEMU probe)")
+	fl.custom.add(cmd)
+	f.StringVar(&fl.qemuPath, "hypervisor-path", "", "probe this QEMU (e.g. a distribution's) instead of the one berth install or kata-deploy puts under /opt/berth or /opt/kata, which is what the platform's configuration runs")
 	f.BoolVar(&fl.noProbe, "no-probe", false, "do not run live probes that start processes")
 	f.BoolVar(&fl.execPlugins, "exec-plugins", false, "run the executable host checks in /etc/berth/checks.d (as root)")
 	f.DurationVar(&fl.nfdExpiry, "nfd-expiry", 0, "with -o nfd: add an expiry-time directive this far after the facts were collected (e.g. 24h)")
+	f.BoolVar(&fl.network, "network", false, "probe the container registry and the attestation service over the network (live / root only)")
+	f.StringArrayVar(&fl.registries, "registry", []string{defaultRegistry}, "with --network: registry host or URL whose /v2/ endpoint must answer; repeatable")
+	f.StringArrayVar(&fl.attestation, "attestation-url", nil, "with --network: URL of the attestation service (Trustee KBS, Contrast coordinator) confidential guests must reach; repeatable")
+	f.DurationVar(&fl.networkTimeout, "network-timeout", netprobe.DefaultTimeout, "with --network: how long to wait for each service")
 	cmd.AddCommand(newCheckExplainCmd(g))
 	return cmd
 }
@@ -112,6 +134,20 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 	if fl.all && len(requested) > 0 {
 		return UsageErr(errors.New("--all selects the matrix of every platform; it cannot be combined with --platform"))
 	}
+	// A custom distribution's runtime is read from the paths given.
+	var custom *platform.Layout
+	for _, p := range requested {
+		l, err := fl.custom.layout(p)
+		if err != nil {
+			return err
+		}
+		if l != nil {
+			custom = l
+		}
+	}
+	if custom == nil && (fl.custom != customFlags{}) {
+		return UsageErr(errors.New("--containerd-config, --crio-config, --runtime-unit and --runtime-socket need a custom platform (--platform custom-...)"))
+	}
 	static := checks.All()
 	ig, err := check.ParseIgnore(fl.ignore, func(id string) bool {
 		if strings.HasPrefix(id, "plugin.") {
@@ -133,10 +169,17 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 	if err != nil {
 		return err
 	}
+	netOpt, err := networkProbe(cmd, fl)
+	if err != nil {
+		return err
+	}
 	probe := fl.probe && !fl.noProbe
 	opt := g.DiscoverOptions(probe)
 	opt.Now = now
 	opt.ExecPlugins = fl.execPlugins
+	opt.QEMUPath = fl.qemuPath
+	opt.Layout = custom
+	opt.Network = netOpt
 	res, err := preflight.Run(cmd.Context(), root, preflight.Options{
 		Discover: opt, Check: check.Options{Ignore: ig, Strict: fl.strict},
 		Platforms: requested, All: fl.all,
@@ -185,6 +228,46 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 		return err
 	}
 	return checkExit(rep, mode)
+}
+
+// defaultRegistry is where every pod's sandbox (pause) image comes from
+// unless the node is configured otherwise: registry.k8s.io/pause is the
+// default sandbox image of containerd, CRI-O and the kubelet, and
+// confidential guests pull it themselves on guest-pull platforms. A site
+// with a mirror passes its own --registry.
+const defaultRegistry = "registry.k8s.io"
+
+// networkProbe turns the --network flags into discovery's probe, nil
+// without --network; the target flags alone are a usage error, so that
+// nobody believes a service was checked when it was not.
+func networkProbe(cmd *cobra.Command, fl checkFlags) (*discover.NetworkProbe, error) {
+	if !fl.network {
+		for _, name := range []string{"registry", "attestation-url", "network-timeout"} {
+			if cmd.Flags().Changed(name) {
+				return nil, UsageErr(fmt.Errorf("--%s needs --network", name))
+			}
+		}
+		return nil, nil
+	}
+	if fl.networkTimeout <= 0 {
+		return nil, UsageErr(fmt.Errorf("--network-timeout %v: expected a positive duration", fl.networkTimeout))
+	}
+	np := &discover.NetworkProbe{Prober: netprobe.Prober{Client: netprobe.NewClient(), Timeout: fl.networkTimeout}}
+	for _, r := range fl.registries {
+		u, err := netprobe.RegistryURL(r)
+		if err != nil {
+			return nil, UsageErr(fmt.Errorf("--registry: %w", err))
+		}
+		np.Targets = append(np.Targets, netprobe.Target{Role: netprobe.RoleRegistry, URL: u})
+	}
+	for _, a := range fl.attestation {
+		u, err := netprobe.ServiceURL(a)
+		if err != nil {
+			return nil, UsageErr(fmt.Errorf("--attestation-url: %w", err))
+		}
+		np.Targets = append(np.Targets, netprobe.Target{Role: netprobe.RoleAttestation, URL: u})
+	}
+	return np, nil
 }
 
 // checkExit maps verdicts to the exit status: in detail mode every

@@ -89,6 +89,10 @@ func stripFindings(t *testing.T, s string) string {
 	for _, v := range doc["verdicts"].([]any) {
 		delete(v.(map[string]any), "findings")
 	}
+	// Since report schema 2 the findings are listed once, beside the
+	// verdicts.
+	delete(doc, "findings")
+	delete(doc, "findingLists")
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -133,10 +137,14 @@ func TestCheckNFD(t *testing.T) {
 	if len(out) > 64<<10 {
 		t.Errorf("feature file is %d bytes, over 64 KiB", len(out))
 	}
-	for _, want := range []string{"# +expiry-time=2026-01-02T00:00:00Z\n", "berth.dev/tee=snp\n", "berth.dev/platform.k3s-qemu-snp=true\n", "berth.dev/platform.k3s-qemu-tdx=false\n"} {
+	for _, want := range []string{"# +expiry-time=2026-01-02T00:00:00Z\n", "berth.dev/tee=snp\n", "berth.dev/platform.k3s-qemu-snp=true\n", "berth.dev/platform.k3s-qemu-tdx=false\n",
+		"amd.feature.node.kubernetes.io/snp=true\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("NFD output lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "intel.feature.node.kubernetes.io/tdx") {
+		t.Errorf("NFD output labels TDX on an SNP host:\n%s", out)
 	}
 	for i, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		if !strings.HasPrefix(l, "#") && !strings.Contains(l, "=") {

@@ -30,6 +30,8 @@ type configFlags struct {
 	all           bool
 	teeLabels     bool
 	configVersion int
+	// custom are the runtime paths of a custom distribution.
+	custom customFlags
 	// preview (render) shows a platform whose checks fail, with a
 	// warning, instead of refusing it.
 	preview bool
@@ -52,7 +54,52 @@ unless --force.`,
 	return cmd
 }
 
+// customFlags name the container runtime of a custom distribution, whose
+// paths berth cannot know: its config file, systemd unit and socket.
+type customFlags struct {
+	containerdConfig, crioConfig, unit, socket string
+}
+
+func (c *customFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.containerdConfig, "containerd-config", "", "custom distribution: containerd's main config file (berth extends it through an imports drop-in directory conf.d beside it)")
+	f.StringVar(&c.crioConfig, "crio-config", "", "custom distribution: CRI-O's main config file (berth writes a drop-in into <file>.d)")
+	f.StringVar(&c.unit, "runtime-unit", "", "custom distribution: the runtime's systemd unit, restarted to load the change")
+	f.StringVar(&c.socket, "runtime-socket", "", "custom distribution: the runtime's CRI socket (default: the runtime's usual one)")
+}
+
+// layout returns the runtime layout a platform is configured with: its
+// distribution's, or for custom the one the flags give (nil when p is not
+// custom). Flags for a known distribution are a usage error: its paths are
+// known.
+func (c customFlags) layout(p platform.Platform) (*platform.Layout, error) {
+	given := c.containerdConfig != "" || c.crioConfig != "" || c.unit != "" || c.socket != ""
+	if p.Distribution() != platform.Custom {
+		if given {
+			return nil, UsageErr(fmt.Errorf("--containerd-config, --crio-config, --runtime-unit and --runtime-socket are for the custom distribution; %s keeps its runtime at known paths", p.Distribution()))
+		}
+		return nil, nil
+	}
+	var l platform.Layout
+	var err error
+	switch {
+	case c.containerdConfig != "" && c.crioConfig != "":
+		return nil, UsageErr(errors.New("--containerd-config and --crio-config: give one, the runtime the node runs"))
+	case c.containerdConfig != "":
+		l, err = platform.CustomLayout(platform.Containerd, c.containerdConfig, c.socket, c.unit)
+	case c.crioConfig != "":
+		l, err = platform.CustomLayout(platform.CRIO, c.crioConfig, c.socket, c.unit)
+	default:
+		return nil, UsageErr(fmt.Errorf("platform %s is for a custom distribution: give its runtime's config file (--containerd-config or --crio-config) and unit (--runtime-unit)", p))
+	}
+	if err != nil {
+		return nil, UsageErr(err)
+	}
+	return &l, nil
+}
+
 func addPlatformFlags(cmd *cobra.Command, fl *configFlags) {
+	fl.custom.add(cmd)
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to configure (canonical name, Kata runtime class or Contrast name)")
 	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "where Kata's binaries and guest images are installed")
@@ -147,7 +194,12 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	if err != nil {
 		return nil, err
 	}
+	custom, err := fl.custom.layout(p)
+	if err != nil {
+		return nil, err
+	}
 	opt := g.DiscoverOptions(false)
+	opt.Layout = custom
 	f := discover.Run(ctx, root, opt)
 	switch msg, bad, _ := notReady(f, p); {
 	case bad && fl.preview:
@@ -160,7 +212,7 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 			return nil, err
 		}
 	}
-	t, err := targetFor(f, p, fl.configVersion)
+	t, err := targetForLayout(f, p, custom, fl.configVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -213,13 +265,26 @@ func refuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
 // targetFor takes from the node's facts what the platform's files depend
 // on (configure.TargetFor); a bad flag or an unknown version is a usage
 // error, a config the runtime cannot read a refusal.
+// targetForLayout is targetFor with a custom distribution's layout (nil
+// for the others).
+func targetForLayout(f *facts.Facts, p platform.Platform, custom *platform.Layout, flagVersion int) (configure.Target, error) {
+	if custom == nil {
+		return targetFor(f, p, flagVersion)
+	}
+	t, err := configure.TargetForLayout(f, p, *custom, flagVersion)
+	if err == nil || configure.IsRefused(err) {
+		return t, configErr(err)
+	}
+	return t, UsageErr(err)
+}
+
 func targetFor(f *facts.Facts, p platform.Platform, flagVersion int) (configure.Target, error) {
 	t, err := configure.TargetFor(f, p, flagVersion)
 	if err == nil || configure.IsRefused(err) {
 		return t, configErr(err)
 	}
 	if _, ok := p.Distribution().Layout(); !ok {
-		err = fmt.Errorf("%w: berth config supports %s", err, layoutNames())
+		err = fmt.Errorf("%w: berth config supports %s, and custom with --containerd-config or --crio-config and --runtime-unit", err, layoutNames())
 	}
 	return t, UsageErr(err)
 }
@@ -300,6 +365,9 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 	}
 	defer w.Close()
 	l, _ := r.Platform.Distribution().Layout()
+	if r.Layout != nil {
+		l = *r.Layout
+	}
 	if fl.restart {
 		if rt, ok := g.liveRuntime(ctx, root, l, r.Platform); ok {
 			res, err := configure.ApplyLive(ctx, w, r, rt)
@@ -348,6 +416,10 @@ func (g *Globals) openConfigEditor() (*configEditor, func(), error) {
 // reports the change; l names the runtime unit to restart.
 func (e *configEditor) remove(ctx context.Context, g *Globals, handler string, p platform.Platform, restart bool) error {
 	l, _ := p.Distribution().Layout()
+	if st, ok := e.state.Platforms[handler]; ok && st.Layout != nil {
+		// A custom distribution's paths, as given when it was applied.
+		l = *st.Layout
+	}
 	if restart {
 		if rt, ok := g.liveRuntime(ctx, e.root, l, p); ok {
 			res, err := configure.RemoveLive(ctx, e.w, handler, rt)
@@ -378,7 +450,7 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 		if err != nil {
 			return err
 		}
-		handlers = []string{p.Name()}
+		handlers = []string{p.Handler()}
 	}
 	if len(handlers) == 0 {
 		fmt.Fprintln(g.stdout, "nothing to remove: berth has configured no platform on this node")

@@ -89,7 +89,7 @@ func TestConfigApplyRemoveOnFixture(t *testing.T) {
 		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errOut)
 	}
 	got, _ := os.ReadFile(tmpl)
-	if !strings.HasPrefix(string(got), string(orig)) || !strings.Contains(string(got), "runtimes.rke2-qemu-none]") {
+	if !strings.HasPrefix(string(got), string(orig)) || !strings.Contains(string(got), "runtimes.kata-qemu]") {
 		t.Errorf("template after apply:\n%s", got)
 	}
 	code, out, _ = runCheckCLI(t, apply...)
@@ -142,8 +142,8 @@ func TestConfigRenderOutAndBadConfig(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("render --out: exit %d %s", code, errOut)
 	}
-	for _, f := range []string{"opt/berth/etc/kata/kubeadm-qemu-none.toml", "etc/containerd/conf.d/berth-kubeadm-qemu-none.toml",
-		"etc/containerd/config.toml", "runtimeclass-kubeadm-qemu-none.yaml"} {
+	for _, f := range []string{"opt/berth/etc/kata/kubeadm-qemu-none.toml", "etc/containerd/conf.d/berth-kata-qemu.toml",
+		"etc/containerd/config.toml", "runtimeclass-kata-qemu.yaml"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil || !strings.Contains(stdout, f) {
 			t.Errorf("render --out did not write %s: %v", f, err)
 		}

@@ -94,9 +94,9 @@ func readExpectations(path string) ([]expectation, error) {
 
 // TestFixtureVerdicts checks every fixture against the berth-expect block
 // of its NOTES.md. The Kata runtime classes are evaluated for the
-// fixture's own distribution; where that platform does not exist (AKS
-// offers only its SNP class) the kubeadm one is used with the distribution
-// check ignored.
+// fixture's own distribution; where that platform does not exist or is
+// another shim there (on AKS, Cloud Hypervisor is clh-azure), the named
+// one is used with the distribution check ignored.
 func TestFixtureVerdicts(t *testing.T) {
 	for _, name := range testhosts.Names(t) {
 		t.Run(name, func(t *testing.T) {
@@ -136,7 +136,11 @@ func TestFixtureVerdicts(t *testing.T) {
 				if d, err := platform.ParseDistribution(f.Distribution.Name); err == nil {
 					s.Distribution = d
 				}
-				if q, err := platform.New(s); err == nil {
+				// The same shim on the fixture's distribution; where that
+				// is another shim (kata-clh on AKS would be AKS's
+				// clh-azure) or no platform, the named one, with the
+				// distribution check ignored.
+				if q, err := platform.New(s); err == nil && q.Shim() == p.Shim() {
 					p = q
 				} else {
 					opt.Ignore, _ = check.ParseIgnore([]string{"distribution.match"}, nil)

@@ -45,6 +45,7 @@ type installFlags struct {
 	configVersion int
 	out           string
 	maxSize       string
+	custom        customFlags
 }
 
 func addInstallPathFlags(cmd *cobra.Command, fl *installFlags) {
@@ -98,6 +99,7 @@ is not live (or the runtime could not be asked), 2 usage error.`,
 	f.BoolVar(&fl.noConfig, "no-config", false, "install the files only: no runtime configuration, no verify")
 	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime if its configuration changed (needed for verify to see the handler)")
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version (2 or 3) when the node's containerd version is unknown")
+	fl.custom.add(cmd)
 	return cmd
 }
 
@@ -376,7 +378,27 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 	if err != nil {
 		return err
 	}
-	node := discover.Run(ctx, root, g.DiscoverOptions(false))
+	// One custom layout for the custom platforms among ps (a node runs one
+	// container runtime).
+	var custom *platform.Layout
+	for _, p := range ps {
+		l, err := fl.custom.layout(p)
+		if err != nil {
+			return err
+		}
+		if l != nil {
+			custom = l
+		}
+	}
+	layoutOf := func(p platform.Platform) *platform.Layout {
+		if p.Distribution() == platform.Custom {
+			return custom
+		}
+		return nil
+	}
+	dopt := g.DiscoverOptions(false)
+	dopt.Layout = custom
+	node := discover.Run(ctx, root, dopt)
 	wf := &install.Workflow{
 		Installer: &install.Installer{
 			Layout:   g.layout(fl.prefix),
@@ -425,16 +447,21 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 		// The configuration names paths under the prefix as the host sees
 		// it, which the stable links resolve to the current installation.
 		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix}},
-			Target: func(p platform.Platform) (configure.Target, error) { return targetFor(node, p, fl.configVersion) }}
+			Target: func(p platform.Platform) (configure.Target, error) {
+				return targetForLayout(node, p, layoutOf(p), fl.configVersion)
+			}}
 		if fl.restart {
 			ra := wf.Applier.(install.RuntimeConfig)
 			ra.Runtime = func(ctx context.Context, p platform.Platform) (configure.Runtime, bool) {
 				l, _ := p.Distribution().Layout()
+				if c := layoutOf(p); c != nil {
+					l = *c
+				}
 				return g.liveRuntime(ctx, root, l, p)
 			}
 			wf.Applier = ra
 		}
-		wf.Restarter = restarter{g: rep.prose(), restart: fl.restart}
+		wf.Restarter = restarter{g: rep.prose(), restart: fl.restart, custom: custom}
 		if root.Live() {
 			wf.Verifier = verifier{g: g}
 		} else {
@@ -462,11 +489,16 @@ func (c installChecker) Check(p platform.Platform) error { return refuseNotReady
 type restarter struct {
 	g       *Globals
 	restart bool
+	// custom is the custom distribution's layout, if any.
+	custom *platform.Layout
 }
 
 func (r restarter) Restart(_ context.Context, p platform.Platform, res *configure.Result) error {
 	if !r.restart {
 		l, _ := p.Distribution().Layout()
+		if p.Distribution() == platform.Custom && r.custom != nil {
+			l = *r.custom
+		}
 		return r.g.reportNoRestart(res, l, p, "applied")
 	}
 	r.g.sayChanged(res, "applied")

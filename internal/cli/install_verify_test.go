@@ -97,6 +97,8 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 		return runBinary(t, bin, append(args, extra...)...)
 	}
 	const snp, tdx, clh = "kubeadm-qemu-snp", "kubeadm-qemu-tdx", "kubeadm-cloud-hypervisor-none"
+	// The handlers are kata-deploy's names of the platforms.
+	handler := map[string]string{snp: "kata-qemu-snp", tdx: "kata-qemu-tdx", clh: "kata-clh"}
 
 	// containerd runs on the node's config: neither handler is there yet.
 	stop := critest.StartContainerd(t, ctrd, main, d)
@@ -106,7 +108,7 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 			t.Fatalf("%s install before the runtime reloads: exit %d, want %d\n%s\n%s", filepath.Base(bin), code, ExitNotReady, out, errOut)
 		}
 		for _, p := range []string{snp, tdx} {
-			if !strings.Contains(out, "handler "+p+": NOT live in containerd") {
+			if !strings.Contains(out, "handler "+handler[p]+": NOT live in containerd") {
 				t.Errorf("%s: %s not reported NOT live:\n%s\n%s", filepath.Base(bin), p, out, errOut)
 			}
 		}
@@ -125,7 +127,7 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 			t.Fatalf("%s install: exit %d\n%s\n%s", filepath.Base(bin), code, out, errOut)
 		}
 		for _, p := range []string{snp, tdx} {
-			if !strings.Contains(out, "handler "+p+": live in containerd") {
+			if !strings.Contains(out, "handler "+handler[p]+": live in containerd") {
 				t.Errorf("%s: %s not verified live:\n%s\n%s", filepath.Base(bin), p, out, errOut)
 			}
 		}
@@ -149,7 +151,7 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 	// A third platform the running containerd has not loaded, asked for
 	// first: it is NOT live, and the one after it is still verified.
 	code, out, errOut = berthInstall(berth, nil, clh, snp)
-	if code != ExitNotReady || !strings.Contains(out, "handler "+clh+": NOT live") || !strings.Contains(out, "handler "+snp+": live in containerd") {
+	if code != ExitNotReady || !strings.Contains(out, "handler "+handler[clh]+": NOT live") || !strings.Contains(out, "handler "+handler[snp]+": live in containerd") {
 		t.Errorf("install %s %s: exit %d\n%s\n%s", clh, snp, code, out, errOut)
 	}
 

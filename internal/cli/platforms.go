@@ -20,11 +20,15 @@ type platformView struct {
 	Distribution     platform.Distribution `json:"distribution"`
 	Runtime          platform.Runtime      `json:"runtime"`
 	Hypervisor       platform.Hypervisor   `json:"hypervisor"`
+	KataRuntime      platform.KataRuntime  `json:"kataRuntime"`
 	TEE              platform.TEE          `json:"tee"`
 	ProductLine      platform.ProductLine  `json:"productLine,omitempty"`
 	Snapshotter      platform.Snapshotter  `json:"snapshotter"`
 	GPU              bool                  `json:"gpu"`
+	NvidiaCPU        bool                  `json:"nvidiaCpu"`
 	Debug            bool                  `json:"debug"`
+	Shim             string                `json:"shim,omitempty"`
+	Handler          string                `json:"handler"`
 	KataRuntimeClass string                `json:"kataRuntimeClass"`
 	KataConfigFile   string                `json:"kataConfigFile"`
 	PodOverhead      platform.Overhead     `json:"podOverhead"`
@@ -36,8 +40,9 @@ type platformView struct {
 func viewOf(p platform.Platform) platformView {
 	return platformView{
 		Platform: p, Name: p.Name(), Distribution: p.Distribution(), Runtime: p.Distribution().Runtime(),
-		Hypervisor: p.Hypervisor(), TEE: p.TEE(), ProductLine: p.ProductLine(), Snapshotter: p.Snapshotter(),
-		GPU: p.GPU(), Debug: p.Debug(), KataRuntimeClass: p.KataRuntimeClass(), KataConfigFile: p.KataConfigFile(),
+		Hypervisor: p.Hypervisor(), KataRuntime: p.KataRuntime(), TEE: p.TEE(), ProductLine: p.ProductLine(), Snapshotter: p.Snapshotter(),
+		GPU: p.GPU(), NvidiaCPU: p.NvidiaCPU(), Debug: p.Debug(), Shim: p.Shim(), Handler: p.Handler(),
+		KataRuntimeClass: p.KataRuntimeClass(), KataConfigFile: p.KataConfigFile(),
 		PodOverhead: p.PodOverhead(), DefaultMemoryMiB: p.DefaultMemoryMiB(), SharedFS: p.SharedFS(), GuestPull: p.GuestPull(),
 	}
 }
@@ -54,15 +59,18 @@ type explainView struct {
 func newPlatformsCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "platforms",
-		Short: "List the valid platforms (distribution x hypervisor x TEE x snapshotter x gpu/debug)",
-		Long: `List every valid platform with its Kata runtime class. The table shows
+		Short: "List the valid platforms (distribution x hypervisor x Kata runtime x TEE x snapshotter x image variant)",
+		Long: `List every valid platform with its kata-deploy shim. The table shows
 each platform once; every one also exists as NAME+debug (debug guest images),
 which -o json and -o yaml list too.
 
-A platform is written dist-hypervisor-tee[-productline][+gpu][+debug][+snapshotter]
-(the snapshotter only when it is not the platform's default), as
-key=value pairs (distribution=k3s,hypervisor=qemu,tee=snp), or as a Kata
-runtime class (kata-qemu-snp) or Contrast platform name (Metal-QEMU-SNP).`,
+A platform is written
+dist-hypervisor-tee[-productline][+gpu|+nvidia-cpu][+debug][+rust][+snapshotter]
+(the runtime and snapshotter only when not the default), as key=value pairs
+(distribution=k3s,hypervisor=qemu,tee=snp,runtime=rust), as a kata-deploy
+RuntimeClass or handler (kata-qemu-snp, kata-qemu-snp-runtime-rs-debug), or as
+a Contrast platform name or handler (Metal-QEMU-SNP,
+contrast-cc-metal-qemu-snp-1a2b3c4d).`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := g.Format()
@@ -83,19 +91,26 @@ runtime class (kata-qemu-snp) or Contrast platform name (Metal-QEMU-SNP).`,
 
 func platformsTable(w io.Writer, all []platform.Platform) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLATFORM\tSNAPSHOTTER\tRUNTIME CLASS")
+	// Two columns keep the widest row (45 + 30) inside 80 columns; the
+	// snapshotter and the rest are in explain and in -o json.
+	fmt.Fprintln(tw, "PLATFORM\tKATA-DEPLOY SHIM")
 	shown := 0
 	for _, p := range all {
 		if p.Debug() {
 			continue
 		}
 		shown++
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", p, p.Snapshotter(), p.KataRuntimeClass())
+		shim := p.Shim()
+		if shim == "" {
+			shim = "(AKS kata-cc)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", p, shim)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d platforms, %d with +debug variants. Details: berth platforms explain NAME\n", shown, len(all))
+	_, err := fmt.Fprintf(w, "\n%d platforms, %d with +debug variants. RuntimeClass and handler: kata-<shim>\n"+
+		"(kata-<shim>-debug with +debug). Details: berth platforms explain NAME\n", shown, len(all))
 	return err
 }
 
@@ -171,6 +186,7 @@ func explainText(w io.Writer, v explainView) error {
 		row("  layout", "given where it is used (flags of berth config)")
 	}
 	row("Hypervisor", fmt.Sprintf("%s - %s", v.Hypervisor, v.Hypervisor.Description()))
+	row("Kata runtime", fmt.Sprintf("%s - %s", v.KataRuntime, v.KataRuntime.Description()))
 	row("TEE", fmt.Sprintf("%s - %s", v.TEE, v.TEE.Description()))
 	if v.TEE == platform.SNP {
 		pl := v.ProductLine.String()
@@ -187,8 +203,15 @@ func explainText(w io.Writer, v explainView) error {
 	}
 	row("Snapshotter", snap+" - "+v.Snapshotter.Description())
 	row("GPU", yesNo(v.GPU))
+	if v.NvidiaCPU {
+		row("NVIDIA CPU", "yes (NVIDIA's guest stack without a GPU)")
+	}
 	row("Debug", yesNo(v.Debug))
+	if v.Shim != "" {
+		row("Shim", v.Shim+" (kata-deploy)")
+	}
 	row("Kata class", v.KataRuntimeClass)
+	row("Handler", v.Handler)
 	row("Kata config", v.KataConfigFile)
 	row("Pod overhead", fmt.Sprintf("memory %dMi, cpu %dm", v.PodOverhead.MemoryMiB, v.PodOverhead.MilliCPU))
 	row("Guest memory", fmt.Sprintf("%d MiB (default_memory)", v.DefaultMemoryMiB))

@@ -82,7 +82,7 @@ func TestPlatformsErrors(t *testing.T) {
 		args []string
 		want string // in stderr
 	}{
-		{[]string{"platforms", "explain", "aks-qemu-tdx"}, "[aks-clh-snp]"},
+		{[]string{"platforms", "explain", "aks-qemu-tdx"}, "[aks-mshv]"},
 		{[]string{"platforms", "explain", "k3s-firecracker-snp"}, "k3s-qemu-snp"},
 		{[]string{"platforms", "explain", "nonsense"}, "[syntax]"},
 		{[]string{"platforms", "explain"}, "exactly one platform name"},

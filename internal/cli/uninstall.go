@@ -89,10 +89,10 @@ func runUninstall(ctx context.Context, g *Globals, fl installFlags, purgeCache, 
 			if err != nil {
 				return fmt.Errorf("installation record names platform %q: %w", s, err)
 			}
-			if _, ok := e.state.Platforms[p.Name()]; !ok {
+			if _, ok := e.state.Platforms[p.Handler()]; !ok {
 				continue
 			}
-			if err := e.remove(ctx, g, p.Name(), p, fl.restart); err != nil {
+			if err := e.remove(ctx, g, p.Handler(), p, fl.restart); err != nil {
 				return err
 			}
 		}

@@ -251,7 +251,7 @@ func TestApplyRefusesBadInput(t *testing.T) {
 	})
 	t.Run("file not berth's", func(t *testing.T) {
 		dir := t.TempDir()
-		put(t, dir, "etc/containerd/conf.d/berth-kubeadm-qemu-snp.toml", "# mine\n")
+		put(t, dir, "etc/containerd/conf.d/berth-kata-qemu-snp.toml", "# mine\n")
 		_, err := Apply(openRoot(t, dir), render(t, "kubeadm-qemu-snp", "kubeadm", 3))
 		if err == nil || !strings.Contains(err.Error(), "not written by berth") {
 			t.Errorf("foreign file: %v", err)

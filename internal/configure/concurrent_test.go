@@ -54,7 +54,7 @@ func TestConcurrentApplyRemove(t *testing.T) {
 		return run("config", "apply", "-p", p, "--force", "--containerd-config-version", "3")
 	}
 	churn := []string{"kubeadm-qemu-none", "kubeadm-qemu-snp", "kubeadm-qemu-tdx", "kubeadm-firecracker-none", "kubeadm-qemu-none+gpu"}
-	keep := []string{"kubeadm-cloud-hypervisor-none", "kubeadm-qemu-snp+gpu", "kubeadm-qemu-tdx+gpu", "kubeadm-qemu-none+nydus", "kubeadm-qemu-snp-genoa"}
+	keep := []string{"kubeadm-cloud-hypervisor-none", "kubeadm-qemu-snp+gpu", "kubeadm-qemu-tdx+gpu", "kubeadm-qemu-none+nydus", "kubeadm-qemu-snp+rust"}
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
 	for i := range 50 {
@@ -89,7 +89,7 @@ func TestConcurrentApplyRemove(t *testing.T) {
 	// the others: exactly the kept platforms are left.
 	var handlers []string
 	for _, s := range keep {
-		handlers = append(handlers, mustPlatform(t, s).Name())
+		handlers = append(handlers, mustPlatform(t, s).Handler())
 	}
 	slices.Sort(handlers)
 	data, err := os.ReadFile(filepath.Join(root, configure.StatePath))

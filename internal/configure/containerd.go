@@ -110,8 +110,15 @@ func refused(format string, a ...any) error {
 func TargetFor(f *facts.Facts, p platform.Platform, flagVersion int) (Target, error) {
 	l, ok := p.Distribution().Layout()
 	if !ok {
-		return Target{}, fmt.Errorf("distribution %s has no known runtime layout", p.Distribution())
+		return Target{}, fmt.Errorf("distribution %s has no known runtime layout: give the runtime's config file and unit (--containerd-config or --crio-config, --runtime-unit)", p.Distribution())
 	}
+	return TargetForLayout(f, p, l, flagVersion)
+}
+
+// TargetForLayout is TargetFor with the runtime layout given: a custom
+// distribution's, from the paths the user named (platform.CustomLayout).
+// The facts must have been discovered with the same layout.
+func TargetForLayout(f *facts.Facts, p platform.Platform, l platform.Layout, flagVersion int) (Target, error) {
 	t := Target{LayoutName: p.Distribution().String(), Layout: l}
 	if l.Runtime != platform.Containerd {
 		return t, nil
@@ -186,7 +193,7 @@ func runcFile(p platform.Platform, t Target, file string) File {
 		"This restates the built-in one; `berth config remove` takes it out with the last handler.")
 	runcTable(&d, t.ConfigVersion)
 	return File{Path: file, Kind: Block, BlockID: "runc", Where: End, Format: "toml", Content: d.bytes(),
-		When: UnlessDefaultRuntimeDefined, Purpose: "containerd main config (built-in runc restated for handler " + p.Name() + ")"}
+		When: UnlessDefaultRuntimeDefined, Purpose: "containerd main config (built-in runc restated for handler " + p.Handler() + ")"}
 }
 
 func orUnknown(s string) string {

@@ -310,7 +310,7 @@ func runCell(t *testing.T, cfg corpusConfig, ctr critest.Containerd, plats []pla
 
 	// 4. berth config remove of every platform: the node as it was.
 	for _, p := range applied {
-		if _, err := configure.Remove(fsys, p.Name()); err != nil {
+		if _, err := configure.Remove(fsys, p.Handler()); err != nil {
 			fail("remove %s: %v", p, err)
 		}
 	}
@@ -389,24 +389,24 @@ func nonZero(m map[string]any) map[string]any {
 
 // handlerProblems checks p's handler as containerd reports it.
 func handlerProblems(st *cri.Status, p platform.Platform, ctr critest.Containerd) []string {
-	h, ok := st.Handlers[p.Name()]
+	h, ok := st.Handlers[p.Handler()]
 	if !ok {
-		return []string{fmt.Sprintf("handler %s is not live; containerd %s has %v", p.Name(), ctr.Version, st.Names())}
+		return []string{fmt.Sprintf("handler %s is not live; containerd %s has %v", p.Handler(), ctr.Version, st.Names())}
 	}
 	var out []string
 	ps := configure.Paths{Prefix: configure.DefaultPrefix}
-	if h.RuntimeType != "io.containerd.kata.v2" || h.RuntimePath != ps.Shim() {
-		out = append(out, fmt.Sprintf("%s: runtime type %q path %q, want io.containerd.kata.v2 %s", p.Name(), h.RuntimeType, h.RuntimePath, ps.Shim()))
+	if h.RuntimeType != "io.containerd.kata.v2" || h.RuntimePath != ps.Shim(p) {
+		out = append(out, fmt.Sprintf("%s: runtime type %q path %q, want io.containerd.kata.v2 %s", p.Handler(), h.RuntimeType, h.RuntimePath, ps.Shim(p)))
 	}
 	if got := h.Options["ConfigPath"]; got != ps.KataConfig(p) {
-		out = append(out, fmt.Sprintf("%s: options.ConfigPath = %v, want %s", p.Name(), got, ps.KataConfig(p)))
+		out = append(out, fmt.Sprintf("%s: options.ConfigPath = %v, want %s", p.Handler(), got, ps.KataConfig(p)))
 	}
 	if !h.PrivilegedWithoutHostDevices || !slices.Equal(h.PodAnnotations, []string{"io.katacontainers.*"}) {
-		out = append(out, fmt.Sprintf("%s: privileged_without_host_devices %v, pod annotations %v", p.Name(), h.PrivilegedWithoutHostDevices, h.PodAnnotations))
+		out = append(out, fmt.Sprintf("%s: privileged_without_host_devices %v, pod annotations %v", p.Handler(), h.PrivilegedWithoutHostDevices, h.PodAnnotations))
 	}
 	// containerd 1.6 has no per-handler snapshotter (1.7 added it).
 	if (ctr.Major() > 1 || ctr.Minor() >= 7) && h.Snapshotter != p.Snapshotter().String() {
-		out = append(out, fmt.Sprintf("%s: snapshotter %q, want %q", p.Name(), h.Snapshotter, p.Snapshotter()))
+		out = append(out, fmt.Sprintf("%s: snapshotter %q, want %q", p.Handler(), h.Snapshotter, p.Snapshotter()))
 	}
 	return out
 }

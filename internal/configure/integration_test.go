@@ -51,24 +51,24 @@ func snapshotTree(t *testing.T, dir string) map[string]string {
 
 func assertHandler(t *testing.T, st *cri.Status, p platform.Platform, v int) {
 	t.Helper()
-	h, ok := st.Handlers[p.Name()]
+	h, ok := st.Handlers[p.Handler()]
 	if !ok {
-		t.Fatalf("handler %s not registered; containerd %s has %v", p.Name(), st.RuntimeVersion, st.Names())
+		t.Fatalf("handler %s not registered; containerd %s has %v", p.Handler(), st.RuntimeVersion, st.Names())
 	}
 	ps := configure.Paths{Prefix: configure.DefaultPrefix}
-	if h.RuntimeType != "io.containerd.kata.v2" || h.RuntimePath != ps.Shim() {
-		t.Errorf("%s: runtime type %q path %q, want io.containerd.kata.v2 %s", p.Name(), h.RuntimeType, h.RuntimePath, ps.Shim())
+	if h.RuntimeType != "io.containerd.kata.v2" || h.RuntimePath != ps.Shim(p) {
+		t.Errorf("%s: runtime type %q path %q, want io.containerd.kata.v2 %s", p.Handler(), h.RuntimeType, h.RuntimePath, ps.Shim(p))
 	}
 	if got := h.Options["ConfigPath"]; got != ps.KataConfig(p) {
-		t.Errorf("%s: options.ConfigPath = %v, want %s", p.Name(), got, ps.KataConfig(p))
+		t.Errorf("%s: options.ConfigPath = %v, want %s", p.Handler(), got, ps.KataConfig(p))
 	}
 	if !h.PrivilegedWithoutHostDevices || !slices.Equal(h.PodAnnotations, []string{"io.katacontainers.*"}) {
-		t.Errorf("%s: privileged_without_host_devices %v, pod annotations %v", p.Name(), h.PrivilegedWithoutHostDevices, h.PodAnnotations)
+		t.Errorf("%s: privileged_without_host_devices %v, pod annotations %v", p.Handler(), h.PrivilegedWithoutHostDevices, h.PodAnnotations)
 	}
 	// containerd 1.6 has no per-handler snapshotter (1.7 added it): its
 	// CRI config has no such field to report.
 	if v >= 3 && h.Snapshotter != p.Snapshotter().String() {
-		t.Errorf("%s: snapshotter %q, want %q", p.Name(), h.Snapshotter, p.Snapshotter())
+		t.Errorf("%s: snapshotter %q, want %q", p.Handler(), h.Snapshotter, p.Snapshotter())
 	}
 	if _, ok := st.Handlers["runc"]; !ok {
 		t.Errorf("the node's own runc handler is gone: %v", st.Names())
@@ -240,14 +240,14 @@ func runScenario(t *testing.T, bin string, v int, sc scenario) {
 	stop()
 
 	// Remove the first platform: the others must stay live.
-	if _, err := configure.Remove(fsys, plats[0].Name()); err != nil {
+	if _, err := configure.Remove(fsys, plats[0].Handler()); err != nil {
 		t.Fatal(err)
 	}
 	if len(plats) > 1 {
 		stop := critest.StartContainerd(t, bin, sc.render(t, root, d, v), d)
 		st = queryHandlers(t, d)
-		if _, ok := st.Handlers[plats[0].Name()]; ok {
-			t.Errorf("removed handler %s still registered", plats[0].Name())
+		if _, ok := st.Handlers[plats[0].Handler()]; ok {
+			t.Errorf("removed handler %s still registered", plats[0].Handler())
 		}
 		for _, p := range plats[1:] {
 			assertHandler(t, st, p, v)
@@ -255,7 +255,7 @@ func runScenario(t *testing.T, bin string, v int, sc scenario) {
 		stop()
 	}
 	for _, p := range plats[1:] {
-		if _, err := configure.Remove(fsys, p.Name()); err != nil {
+		if _, err := configure.Remove(fsys, p.Handler()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -280,8 +280,8 @@ func runScenario(t *testing.T, bin string, v int, sc scenario) {
 	critest.StartContainerd(t, bin, main, d)
 	st = queryHandlers(t, d)
 	for _, p := range plats {
-		if _, ok := st.Handlers[p.Name()]; ok {
-			t.Errorf("handler %s still registered after remove", p.Name())
+		if _, ok := st.Handlers[p.Handler()]; ok {
+			t.Errorf("handler %s still registered after remove", p.Handler())
 		}
 	}
 }

@@ -2,6 +2,9 @@ package configure
 
 import (
 	"path"
+	"slices"
+	"strconv"
+	"strings"
 
 	"berth.dev/berth/platform"
 )
@@ -15,8 +18,15 @@ type Paths struct {
 	Prefix string
 }
 
-// Shim is the containerd shim v2 binary of Kata.
-func (ps Paths) Shim() string { return path.Join(ps.Prefix, "bin/containerd-shim-kata-v2") }
+// Shim is the containerd shim v2 binary of p's Kata runtime: the Go
+// runtime's in bin/, the Rust runtime's in runtime-rs/bin/ (runtime-rs's
+// Makefile BINDIR, as in the kata-static release).
+func (ps Paths) Shim(p platform.Platform) string {
+	if p.KataRuntime() == platform.RustRuntime {
+		return path.Join(ps.Prefix, "runtime-rs/bin/containerd-shim-kata-v2")
+	}
+	return path.Join(ps.Prefix, "bin/containerd-shim-kata-v2")
+}
 
 // KataConfig is the Kata configuration file of platform p (one per
 // platform, so that applying p never touches q's file).
@@ -24,173 +34,262 @@ func (ps Paths) KataConfig(p platform.Platform) string {
 	return path.Join(ps.Prefix, "etc/kata", p.Name()+".toml")
 }
 
-func (ps Paths) bin(name string) string   { return path.Join(ps.Prefix, "bin", name) }
-func (ps Paths) share(name string) string { return path.Join(ps.Prefix, "share/kata-containers", name) }
-func (ps Paths) ovmf(name string) string  { return path.Join(ps.Prefix, "share/ovmf", name) }
-
-// hypervisorSection is the [hypervisor.X] table Kata reads for p.
-func hypervisorSection(h platform.Hypervisor) string {
-	switch h {
-	case platform.CloudHypervisor:
-		return "clh"
-	case platform.Firecracker:
-		return "firecracker"
+// Needs returns the files, relative to the prefix, that p's configuration
+// points at and an install must therefore provide: the shim of p's Kata
+// runtime and the hypervisor binary, when it has one of its own.
+func Needs(p platform.Platform) []string {
+	rel := Paths{Prefix: "/"}
+	out := []string{strings.TrimPrefix(rel.Shim(p), "/")}
+	if b := p.HypervisorBinary(); b != "" {
+		out = append(out, "bin/"+b)
 	}
-	return "qemu"
+	return out
 }
 
-// guestFlavour names the guest kernel and image variant: Kata ships one
-// per combination of GPU and confidential stack.
-func guestFlavour(p platform.Platform) string {
-	conf := p.Confidential() || p.GuestPull()
-	switch {
-	case p.GPU() && conf:
-		return "nvidia-gpu-confidential"
-	case p.GPU():
-		return "nvidia-gpu"
-	case conf:
-		return "confidential"
-	}
-	return ""
-}
-
-// snpGuestPolicy is QEMU's default SNP policy (0x30000: SMT allowed,
-// reserved bit 17 set, no debug, no migration agent); Kata writes it out
-// because the ID block, when used, must carry the same value.
-const snpGuestPolicy = 0x30000
+func (ps Paths) bin(name string) string { return path.Join(ps.Prefix, "bin", name) }
 
 // KataConfig renders the Kata configuration TOML for p with every path
 // under ps.Prefix. It depends only on the platform and the prefix: the
 // node's facts do not change it.
+//
+// Policy: berth writes every key Kata's template for p's shim sets, with
+// the template's value as the x86_64 kata-deploy build fills it (PREFIX
+// relocated to ps.Prefix), so that Kata's built-in defaults never decide
+// anything. berth then changes what it changes on purpose (berthOverrides);
+// the conformance test compares each shim's base platform with its
+// template and fails on any difference not in conformanceExceptions.
 func KataConfig(p platform.Platform, ps Paths) []byte {
+	keys := kataKeys(p, ps)
 	var d doc
 	d.comment(header(p, "Kata Containers configuration ("+p.KataConfigFile()+" equivalent)", nil))
-	sec := hypervisorSection(p.Hypervisor())
-	d.table("hypervisor", sec)
-	flav := guestFlavour(p)
-	suffix := ""
-	if flav != "" {
-		suffix = "-" + flav
-	}
-	d.kv("path", hypervisorPath(p, ps))
-	kernel := "vmlinux.container"
-	if flav != "" {
-		kernel = "vmlinuz" + suffix + ".container"
-	}
-	d.kv("kernel", ps.share(kernel))
-	// Confidential guests without a GPU boot from an initrd, which is
-	// measured with the kernel; the others from a rootfs image.
-	if p.Confidential() && !p.GPU() && p.Hypervisor() == platform.QEMU {
-		d.kv("initrd", ps.share("kata-containers-initrd"+suffix+".img"))
-	} else {
-		d.kv("image", ps.share("kata-containers"+suffix+".img"))
-	}
-	if p.Hypervisor() == platform.QEMU {
-		d.kv("machine_type", "q35")
-		switch p.TEE() {
-		case platform.SNP:
-			d.kv("firmware", ps.ovmf("AMDSEV.fd"))
-		case platform.TDX:
-			d.kv("firmware", ps.ovmf("OVMF.inteltdx.fd"))
+	for _, table := range []string{"hypervisor", "hypervisor.factory", "factory", "agent", "agent.mem_agent", "runtime"} {
+		var arrays []kataKey
+		first := true
+		for _, k := range keys {
+			if k.table != table {
+				continue
+			}
+			if tabs, ok := k.value.([]map[string]any); ok {
+				for _, m := range tabs {
+					arrays = append(arrays, kataKey{table: k.key, value: m})
+				}
+				continue
+			}
+			if first {
+				d.table(kataTable(p, table)...)
+				first = false
+			}
+			kataKV(&d, k.key, k.value)
 		}
-	}
-	if p.Hypervisor() == platform.CloudHypervisor && p.TEE() == platform.SNP {
-		// Cloud Hypervisor on Hyper-V boots SNP guests from an IGVM file.
-		d.kv("igvm", ps.share("kata-containers-igvm.img"))
-	}
-	d.kv("valid_hypervisor_paths", []string{hypervisorPath(p, ps)})
-	if p.Confidential() {
-		d.kv("confidential_guest", true)
-		if p.TEE() == platform.SNP {
-			d.kv("sev_snp_guest", true)
-			if p.Hypervisor() == platform.QEMU {
-				d.kv("snp_guest_policy", snpGuestPolicy)
+		for _, a := range arrays {
+			d.b.WriteString("\n[[" + tomlKey(append(kataTable(p, table), a.table)...) + "]]\n")
+			m := a.value.(map[string]any)
+			for _, name := range sortedKeys(m) {
+				kataKV(&d, name, m[name])
 			}
 		}
-		d.kv("disable_image_nvdimm", true)
-	}
-	if p.Hypervisor() != platform.Firecracker {
-		d.kv("shared_fs", p.SharedFS())
-		if p.SharedFS() == "virtio-fs" {
-			d.kv("virtio_fs_daemon", path.Join(ps.Prefix, "libexec/virtiofsd"))
-			d.kv("valid_virtio_fs_daemon_paths", []string{path.Join(ps.Prefix, "libexec/virtiofsd")})
-		}
-	}
-	if p.GPU() {
-		// GPUs are cold-plugged behind PCIe root ports: hot-plug would let
-		// the host change the guest's devices after measurement, and large
-		// GPU BARs do not fit a bridge.
-		d.kv("cold_plug_vfio", "root-port")
-		d.kv("hot_plug_vfio", "no-port")
-		d.kv("pcie_root_port", 0)
-	}
-	d.kv("default_vcpus", 1)
-	d.kv("default_memory", p.DefaultMemoryMiB())
-	params := ""
-	if p.Debug() {
-		params = "agent.log=debug initcall_debug"
-	}
-	d.kv("kernel_params", params)
-	d.kv("enable_debug", p.Debug())
-
-	d.table("agent", "kata")
-	d.kv("enable_debug", p.Debug())
-	d.kv("debug_console_enabled", p.Debug())
-	d.kv("dial_timeout", 90)
-
-	d.table("runtime")
-	d.kv("enable_debug", p.Debug())
-	d.kv("internetworking_model", "tcfilter")
-	d.kv("disable_guest_seccomp", true)
-	d.kv("sandbox_cgroup_only", p.GPU())
-	// Guests that cannot hot-plug memory and CPUs (TEEs, GPUs with cold
-	// plug, Firecracker) are sized once from the pod's requests.
-	d.kv("static_sandbox_resource_mgmt", p.Confidential() || p.GPU() || p.Hypervisor() == platform.Firecracker)
-	if p.GuestPull() && p.Snapshotter() != platform.Nydus {
-		d.kv("experimental_force_guest_pull", true)
 	}
 	return d.bytes()
 }
 
-// hypervisorPath is the hypervisor binary of p.
-func hypervisorPath(p platform.Platform, ps Paths) string {
-	switch p.Hypervisor() {
-	case platform.CloudHypervisor:
-		return ps.bin("cloud-hypervisor")
-	case platform.Firecracker:
-		return ps.bin("firecracker")
+// kataTable is the TOML table name of one of kataKey's tables for p.
+func kataTable(p platform.Platform, table string) []string {
+	parts := strings.Split(table, ".")
+	switch parts[0] {
+	case "hypervisor":
+		return append([]string{"hypervisor", p.KataSection()}, parts[1:]...)
+	case "agent":
+		return append([]string{"agent", "kata"}, parts[1:]...)
 	}
-	return ps.bin("qemu-system-x86_64")
+	return parts
 }
 
-// KnownKataKeys are the keys Kata reads in each table berth writes, as they
-// appear in Kata's src/runtime/config/configuration-{qemu,qemu-snp,
-// qemu-tdx,qemu-coco-dev,qemu-nvidia-gpu,qemu-nvidia-gpu-snp,clh,clh-snp,
-// fc}.toml.in templates (kata-containers main, 2025). Tests check every
-// rendered key against it, so that a typo never reaches a node, where Kata
-// would silently ignore it.
-func KnownKataKeys() map[string][]string {
-	common := []string{"path", "kernel", "image", "initrd", "kernel_params", "default_vcpus", "default_maxvcpus",
-		"default_memory", "default_maxmemory", "default_bridges", "enable_debug", "valid_hypervisor_paths",
-		"enable_annotations", "block_device_driver", "disable_block_device_use", "rootfs_type",
-		"disable_selinux", "disable_guest_selinux", "disable_nesting_checks", "enable_iommu", "guest_hook_path"}
-	fs := []string{"shared_fs", "virtio_fs_daemon", "valid_virtio_fs_daemon_paths", "virtio_fs_cache_size",
-		"virtio_fs_extra_args", "virtio_fs_cache"}
-	cc := []string{"confidential_guest", "sev_snp_guest", "firmware"}
-	return map[string][]string{
-		"hypervisor.qemu": append(append(append(append([]string{}, common...), fs...), cc...),
-			"machine_type", "snp_guest_policy", "snp_id_block", "snp_id_auth", "firmware_volume",
-			"machine_accelerators", "cpu_features", "disable_image_nvdimm", "pcie_root_port",
-			"cold_plug_vfio", "hot_plug_vfio", "memory_slots", "enable_virtio_mem", "msize_9p",
-			"rootless", "kernel_verity_params", "enable_numa"),
-		"hypervisor.clh": append(append(append(append([]string{}, common...), fs...), cc...),
-			"igvm", "snp_guest_policy", "disable_image_nvdimm", "hot_plug_vfio", "cold_plug_vfio", "pcie_root_port"),
-		"hypervisor.firecracker": append(append([]string{}, common...), "jailer_path", "valid_jailer_paths"),
-		"agent.kata":             {"enable_debug", "enable_tracing", "kernel_modules", "debug_console_enabled", "dial_timeout", "launch_process_timeout"},
-		"runtime": {"enable_debug", "internetworking_model", "disable_guest_seccomp", "enable_vcpus_pinning",
-			"enable_tracing", "disable_new_netns", "sandbox_cgroup_only", "static_sandbox_resource_mgmt",
-			"sandbox_bind_mounts", "vfio_mode", "disable_guest_empty_dir", "experimental", "enable_pprof",
-			"experimental_force_guest_pull", "create_container_timeout", "dan_conf"},
-		"factory": {"enable_template", "template_path", "vm_cache_number", "vm_cache_endpoint"},
+// templateShimOf is the kata-deploy shim whose template p's configuration
+// starts from. Confidential AKS (Microsoft's kata-cc, no kata-deploy shim)
+// starts from the Hyper-V Cloud Hypervisor shim of the same runtime.
+func templateShimOf(p platform.Platform) string {
+	if s := p.Shim(); s != "" {
+		return s
 	}
+	if p.KataRuntime() == platform.RustRuntime {
+		return "clh-azure-runtime-rs"
+	}
+	return "clh-azure"
+}
+
+// kataKeys returns the keys KataConfig writes for p, in template order.
+func kataKeys(p platform.Platform, ps Paths) []kataKey {
+	keys := templateBase(p.KataRuntime())
+	set, drop := templateShim(templateShimOf(p))
+	keys = slices.DeleteFunc(keys, func(k kataKey) bool { return slices.Contains(drop, k.table+"."+k.key) })
+	keys = setKeys(keys, set)
+	keys = setKeys(keys, berthOverrides(p, ps, keys))
+	for i := range keys {
+		keys[i].value = relocate(keys[i].value, ps.Prefix)
+	}
+	// What the VM boots comes first, as in Kata's templates; the rest keeps
+	// template order (keys a shim adds sit at the end of their table).
+	lead := []string{"path", "ctlpath", "kernel", "image", "initrd", "igvm", "machine_type"}
+	rank := func(k kataKey) int {
+		if i := slices.Index(lead, k.key); i >= 0 && k.table == "hypervisor" {
+			return i
+		}
+		return len(lead)
+	}
+	slices.SortStableFunc(keys, func(a, b kataKey) int { return rank(a) - rank(b) })
+	return keys
+}
+
+// setKeys sets each of set in keys, in place when keys has it, else after
+// the last key of its table (at the end when the table is new).
+func setKeys(keys, set []kataKey) []kataKey {
+	for _, s := range set {
+		i := slices.IndexFunc(keys, func(k kataKey) bool { return k.table == s.table && k.key == s.key })
+		if i >= 0 {
+			keys[i].value = s.value
+			continue
+		}
+		at := len(keys)
+		for j := len(keys) - 1; j >= 0; j-- {
+			if keys[j].table == s.table {
+				at = j + 1
+				break
+			}
+		}
+		keys = slices.Insert(keys, at, s)
+	}
+	return keys
+}
+
+// lookup returns the value of table.key in keys.
+func lookup(keys []kataKey, table, key string) (any, bool) {
+	for _, k := range keys {
+		if k.table == table && k.key == key {
+			return k.value, true
+		}
+	}
+	return nil, false
+}
+
+// berthOverrides are the keys berth sets differently from p's template,
+// on purpose. Each one that shows on a shim's base platform is listed in
+// conformanceExceptions (conformance_test.go) with its reason.
+func berthOverrides(p platform.Platform, ps Paths, keys []kataKey) []kataKey {
+	var out []kataKey
+	set := func(table, key string, v any) { out = append(out, kataKey{table, key, v}) }
+	if hp := hypervisorPath(p, ps); hp != "" {
+		// berth installs one build of each hypervisor under its prefix
+		// (Needs lists it): the shims that name an experimental QEMU
+		// build use that one too.
+		set("hypervisor", "path", hp)
+		set("hypervisor", "valid_hypervisor_paths", []any{hp})
+	}
+	if v, ok := lookup(keys, "hypervisor", "kernel"); ok {
+		if k, _ := v.(string); k != "" && !strings.HasPrefix(k, prefixToken+"/") {
+			// Everything berth runs comes from its prefix, never from a
+			// distribution package.
+			set("hypervisor", "kernel", path.Join(prefixToken, "share/kata-containers", path.Base(k)))
+		}
+	}
+	if p.Shim() == "" {
+		// Confidential AKS: Cloud Hypervisor on Hyper-V boots the SNP guest
+		// from an IGVM file and shares nothing with the host.
+		set("hypervisor", "confidential_guest", true)
+		set("hypervisor", "sev_snp_guest", true)
+		set("hypervisor", "igvm", path.Join(prefixToken, "share/kata-containers/kata-containers-igvm.img"))
+	}
+	if p.Local() && p.Snapshotter() != p.DefaultSnapshotter() {
+		if v, ok := lookup(keys, "hypervisor", "shared_fs"); ok && v != p.SharedFS() {
+			// Snapshotter variants of a shim (a TEE shim with overlayfs
+			// shares the image from the host) need the shared filesystem
+			// the variant implies, which the shim's template may turn off.
+			set("hypervisor", "shared_fs", p.SharedFS())
+		}
+	}
+	if p.GuestPull() && p.Snapshotter() != platform.Nydus {
+		set("runtime", "experimental_force_guest_pull", true)
+	}
+	if p.Debug() {
+		// The debug variant: kata-deploy's -debug RuntimeClasses turn on
+		// the same switches.
+		set("hypervisor", "enable_debug", true)
+		set("agent", "enable_debug", true)
+		set("agent", "debug_console_enabled", true)
+		set("runtime", "enable_debug", true)
+		params, _ := lookup(keys, "hypervisor", "kernel_params")
+		s, _ := params.(string)
+		set("hypervisor", "kernel_params", strings.TrimSpace(s+" agent.log=debug initcall_debug"))
+	}
+	return out
+}
+
+// relocate puts berth's prefix where the template values say prefixToken.
+func relocate(v any, prefix string) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, prefixToken, prefix)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = relocate(e, prefix)
+		}
+		return out
+	case []map[string]any:
+		out := make([]map[string]any, len(x))
+		for i, e := range x {
+			out[i] = relocate(e, prefix).(map[string]any)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = relocate(e, prefix)
+		}
+		return out
+	}
+	return v
+}
+
+// kataKV writes key = value for the value types Kata's templates use.
+func kataKV(d *doc, key string, v any) {
+	d.b.WriteString(key + " = " + kataValue(v) + "\n")
+}
+
+// kataValue is the TOML form of a template value: the scalar types
+// tomlValue knows, floats, and arrays of them.
+func kataValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		s := strconv.FormatFloat(x, 'f', -1, 64)
+		if !strings.ContainsAny(s, ".eE") {
+			s += ".0"
+		}
+		return s
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = kataValue(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return tomlValue(v)
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// hypervisorPath is the hypervisor binary of p, or "" when none runs as
+// its own program (Dragonball lives in the Rust shim; peer pods run in a
+// cloud).
+func hypervisorPath(p platform.Platform, ps Paths) string {
+	if b := p.HypervisorBinary(); b != "" {
+		return ps.bin(b)
+	}
+	return ""
 }

@@ -125,18 +125,18 @@ func TestApplyLiveRollsBack(t *testing.T) {
 		if err != nil {
 			t.Fatalf("apply: %v", err)
 		}
-		if !res.Restarted || !slices.Contains(res.Before, "runc") || !slices.Contains(res.After, "runc") || !slices.Contains(res.After, p.Name()) {
+		if !res.Restarted || !slices.Contains(res.Before, "runc") || !slices.Contains(res.After, "runc") || !slices.Contains(res.After, p.Handler()) {
 			t.Errorf("apply: restarted %v, before %v, after %v", res.Restarted, res.Before, res.After)
 		}
 		n := rt.restarts
 		if res, err := configure.ApplyLive(context.Background(), w, r, rt); err != nil || res.Restarted || len(res.Changed) != 0 || rt.restarts != n {
 			t.Errorf("second apply: %+v, %v, restarts %d -> %d", res, err, n, rt.restarts)
 		}
-		res, err = configure.RemoveLive(context.Background(), w, p.Name(), rt)
+		res, err = configure.RemoveLive(context.Background(), w, p.Handler(), rt)
 		if err != nil {
 			t.Fatalf("remove: %v", err)
 		}
-		if slices.Contains(res.After, p.Name()) || !slices.Contains(res.After, "runc") {
+		if slices.Contains(res.After, p.Handler()) || !slices.Contains(res.After, "runc") {
 			t.Errorf("remove: after %v", res.After)
 		}
 		if got, _ := os.ReadFile(main); string(got) != string(orig) {
@@ -173,7 +173,7 @@ func TestApplyLiveRollsBack(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(main), "../../var")); !os.IsNotExist(err) {
 			t.Errorf("state left behind after a rolled-back first apply: %v", err)
 		}
-		if hs, err := rt.Handlers(context.Background()); err != nil || !slices.Contains(hs, "runc") || slices.Contains(hs, p.Name()) {
+		if hs, err := rt.Handlers(context.Background()); err != nil || !slices.Contains(hs, "runc") || slices.Contains(hs, p.Handler()) {
 			t.Errorf("after the rollback containerd has %v (%v)", hs, err)
 		}
 		if !slices.Contains(res.After, "runc") {

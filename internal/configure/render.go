@@ -112,6 +112,10 @@ const (
 type Rendered struct {
 	Platform platform.Platform
 	Handler  string
+	// Layout is the runtime layout of a custom distribution, recorded in
+	// the state so that remove and restart need no flags; nil for the
+	// distributions whose layout berth knows.
+	Layout *platform.Layout
 	// Host are the files written on the host by apply, Kata config first.
 	Host []File
 	// RuntimeClass is the manifest for the cluster (render only).
@@ -137,7 +141,11 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 	if !path.IsAbs(opt.Paths.Prefix) {
 		return nil, fmt.Errorf("prefix %q: expected an absolute path", opt.Paths.Prefix)
 	}
-	r := &Rendered{Platform: p, Handler: p.Name()}
+	r := &Rendered{Platform: p, Handler: p.Handler()}
+	if p.Distribution() == platform.Custom {
+		l := t.Layout
+		r.Layout = &l
+	}
 	r.Host = append(r.Host, File{
 		Path: strings.TrimPrefix(opt.Paths.KataConfig(p), "/"), Kind: Owned, Format: "toml",
 		Content: KataConfig(p, opt.Paths), Purpose: "Kata configuration",
@@ -186,13 +194,13 @@ var podAnnotations = []string{"io.katacontainers.*"}
 // containerdHandler writes the handler tables for a config version.
 func containerdHandler(d *doc, p platform.Platform, version int, ps Paths) {
 	plugin := runtimecfg.CRIPlugin(version)
-	d.table("plugins", plugin, "containerd", "runtimes", p.Name())
+	d.table("plugins", plugin, "containerd", "runtimes", p.Handler())
 	d.kv("runtime_type", "io.containerd.kata.v2")
-	d.kv("runtime_path", ps.Shim())
+	d.kv("runtime_path", ps.Shim(p))
 	d.kv("privileged_without_host_devices", true)
 	d.kv("pod_annotations", podAnnotations)
 	d.kv("snapshotter", p.Snapshotter().String())
-	d.table("plugins", plugin, "containerd", "runtimes", p.Name(), "options")
+	d.table("plugins", plugin, "containerd", "runtimes", p.Handler(), "options")
 	d.kv("ConfigPath", ps.KataConfig(p))
 }
 
@@ -203,7 +211,7 @@ func containerdFiles(p platform.Platform, t Target, ps Paths) ([]File, error) {
 		return nil, fmt.Errorf("%w %d: expected 2 (containerd 1.x), 3 (containerd 2.0-2.2) or 4 (containerd 2.3 and later)", ErrUnknownVersion, v)
 	}
 	l := t.Layout
-	name := p.Name()
+	name := p.Handler() // one handler per node: its drop-in is named after it
 	switch l.DropIn {
 	case platform.DropInDirectory:
 		return []File{dropInFile(p, t, ps, path.Join(l.DropInDir, "berth-"+name+".toml"))}, nil
@@ -299,16 +307,16 @@ func relImport(config, dir string) string {
 
 func dropInFile(p platform.Platform, t Target, ps Paths, file string) File {
 	var d doc
-	d.comment(header(p, "containerd drop-in for handler "+p.Name(), t.Facts))
+	d.comment(header(p, "containerd drop-in for handler "+p.Handler(), t.Facts))
 	d.kv("version", t.ConfigVersion)
 	containerdHandler(&d, p, t.ConfigVersion, ps)
 	return File{Path: file, Kind: Owned, Format: "toml", Content: d.bytes(),
-		Purpose: "containerd drop-in (handler " + p.Name() + ")"}
+		Purpose: "containerd drop-in (handler " + p.Handler() + ")"}
 }
 
 func blockFile(p platform.Platform, t Target, ps Paths, file string, v int, format string) File {
 	var d doc
-	d.comment(header(p, "containerd handler "+p.Name(), t.Facts))
+	d.comment(header(p, "containerd handler "+p.Handler(), t.Facts))
 	containerdHandler(&d, p, v, ps)
 	return File{Path: file, Kind: Block, BlockID: p.Name(), Where: End, Format: format, Content: d.bytes(), Version: v}
 }
@@ -319,9 +327,9 @@ func CRIODropInName(handler string) string { return "50-berth-" + handler + ".co
 
 func crioFile(p platform.Platform, t Target, ps Paths) File {
 	var d doc
-	d.comment(header(p, "CRI-O drop-in for handler "+p.Name(), t.Facts))
-	d.table("crio", "runtime", "runtimes", p.Name())
-	d.kv("runtime_path", ps.Shim())
+	d.comment(header(p, "CRI-O drop-in for handler "+p.Handler(), t.Facts))
+	d.table("crio", "runtime", "runtimes", p.Handler())
+	d.kv("runtime_path", ps.Shim(p))
 	d.kv("runtime_type", "vm")
 	d.kv("runtime_root", "/run/vc")
 	d.kv("runtime_config_path", ps.KataConfig(p))
@@ -331,5 +339,5 @@ func crioFile(p platform.Platform, t Target, ps Paths) File {
 		d.kv("runtime_pull_image", true)
 	}
 	return File{Path: path.Join(t.Layout.DropInDir, CRIODropInName(p.Name())), Kind: Owned, Format: "toml",
-		Content: d.bytes(), Purpose: "CRI-O drop-in (handler " + p.Name() + ")"}
+		Content: d.bytes(), Purpose: "CRI-O drop-in (handler " + p.Handler() + ")"}
 }

@@ -2,6 +2,7 @@ package configure
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -15,16 +16,25 @@ func PlatformLabel(p platform.Platform) string { return "berth.dev/platform." + 
 
 // RuntimeClassOptions tune RuntimeClass.
 type RuntimeClassOptions struct {
-	// TEELabels also requires the Node Feature Discovery labels of p's
-	// TEE, for clusters that run NFD alongside or instead of berth's agent.
+	// TEELabels also requires Node Feature Discovery's own cpu-security
+	// label of p's TEE (feature.node.kubernetes.io/cpu-security.*).
 	TEELabels bool
+	// KataDeploy selects nodes the way kata-deploy's chart does: its
+	// ownership label katacontainers.io/kata-runtime and the shim's own
+	// node selector (the GPU operator's cc.ready.state for GPU shims), for
+	// clusters where kata-deploy (or berth in its place) labels nodes.
+	KataDeploy bool
+	// NFD is kata-deploy's "NFD rules active": its NodeFeatureRule
+	// publishes the TEE label (amd.feature.node.kubernetes.io/snp,
+	// intel.feature.node.kubernetes.io/tdx) and the node's guest keys as
+	// an extended resource; confidential classes select the label and
+	// consume one key per sandbox through their overhead.
+	NFD bool
 }
 
-// nfdTEELabels are NFD's cpu-security labels per TEE.
-var nfdTEELabels = map[platform.TEE]string{
-	platform.SNP: "feature.node.kubernetes.io/cpu-security.sev.snp.enabled",
-	platform.TDX: "feature.node.kubernetes.io/cpu-security.tdx.enabled",
-}
+// KataDeployLabel is the label kata-deploy sets to "true" on nodes where it
+// installed Kata; its RuntimeClasses select on it.
+const KataDeployLabel = "katacontainers.io/kata-runtime"
 
 type runtimeClassDoc struct {
 	APIVersion string         `json:"apiVersion"`
@@ -44,28 +54,45 @@ type rcOverhead struct {
 	PodFixed map[string]string `json:"podFixed"`
 }
 
-// RuntimeClass renders the node.k8s.io/v1 RuntimeClass of p as YAML: the
-// handler berth configures, the platform's pod overhead, and a node
-// selector on the label berth's agent publishes, so that pods never land on
-// a node that cannot run them. The cluster agent reuses it.
+// RuntimeClass renders the node.k8s.io/v1 RuntimeClass of p as YAML, with
+// kata-deploy's name, handler and pod overhead (kata-<shim>[-debug]), so
+// that pods written for kata-deploy's classes run unchanged, and a node
+// selector on the label berth's agent publishes, so that pods never land
+// on a node that cannot run them. The options add kata-deploy's own
+// selectors and TEE key accounting. The cluster agent reuses it.
 func RuntimeClass(p platform.Platform, opt RuntimeClassOptions) []byte {
 	o := p.PodOverhead()
 	sel := map[string]string{PlatformLabel(p): "true"}
-	if l, ok := nfdTEELabels[p.TEE()]; ok && opt.TEELabels {
+	if l := p.TEE().NFDBuiltinLabel(); l != "" && opt.TEELabels {
 		sel[l] = "true"
 	}
+	fixed := map[string]string{
+		"memory": fmt.Sprintf("%dMi", o.MemoryMiB),
+		"cpu":    fmt.Sprintf("%dm", o.MilliCPU),
+	}
+	if opt.KataDeploy {
+		sel[KataDeployLabel] = "true"
+		maps.Copy(sel, p.ShimNodeSelector())
+	}
+	if opt.NFD && p.Confidential() {
+		// As the chart: a pure TEE class selects the TEE label (a GPU
+		// class already does through its shim selector), and every TEE
+		// class consumes one of the node's guest keys.
+		if !p.GPU() {
+			sel[p.TEE().NFDLabel()] = "true"
+		}
+		fixed[p.TEE().KeyResource()] = "1"
+	}
+	name := p.KataRuntimeClass()
 	d := runtimeClassDoc{
 		APIVersion: "node.k8s.io/v1",
 		Kind:       "RuntimeClass",
-		Metadata: rcMeta{Name: p.Name(), Labels: map[string]string{
+		Metadata: rcMeta{Name: name, Labels: map[string]string{
 			"app.kubernetes.io/managed-by": "berth",
 			"berth.dev/platform":           p.Name(),
 		}},
-		Handler: p.Name(),
-		Overhead: rcOverhead{PodFixed: map[string]string{
-			"memory": fmt.Sprintf("%dMi", o.MemoryMiB),
-			"cpu":    fmt.Sprintf("%dm", o.MilliCPU),
-		}},
+		Handler:    p.Handler(),
+		Overhead:   rcOverhead{PodFixed: fixed},
 		Scheduling: map[string]any{"nodeSelector": sel},
 	}
 	body, err := yaml.Marshal(d)
@@ -74,7 +101,7 @@ func RuntimeClass(p platform.Platform, opt RuntimeClassOptions) []byte {
 		panic(fmt.Sprintf("configure: RuntimeClass: %v", err))
 	}
 	var b strings.Builder
-	for _, l := range strings.Split(strings.TrimRight(header(p, "RuntimeClass "+p.Name(), nil), "\n"), "\n") {
+	for _, l := range strings.Split(strings.TrimRight(header(p, "RuntimeClass "+name, nil), "\n"), "\n") {
 		b.WriteString("# " + l + "\n")
 	}
 	b.Write(body)

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
+
+	"berth.dev/berth/platform"
 )
 
 // StatePath is where berth records what it owns, relative to the host root.
@@ -41,6 +43,9 @@ func (st *State) addDirs(dirs []string) {
 type PlatformState struct {
 	Platform string      `json:"platform"`
 	Files    []OwnedFile `json:"files"`
+	// Layout is a custom distribution's runtime layout as applied: remove
+	// and restart take the unit and socket from it.
+	Layout *platform.Layout `json:"layout,omitempty"`
 }
 
 // OwnedFile is one file or block berth wrote for a platform.

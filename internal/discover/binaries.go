@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -264,15 +263,15 @@ func resolveInRoot(fsys hostfs.FS, p string) (string, bool) {
 
 var (
 	numVersion = `v?(\d+\.\d+(?:\.\d+)?)`
-	qemuRe     = regexp.MustCompile(`QEMU emulator version (\d+\.\d+(?:\.\d+)?)(?:[^\S\n]*\(([^)\n]*)\))?`)
-	clhRe      = regexp.MustCompile(`(?m)^cloud-hypervisor:?\s+` + numVersion)
-	fcRe       = regexp.MustCompile(`(?mi)^firecracker\s+` + numVersion)
-	virtiofsRe = regexp.MustCompile(`(?m)^virtiofsd(?:\s+backend|\s+version)?\s+` + numVersion + `(?:[^\S\n]*\(([^)\n]*)\))?`)
-	ctrdRe     = regexp.MustCompile(`(?m)^containerd\s+(\S+)\s+` + numVersion)
-	crioRe     = regexp.MustCompile(`(?m)^(?:crio version|Version:)[ \t]+` + numVersion)
-	kataRtRe   = regexp.MustCompile(`(?m)^kata-runtime\s*:\s*` + numVersion)
-	kataShimRe = regexp.MustCompile(`Kata Containers containerd shim.*?version:\s*` + numVersion)
-	nydusRe    = regexp.MustCompile(`(?m)^\s*Version:\s*` + numVersion)
+	qemuRe     = newLazyRegexp(`QEMU emulator version (\d+\.\d+(?:\.\d+)?)(?:[^\S\n]*\(([^)\n]*)\))?`)
+	clhRe      = newLazyRegexp(`(?m)^cloud-hypervisor:?\s+` + numVersion)
+	fcRe       = newLazyRegexp(`(?mi)^firecracker\s+` + numVersion)
+	virtiofsRe = newLazyRegexp(`(?m)^virtiofsd(?:\s+backend|\s+version)?\s+` + numVersion + `(?:[^\S\n]*\(([^)\n]*)\))?`)
+	ctrdRe     = newLazyRegexp(`(?m)^containerd\s+(\S+)\s+` + numVersion)
+	crioRe     = newLazyRegexp(`(?m)^(?:crio version|Version:)[ \t]+` + numVersion)
+	kataRtRe   = newLazyRegexp(`(?m)^kata-runtime\s*:\s*` + numVersion)
+	kataShimRe = newLazyRegexp(`Kata Containers containerd shim.*?version:\s*` + numVersion)
+	nydusRe    = newLazyRegexp(`(?m)^\s*Version:\s*` + numVersion)
 )
 
 // parseQEMUVersion reads "QEMU emulator version 8.2.2 (Debian
@@ -346,7 +345,7 @@ func parseNydusVersion(out string) (string, string, bool) {
 	return firstGroup(nydusRe, out)
 }
 
-func firstGroup(re *regexp.Regexp, out string) (string, string, bool) {
+func firstGroup(re *lazyRegexp, out string) (string, string, bool) {
 	m := re.FindStringSubmatch(out)
 	if m == nil {
 		return "", "", false

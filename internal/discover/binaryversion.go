@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -173,15 +172,51 @@ func (l *staticLookup) fromFile(spec binarySpec, real string) (staticVersion, er
 		if sec.Size > maxRodata {
 			return staticVersion{}, fmt.Errorf("reading %s: section %s is %d bytes, more than the %d searched", real, sec.Name, sec.Size, maxRodata)
 		}
-		data, err := sec.Data()
+		v, vendor, ok, err := sectionMarkerVersion(sec, spec.marker, spec.parse)
 		if err != nil {
 			return staticVersion{}, fmt.Errorf("reading %s section %s: %w", real, sec.Name, err)
 		}
-		if v, vendor, ok := markerVersion(data, spec.marker, spec.parse); ok {
+		if ok {
 			return staticVersion{Version: v, Vendor: vendor, From: fromFile}, nil
 		}
 	}
 	return staticVersion{}, fmt.Errorf("%s: %w: no %q in its read-only data", real, errNoVersion, spec.marker)
+}
+
+// rodataChunk is how much of a section sectionMarkerVersion reads at a
+// time: QEMU's .rodata is ~1.8 MB and its version line may be anywhere;
+// reading it in chunks stops at the line (half the section on average)
+// and never holds the whole section in memory.
+const rodataChunk = 256 << 10
+
+// sectionMarkerVersion is markerVersion over sec, read a chunk at a time.
+// Consecutive chunks overlap by the longest line taken after a marker,
+// so that a line across a chunk boundary is seen whole in the next one.
+func sectionMarkerVersion(sec *elf.Section, marker string, parse versionParser) (string, string, bool, error) {
+	overlap := int64(len(marker) + maxMarkerLine)
+	buf := make([]byte, min(int64(rodataChunk), int64(sec.Size)))
+	for off := int64(0); off < int64(sec.Size); {
+		n := min(int64(len(buf)), int64(sec.Size)-off)
+		if _, err := sec.ReadAt(buf[:n], off); err != nil && !(errors.Is(err, io.EOF) && n == int64(sec.Size)-off) {
+			return "", "", false, err
+		}
+		chunk := buf[:n]
+		last := off+n >= int64(sec.Size)
+		limit := len(chunk)
+		if !last {
+			// A marker starting in the overlap is looked at in the next
+			// chunk, which holds its whole line.
+			limit -= int(overlap)
+		}
+		if v, vendor, ok := markerVersionBefore(chunk, limit, marker, parse); ok {
+			return v, vendor, true, nil
+		}
+		if last {
+			break
+		}
+		off += n - overlap
+	}
+	return "", "", false, nil
 }
 
 // isRodata reports whether sec is read-only data that string literals
@@ -198,16 +233,22 @@ func isRodata(sec *elf.Section) bool {
 // the first one it accepts: a format string ("... version %s") or a
 // help text mentioning the marker is skipped.
 func markerVersion(data []byte, marker string, parse versionParser) (string, string, bool) {
+	return markerVersionBefore(data, len(data), marker, parse)
+}
+
+// markerVersionBefore is markerVersion for the markers that start before
+// offset limit of data.
+func markerVersionBefore(data []byte, limit int, marker string, parse versionParser) (string, string, bool) {
 	if marker == "" {
 		return "", "", false
 	}
 	m := []byte(marker)
-	for rest := data; ; {
-		i := bytes.Index(rest, m)
-		if i < 0 {
+	for start := 0; ; {
+		i := bytes.Index(data[start:], m)
+		if i < 0 || start+i >= limit {
 			return "", "", false
 		}
-		line := rest[i:]
+		line := data[start+i:]
 		line = line[:min(len(line), maxMarkerLine)]
 		if j := bytes.IndexAny(line, "\x00\n"); j >= 0 {
 			line = line[:j]
@@ -215,7 +256,7 @@ func markerVersion(data []byte, marker string, parse versionParser) (string, str
 		if v, vendor, ok := parse(string(line)); ok {
 			return v, vendor, true
 		}
-		rest = rest[i+len(m):]
+		start += i + len(m)
 	}
 }
 
@@ -247,7 +288,7 @@ func (l *staticLookup) fromBuildInfo(spec binarySpec, real string) (staticVersio
 // leadingVersion takes the dotted numbers a Go module version or a -X
 // value starts with, as the --version parsers do ("v2.4.2" and
 // "v1.7.23-k3s2" give 2.4.2 and 1.7.23).
-var leadingVersion = regexp.MustCompile(`^v?(\d+\.\d+(?:\.\d+)?)`)
+var leadingVersion = newLazyRegexp(`^v?(\d+\.\d+(?:\.\d+)?)`)
 
 // buildInfoVersion picks the version out of a Go binary's build info (main
 // module path and version, build settings as key/value pairs) for a
@@ -375,11 +416,47 @@ func (l *staticLookup) readDpkgStatus() (map[string][]dpkgPackage, error) {
 		return nil, err
 	}
 	defer f.Close()
-	pkgs, err := scanDpkgStatus(f, l.packages)
+	data, err := readAllSized(f, maxDpkgStatus)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", status, err)
+	}
+	pkgs, err := parseDpkgStatus(data, l.packages)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", status, err)
 	}
 	return pkgs, nil
+}
+
+// readAllSized reads f whole into one buffer of its size (io.ReadAll
+// would grow one step by step, allocating twice the 2-3 MB of a status
+// file), failing past limit bytes.
+func readAllSized(f *os.File, limit int64) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	// One byte more than the size, so that a file that grew meanwhile
+	// still ends in one read and EOF.
+	buf := make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, fmt.Errorf("larger than %d bytes", limit)
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
 }
 
 // listPaths are the spellings under which a package's .list file may name
@@ -447,65 +524,119 @@ func (l *staticLookup) distributor() string {
 	return "Debian"
 }
 
-// maxDpkgLine bounds one line of the status file (descriptions are long,
-// but not this long).
-const maxDpkgLine = 1 << 20
+// maxDpkgStatus bounds the status file, read whole: a server with every
+// package of a large distribution installed has one of ~10 MB.
+const maxDpkgStatus = 64 << 20
 
-// scanDpkgStatus streams a dpkg status file and returns the installed
+// scanDpkgStatus reads a dpkg status file and returns the installed
 // packages among wanted, keyed by name (several architectures may be
 // installed). A stanza counts as installed when its Status ends in "ok
 // installed", whatever the selection: a package on hold is installed.
-// Other fields are skipped without being kept.
+//
+// Of other packages' stanzas only the Package field is read
+// (parseDpkgStatus).
 func scanDpkgStatus(r io.Reader, wanted map[string]bool) (map[string][]dpkgPackage, error) {
-	out := map[string][]dpkgPackage{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxDpkgLine)
-	var (
-		cur       dpkgPackage
-		installed bool
-		line      int
-	)
-	flush := func() {
-		if installed && cur.Name != "" && cur.Version != "" && wanted[cur.Name] {
-			out[cur.Name] = append(out[cur.Name], cur)
-		}
-		cur, installed = dpkgPackage{}, false
+	data, err := io.ReadAll(io.LimitReader(r, maxDpkgStatus+1))
+	if err != nil {
+		return nil, err
 	}
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		if len(b) == 0 {
-			flush()
+	if len(data) > maxDpkgStatus {
+		return nil, fmt.Errorf("larger than %d bytes", maxDpkgStatus)
+	}
+	return parseDpkgStatus(data, wanted)
+}
+
+// parseDpkgStatus is scanDpkgStatus over the file's content. It looks for
+// the Package fields alone (one vectorised search over the file) and
+// parses the stanzas of wanted packages line by line: a real node's file
+// holds ~1,500 stanzas (2-3 MB) of which berth wants a handful, and
+// scanning every line cost ~3 ms there. A Package field that does not
+// follow a blank line is checked to start its own stanza, so that a file
+// without blank lines between stanzas, which dpkg never writes, is still
+// refused as not a status file.
+func parseDpkgStatus(data []byte, wanted map[string]bool) (map[string][]dpkgPackage, error) {
+	const field = "Package:"
+	// lineAt numbers the line at offset off, for errors only.
+	lineAt := func(off int) int { return bytes.Count(data[:off], []byte("\n")) + 1 }
+	out := map[string][]dpkgPackage{}
+	prev, prevName := -1, "" // the previous Package field
+	for off := 0; ; {
+		at := -1
+		if off == 0 && bytes.HasPrefix(data, []byte(field)) {
+			at = 0
+		} else if i := bytes.Index(data[off:], []byte("\n"+field)); i >= 0 {
+			at = off + i + 1
+		}
+		if at < 0 {
+			break
+		}
+		name := data[at+len(field):]
+		if i := bytes.IndexByte(name, '\n'); i >= 0 {
+			name = name[:i]
+		}
+		name = bytes.TrimSpace(name)
+		// The stanza starts after the last blank line before the field:
+		// right before it in every file dpkg writes.
+		start := at
+		if at >= 2 && data[at-2] != '\n' {
+			start = 0
+			if i := bytes.LastIndex(data[:at], []byte("\n\n")); i >= 0 {
+				start = i + 2
+			}
+			if prev >= start {
+				return nil, fmt.Errorf("line %d: Package field in the middle of stanza %q (expected a blank line between stanzas)", lineAt(at), prevName)
+			}
+		}
+		prev, prevName = at, string(name)
+		off = at + len(field)
+		if !wanted[string(name)] {
 			continue
 		}
-		if b[0] == ' ' || b[0] == '\t' {
+		end := len(data)
+		if i := bytes.Index(data[at:], []byte("\n\n")); i >= 0 {
+			end = at + i + 1
+		}
+		p, installed, bad, err := parseStanza(data[start:end])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", lineAt(start+bad), err)
+		}
+		if installed && p.Name != "" && p.Version != "" {
+			out[p.Name] = append(out[p.Name], p)
+		}
+	}
+	return out, nil
+}
+
+// parseStanza reads the fields berth needs from one stanza; other fields
+// are skipped without being kept. at is the offset of a malformed line.
+func parseStanza(stanza []byte) (p dpkgPackage, installed bool, at int, err error) {
+	for off := 0; off < len(stanza); {
+		b := stanza[off:]
+		next := len(stanza)
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b, next = b[:i], off+i+1
+		}
+		if len(b) == 0 || b[0] == ' ' || b[0] == '\t' {
+			off = next
 			continue // continuation of a multi-line field
 		}
 		key, value, ok := bytes.Cut(b, []byte(":"))
 		if !ok {
-			return nil, fmt.Errorf("line %d: expected Field: value, got %q", line, truncate(string(b), 60))
+			return p, false, off, fmt.Errorf("expected Field: value, got %q", truncate(string(b), 60))
 		}
 		switch string(key) {
 		case "Package":
-			if cur.Name != "" {
-				// A stanza without its blank line: dpkg never writes
-				// that, so the file is not a status file.
-				return nil, fmt.Errorf("line %d: Package field in the middle of stanza %q (expected a blank line between stanzas)", line, cur.Name)
-			}
-			cur.Name = string(bytes.TrimSpace(value))
+			p.Name = string(bytes.TrimSpace(value))
 		case "Status":
 			installed = strings.HasSuffix(string(bytes.TrimSpace(value)), " ok installed")
 		case "Version":
-			cur.Version = string(bytes.TrimSpace(value))
+			p.Version = string(bytes.TrimSpace(value))
 		case "Architecture":
-			cur.Arch = string(bytes.TrimSpace(value))
+			p.Arch = string(bytes.TrimSpace(value))
 		}
+		off = next
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("line %d: %w", line+1, err)
-	}
-	flush()
-	return out, nil
+	return p, installed, 0, nil
 }
 
 // truncate shortens s for an error message.
@@ -556,4 +687,4 @@ func upstreamVersion(v string) (string, bool) {
 }
 
 // versionShape is what a version looks like once parsed.
-var versionShape = regexp.MustCompile(`^\d+\.\d+(\.\d+)?$`)
+var versionShape = newLazyRegexp(`^\d+\.\d+(\.\d+)?$`)

@@ -14,9 +14,13 @@ import (
 var bootLogFiles = []string{"dmesg", "var/log/dmesg", "var/log/kern.log"}
 
 // bootLogKeywords select the lines berth keeps: KVM, SEV/SNP, TDX, SGX,
-// IOMMU, PSP (ccp) and VFIO messages, and hibernation (which blocks TDX).
-// Lower case: lines are matched case-insensitively.
-var bootLogKeywords = []string{"kvm", "sev", "snp", "rmp", "tdx", "sgx", "amd-vi", "dmar", "iommu", "ccp", "vfio", "hibernat", "memory encryption"}
+// IOMMU, PSP (ccp) and VFIO messages, hibernation (which blocks TDX), and
+// the CPU setup's "disabled by BIOS" notes: the kernel clears the vmx/svm
+// flag when the firmware locked VT-x/AMD-V off ("SVM disabled (by BIOS) in
+// MSR_VM_CR", "x86/cpu: VMX (outside TXT) disabled by BIOS"), and that line
+// is the only trace of the cause. Lower case: lines are matched
+// case-insensitively.
+var bootLogKeywords = []string{"kvm", "sev", "snp", "rmp", "tdx", "sgx", "amd-vi", "dmar", "iommu", "ccp", "vfio", "hibernat", "memory encryption", "by bios"}
 
 // maxBootLines caps the kept lines so that a huge log cannot bloat Facts.
 const maxBootLines = 200

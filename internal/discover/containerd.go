@@ -14,7 +14,10 @@ import (
 // socket).
 func containerdFacts(s *session, distribution string, bins []facts.Binary) *facts.ContainerRuntime {
 	const field = "runtimes.containerd"
-	name, l, ok := layoutFor(distribution, platform.Containerd)
+	name, l, ok := s.customLayout(platform.Containerd)
+	if !ok {
+		name, l, ok = layoutFor(distribution, platform.Containerd)
+	}
 	if !ok {
 		return nil
 	}
@@ -71,6 +74,7 @@ func containerdFacts(s *session, distribution string, bins []facts.Binary) *fact
 	r.Handlers = handlerFacts(c.Handlers)
 	r.DefaultHandler = c.DefaultRuntime
 	r.DefaultSnapshotter = c.Snapshotter
+	r.DevmapperPool = c.DevmapperPool
 	if c.Snapshotter != "" {
 		r.Snapshotters = append(r.Snapshotters, c.Snapshotter)
 	}
@@ -83,6 +87,15 @@ func containerdFacts(s *session, distribution string, bins []facts.Binary) *fact
 		r.IgnoredHandlers = append(r.IgnoredHandlers, m.String())
 	}
 	return r
+}
+
+// customLayout is the runtime layout the user gave for a custom
+// distribution (Options.Layout), named "custom", when it is rt's.
+func (s *session) customLayout(rt platform.Runtime) (string, platform.Layout, bool) {
+	if l := s.opt.Layout; l != nil && l.Runtime == rt {
+		return platform.Custom.String(), *l, true
+	}
+	return "", platform.Layout{}, false
 }
 
 // orReason is reason, or def when reason is empty.

@@ -10,7 +10,10 @@ import (
 // config, drop-in directory or socket).
 func crioFacts(s *session, distribution string, bins []facts.Binary) *facts.ContainerRuntime {
 	const field = "runtimes.crio"
-	name, l, ok := layoutFor(distribution, platform.CRIO)
+	name, l, ok := s.customLayout(platform.CRIO)
+	if !ok {
+		name, l, ok = layoutFor(distribution, platform.CRIO)
+	}
 	if !ok {
 		return nil
 	}

@@ -31,6 +31,11 @@ var deviceNodes = []string{
 	"dev/sgx_enclave",
 	"dev/sgx_provision",
 	"dev/mshv",
+	// The directory of the cloud-api-adaptor's socket
+	// (/run/peerpod/hypervisor.sock, remote_hypervisor_socket in Kata's
+	// configuration-remote), which its DaemonSet mounts from the host.
+	// The directory, not the socket: fact paths are dotted.
+	"run/peerpod",
 }
 
 // runDevices fills Facts.Devices: the device nodes, and the KVM probe.

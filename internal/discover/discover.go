@@ -16,6 +16,7 @@ import (
 
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/platform"
 )
 
 // Options configure one discovery run.
@@ -32,10 +33,21 @@ type Options struct {
 	// /etc/berth/checks.d (berth check --exec-plugins); off by default
 	// because they run as root.
 	ExecPlugins bool
+	// Layout is the runtime layout of a custom distribution (berth config
+	// --containerd-config ...): the runtime's files are read from it,
+	// named "custom", instead of the detected distribution's.
+	Layout *platform.Layout
+	// QEMUPath is the QEMU to probe instead of the one a berth or
+	// kata-deploy install put under /opt/berth or /opt/kata (berth check
+	// --hypervisor-path), relative to the root or absolute in it.
+	QEMUPath string
 	// ProbeTimeout bounds the QEMU probe; zero means 5 s.
 	ProbeTimeout time.Duration
 	// PluginTimeout bounds each executable check; zero means 10 s.
 	PluginTimeout time.Duration
+	// Network, when set, probes services over the network (berth check
+	// --network); nil records them as not checked.
+	Network *NetworkProbe
 	// Log receives per-subsystem timings at debug level; nil discards.
 	Log *slog.Logger
 }

@@ -89,6 +89,10 @@ func gpus(devs []facts.PCIDevice) []facts.GPU {
 			Driver:              d.Driver,
 			VFIOBound:           isVFIODriver(d.Driver),
 			IOMMUGroup:          d.IOMMUGroup,
+			PhysFn:              d.PhysFn,
+			SRIOVTotalVFs:       d.SRIOVTotal,
+			SRIOVNumVFs:         d.SRIOVNum,
+			VGPUTypes:           d.VGPUTypes,
 		}
 		if g.Vendor == "" {
 			g.Vendor = d.Vendor

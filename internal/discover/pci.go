@@ -44,27 +44,48 @@ func runPCI(_ context.Context, s *session, f *facts.Facts) {
 		return
 	}
 	mdev := s.exists("sys/class/mdev_bus")
-	// Big hosts have hundreds of functions, each costing a few sysfs
-	// reads: read them with a few workers.
 	all := make([]facts.PCIDevice, len(ents))
 	okAt := make([]bool, len(ents))
-	workers := min(runtime.GOMAXPROCS(0), 8, len(ents)/32+1)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(ents); i += workers {
-				d, err := s.pciDevice(ents[i].Name(), mdev)
-				if err != nil {
-					s.unknownf("pci["+ents[i].Name()+"]", "%v", err)
-					continue
-				}
-				all[i], okAt[i] = d, true
-			}
-		}()
+	vfAddrs := make([][]string, len(ents))
+	forEachDevice(len(ents), func(i int) {
+		d, vfs, err := s.pciDevice(ents[i].Name(), mdev)
+		if err != nil {
+			s.unknownf("pci["+ents[i].Name()+"]", "%v", err)
+			return
+		}
+		all[i], okAt[i], vfAddrs[i] = d, true, vfs
+	})
+	// A big host's functions are mostly SR-IOV virtual functions (4,096
+	// on a node with a few NICs and GPUs split up). A VF sits on its PF's
+	// bus or on a bus below the same root bridge, and the kernel gives
+	// both the node of that bus (pcibus_to_node): its numa_node is its
+	// PF's, and is not read again. That spares a third of the reads per VF.
+	at := make(map[string]int, len(ents))
+	for i, e := range ents {
+		at[e.Name()] = i
 	}
-	wg.Wait()
+	pfOf := make([]int, len(ents))
+	for i := range pfOf {
+		pfOf[i] = -1
+	}
+	for i, vfs := range vfAddrs {
+		for _, a := range vfs {
+			if j, ok := at[a]; ok && okAt[j] && j != i {
+				pfOf[j] = i
+			}
+		}
+	}
+	forEachDevice(len(ents), func(i int) {
+		if okAt[i] && pfOf[i] < 0 {
+			all[i].NUMANode = s.pciNUMANode(path.Join(pciDevicesDir, all[i].Address))
+		}
+	})
+	for i, pf := range pfOf {
+		if pf >= 0 && all[pf].NUMANode != nil {
+			n := *all[pf].NUMANode
+			all[i].NUMANode = &n
+		}
+	}
 	devs := make([]facts.PCIDevice, 0, len(ents))
 	for i, d := range all {
 		if okAt[i] {
@@ -79,14 +100,34 @@ func runPCI(_ context.Context, s *session, f *facts.Facts) {
 	f.GPUs = gpus(devs)
 }
 
-// pciDevice reads one device. The uevent file gives vendor, device, class
-// and driver in one read (sysfs reads dominate discovery time on hosts
-// with hundreds of functions); fixture trees may have only the separate
-// vendor/device/class files and the driver symlink.
-func (s *session) pciDevice(addr string, mdev bool) (facts.PCIDevice, error) {
+// forEachDevice calls fn for 0..n-1 on a few workers: big hosts have
+// thousands of functions, each costing a few sysfs reads.
+func forEachDevice(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), 8, n/32+1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// pciDevice reads one device, except its NUMA node (pciNUMANode). The
+// uevent file gives vendor, device, class and driver in one read (sysfs
+// reads dominate discovery time on hosts with hundreds of functions);
+// fixture trees may have only the separate vendor/device/class files and
+// the driver symlink. vfs are the addresses of the virtual functions of a
+// physical function with SR-IOV enabled, computed from its routing ID,
+// VF offset and stride as the PCIe specification lays them out; none
+// when the kernel does not give the offset and stride.
+func (s *session) pciDevice(addr string, mdev bool) (d facts.PCIDevice, vfs []string, err error) {
 	dir := path.Join(pciDevicesDir, addr)
-	d := facts.PCIDevice{Address: addr}
-	var err error
+	d = facts.PCIDevice{Address: addr}
 	if b, uerr := s.root.FS().ReadFile(dir + "/uevent"); uerr == nil {
 		err = parsePCIUevent(string(b), &d)
 		if err != nil {
@@ -96,7 +137,7 @@ func (s *session) pciDevice(addr string, mdev bool) (facts.PCIDevice, error) {
 		err = s.pciIdentity(dir, &d)
 	}
 	if err != nil {
-		return d, err
+		return d, nil, err
 	}
 	if d.Driver == "" {
 		if t, err := s.root.FS().ReadLink(dir + "/driver"); err == nil {
@@ -108,14 +149,11 @@ func (s *session) pciDevice(addr string, mdev bool) (facts.PCIDevice, error) {
 			d.IOMMUGroup = &g
 		}
 	}
-	// -1 means "no NUMA affinity": left out like an absent file.
-	if n, ok := s.readInt(dir + "/numa_node"); ok && n >= 0 {
-		d.NUMANode = &n
-	}
 	if n, ok := s.readInt(dir + "/sriov_totalvfs"); ok {
 		d.SRIOVTotal = &n
 		if n, ok := s.readInt(dir + "/sriov_numvfs"); ok {
 			d.SRIOVNum = &n
+			vfs = s.vfAddresses(dir, addr, n)
 		}
 	}
 	if mdev {
@@ -125,8 +163,51 @@ func (s *session) pciDevice(addr string, mdev bool) (facts.PCIDevice, error) {
 		if b, ok := s.readFile("", dir+"/nvidia/creatable_vgpu_types"); ok {
 			d.VGPUTypes = append(d.VGPUTypes, parseVGPUTypes(string(b))...)
 		}
+		// NVIDIA vGPU virtual functions are GPUs of their own: the
+		// link tells them from whole GPUs.
+		if t, err := s.root.FS().ReadLink(dir + "/physfn"); err == nil {
+			d.PhysFn = path.Base(t)
+		}
 	}
-	return d, nil
+	return d, vfs, nil
+}
+
+// pciNUMANode reads a device's numa_node; -1 means "no NUMA affinity"
+// and is left out like an absent file.
+func (s *session) pciNUMANode(dir string) *int {
+	if n, ok := s.readInt(dir + "/numa_node"); ok && n >= 0 {
+		return &n
+	}
+	return nil
+}
+
+// vfAddresses computes the addresses of the n enabled virtual functions
+// of the physical function at addr (dir in sysfs): VF i has routing ID
+// RID(PF) + offset + i*stride (PCIe base specification, SR-IOV
+// capability), in the PF's domain.
+func (s *session) vfAddresses(dir, addr string, n int) []string {
+	if n <= 0 {
+		return nil
+	}
+	offset, ok1 := s.readInt(dir + "/sriov_offset")
+	stride, ok2 := s.readInt(dir + "/sriov_stride")
+	var dom, bus, dev, fn int
+	if !ok1 || !ok2 || offset <= 0 || stride < 0 || n > 1<<16 {
+		return nil
+	}
+	if _, err := fmt.Sscanf(addr, "%04x:%02x:%02x.%x", &dom, &bus, &dev, &fn); err != nil {
+		return nil
+	}
+	rid := bus<<8 | dev<<3 | fn
+	out := make([]string, 0, n)
+	for i := range n {
+		r := rid + offset + i*stride
+		if r > 0xffff {
+			break
+		}
+		out = append(out, fmt.Sprintf("%04x:%02x:%02x.%x", dom, r>>8, (r>>3)&0x1f, r&7))
+	}
+	return out
 }
 
 // pciIdentity reads vendor, device and class from their own files.
@@ -151,9 +232,13 @@ func (s *session) pciIdentity(dir string, d *facts.PCIDevice) error {
 }
 
 // parsePCIUevent reads DRIVER, PCI_CLASS and PCI_ID from a device's uevent.
+// It runs once per PCI function (thousands on a big host), so it neither
+// splits the text nor formats.
 func parsePCIUevent(text string, d *facts.PCIDevice) error {
 	var id, class string
-	for _, l := range strings.Split(text, "\n") {
+	for rest := text; rest != ""; {
+		var l string
+		l, rest, _ = strings.Cut(rest, "\n")
 		k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
 		if !ok {
 			continue
@@ -187,11 +272,18 @@ func parsePCIUevent(text string, d *facts.PCIDevice) error {
 // pciHex normalises "0x10DE" or "20000" to width lower-case hex digits.
 func pciHex(v string, width int) (string, error) {
 	v = strings.TrimPrefix(strings.TrimPrefix(v, "0x"), "0X")
-	n, err := strconv.ParseUint(v, 16, 32)
-	if err != nil || len(v) > width {
+	if v == "" || len(v) > width {
 		return "", fmt.Errorf("expected up to %d hex digits, got %q", width, v)
 	}
-	return fmt.Sprintf("%0*x", width, n), nil
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return "", fmt.Errorf("expected up to %d hex digits, got %q", width, v)
+		}
+	}
+	if len(v) < width {
+		v = "000000"[:width-len(v)] + v
+	}
+	return strings.ToLower(v), nil
 }
 
 // readInt reads a sysfs integer quietly (for optional files).

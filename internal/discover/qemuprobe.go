@@ -11,14 +11,17 @@ import (
 	"berth.dev/berth/internal/probe"
 )
 
-// qemuCandidates are where QEMU lives, in order of preference: upstream
-// and Debian/Ubuntu, RHEL-family, Kata's static build. The binaries
-// subsystem looks at the same paths; this subsystem finds QEMU itself so
-// that the two need not run in order.
-var qemuCandidates = []string{
-	"usr/bin/qemu-system-x86_64",
-	"usr/libexec/qemu-kvm",
-	"opt/kata/bin/qemu-system-x86_64",
+// qemuCandidates are the QEMUs a platform's Kata configuration runs, in
+// order of preference: berth's install prefix, then kata-deploy's. A
+// distribution's QEMU (/usr/bin/qemu-system-x86_64, /usr/libexec/qemu-kvm)
+// is probed only when the user names it (Options.QEMUPath, berth check
+// --hypervisor-path), because no configuration berth writes runs it
+// unless told to: probing it would prove a binary that never runs.
+func qemuCandidates(opt Options) []string {
+	if opt.QEMUPath != "" {
+		return []string{strings.TrimPrefix(path.Clean("/"+opt.QEMUPath), "/")}
+	}
+	return []string{"opt/berth/bin/qemu-system-x86_64", "opt/kata/bin/qemu-system-x86_64"}
 }
 
 // runQEMUProbe fills f.QEMUProbe. On the live "/" root (and with
@@ -53,7 +56,12 @@ func runQEMUProbe(ctx context.Context, s *session, f *facts.Facts) {
 	}
 	bin := s.findQEMU()
 	if bin == "" {
-		s.unknownf(field, "%s: no QEMU in the root (looked for /%s)", facts.ReasonNotRun, strings.Join(qemuCandidates, ", /"))
+		if s.opt.QEMUPath != "" {
+			s.unknownf(field, "%s: --hypervisor-path /%s is not a file in the root", facts.ReasonNotRun, qemuCandidates(s.opt)[0])
+		}
+		// Nothing installed yet: no probe and nothing unknown; the
+		// hypervisor checks say the platform's QEMU comes with berth
+		// install.
 		return
 	}
 	// A failed probe is a fact (p.Error says why), not an unknown.
@@ -65,7 +73,7 @@ func runQEMUProbe(ctx context.Context, s *session, f *facts.Facts) {
 // findQEMU returns the first QEMU candidate that exists in the root as a
 // file (following symlinks), relative to the root.
 func (s *session) findQEMU() string {
-	for _, c := range qemuCandidates {
+	for _, c := range qemuCandidates(s.opt) {
 		if st, err := s.root.FS().Stat(path.Clean(c)); err == nil && st.Mode().IsRegular() {
 			return c
 		}

@@ -60,7 +60,9 @@ func TestQEMUProbeLive(t *testing.T) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Fatalf("qemu-system-x86_64 not found: run `make tools` (installs Debian's qemu-system-x86)")
 	}
-	s := liveSession(t, "/", Options{Probe: true})
+	// The distribution's QEMU is probed only when named (berth check
+	// --hypervisor-path).
+	s := liveSession(t, "/", Options{Probe: true, QEMUPath: "/usr/bin/qemu-system-x86_64"})
 	var f facts.Facts
 	runQEMUProbe(context.Background(), s, &f)
 	p := f.QEMUProbe
@@ -125,13 +127,19 @@ func TestFindQEMU(t *testing.T) {
 	for name, tt := range map[string]struct {
 		files map[string]string
 		want  string
+		path  string
 	}{
-		"none":   {map[string]string{"usr/bin/true": ""}, ""},
-		"kata":   {map[string]string{"opt/kata/bin/qemu-system-x86_64": ""}, "opt/kata/bin/qemu-system-x86_64"},
-		"rhel":   {map[string]string{"opt/kata/bin/qemu-system-x86_64": "", "usr/libexec/qemu-kvm": ""}, "usr/libexec/qemu-kvm"},
-		"debian": {map[string]string{"usr/libexec/qemu-kvm": "", "usr/bin/qemu-system-x86_64": ""}, "usr/bin/qemu-system-x86_64"},
+		"none": {map[string]string{"usr/bin/true": ""}, "", ""},
+		"kata": {map[string]string{"opt/kata/bin/qemu-system-x86_64": ""}, "opt/kata/bin/qemu-system-x86_64", ""},
+		"berth before kata": {map[string]string{"opt/kata/bin/qemu-system-x86_64": "", "opt/berth/bin/qemu-system-x86_64": ""},
+			"opt/berth/bin/qemu-system-x86_64", ""},
+		// A distribution's QEMU runs only when configured: it is not
+		// what the platform runs, so it is not probed unless named.
+		"distribution only": {map[string]string{"usr/libexec/qemu-kvm": "", "usr/bin/qemu-system-x86_64": ""}, "", ""},
+		"named":             {map[string]string{"opt/kata/bin/qemu-system-x86_64": "", "usr/libexec/qemu-kvm": ""}, "usr/libexec/qemu-kvm", "/usr/libexec/qemu-kvm"},
+		"named, missing":    {map[string]string{"opt/kata/bin/qemu-system-x86_64": ""}, "", "usr/bin/qemu-system-x86_64"},
 	} {
-		if got := offlineSession(t, tt.files, Options{}).findQEMU(); got != tt.want {
+		if got := offlineSession(t, tt.files, Options{QEMUPath: tt.path}).findQEMU(); got != tt.want {
 			t.Errorf("%s: findQEMU = %q, want %q", name, got, tt.want)
 		}
 	}

@@ -2,11 +2,19 @@ package discover
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"path"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
 )
 
 // remoteNVMeTransports are the NVMe over fabrics transports of
@@ -16,6 +24,11 @@ var remoteNVMeTransports = map[string]bool{"tcp": true, "rdma": true, "fc": true
 // runStorage lists the block devices of sys/block: how a sandbox's disk
 // images and the snapshotters' backing stores would be served.
 func runStorage(_ context.Context, s *session, f *facts.Facts) {
+	s.blockDevices(f)
+	s.filesystems(f)
+}
+
+func (s *session) blockDevices(f *facts.Facts) {
 	entries, err := s.root.FS().ReadDir("sys/block")
 	if err != nil {
 		s.unknownf("storage.blockDevices", "%s", ReadReason("sys/block", err))
@@ -43,6 +56,12 @@ func runStorage(_ context.Context, s *session, f *facts.Facts) {
 		}
 		if r, ok := s.readString("", path.Join("sys/block", name, "queue/rotational")); ok {
 			d.Rotational = r == "1"
+		}
+		if d.Transport == "dm" {
+			d.DMName, _ = s.readString("", path.Join("sys/block", name, "dm/name"))
+		}
+		if d.Transport == "dm" || d.Transport == "md" {
+			d.Slaves = s.slaves(name)
 		}
 		f.Storage.BlockDevices = append(f.Storage.BlockDevices, d)
 	}
@@ -75,9 +94,8 @@ func (s *session) blockTransport(name string, depth int) (transport string, remo
 			transport = "md"
 		}
 		if depth < 4 {
-			slaves, _ := s.root.FS().ReadDir(path.Join("sys/block", name, "slaves"))
-			for _, sl := range slaves {
-				if _, r := s.blockTransport(sl.Name(), depth+1); r {
+			for _, sl := range s.slaves(name) {
+				if _, r := s.blockTransport(sl, depth+1); r {
 					remote = true
 				}
 			}
@@ -98,6 +116,28 @@ func (s *session) blockTransport(name string, depth int) (transport string, remo
 	return "other", false
 }
 
+// slaves lists the disks a dm or md device is built on. A slave that is a
+// partition (LVM physical volumes usually are; it has a "partition" file
+// and sits in its disk's directory) is named by its disk, which is what
+// sys/block lists.
+func (s *session) slaves(name string) []string {
+	dir := path.Join("sys/block", name, "slaves")
+	ents, _ := s.root.FS().ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		disk := e.Name()
+		if s.exists(path.Join(dir, disk, "partition")) {
+			if t := s.linkTarget(path.Join(dir, disk)); t != "" {
+				disk = path.Base(path.Dir(t))
+			}
+		}
+		if !slices.Contains(out, disk) {
+			out = append(out, disk)
+		}
+	}
+	return out
+}
+
 // linkTarget returns the target of a sysfs symlink, or "" when p is not
 // one (a fixture may store a plain directory).
 func (s *session) linkTarget(p string) string {
@@ -106,4 +146,126 @@ func (s *session) linkTarget(p string) string {
 		return ""
 	}
 	return t
+}
+
+// fsAlways are the directories measured whether or not they exist yet (by
+// their nearest existing ancestor, where they would be created): the
+// prefixes guest kernels and images are installed under, and containerd's
+// default root, which holds its content store and the overlayfs,
+// blockfile and erofs snapshots.
+var fsAlways = []string{"opt/kata", "opt/berth", "var/lib/containerd"}
+
+// fsIfPresent are the other runtimes' and snapshotters' roots, measured
+// only where they exist: the distributions' containerd roots, the nydus
+// snapshotter's (kata-deploy's default), CRI-O's storage.
+var fsIfPresent = []string{
+	"var/lib/rancher/k3s/agent/containerd",
+	"var/lib/rancher/rke2/agent/containerd",
+	"var/lib/k0s/containerd",
+	"var/snap/microk8s/common/var/lib/containerd",
+	"var/lib/containerd-nydus",
+	"var/lib/containers/storage",
+}
+
+// filesystems measures the file systems guest images and snapshots fill.
+// statfs needs the live file system: an offline root uses the values a
+// snapshot recorded (probe "filesystems"), else the fact is unknown.
+func (s *session) filesystems(f *facts.Facts) {
+	if !s.root.Live() {
+		var rec []facts.Filesystem
+		switch err := s.root.Probe("filesystems", &rec); {
+		case err == nil:
+			for i := range rec {
+				rec[i].Recorded = true
+			}
+			f.Storage.Filesystems = rec
+		case errors.Is(err, hostfs.ErrOffline):
+			s.unknownf("storage.filesystems", "%s", facts.ReasonOffline)
+		default:
+			s.unknownf("storage.filesystems", "%s: recorded probe filesystems: %v", facts.ReasonUnparseable, err)
+		}
+		return
+	}
+	var out []facts.Filesystem
+	for _, p := range append(append([]string(nil), fsAlways...), fsIfPresent...) {
+		measured := p
+		if !s.isDir(p) {
+			if !isAlways(p) {
+				continue
+			}
+			measured = s.existingAncestor(p)
+		}
+		fsys, err := s.statfs(p, measured)
+		if err != nil {
+			s.unknownf("storage.filesystems", "%s", err)
+			continue
+		}
+		out = append(out, fsys)
+	}
+	f.Storage.Filesystems = out
+	hostfs.RecordProbe(s.root, "filesystems", out)
+}
+
+func isAlways(p string) bool {
+	for _, a := range fsAlways {
+		if a == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *session) isDir(p string) bool {
+	fi, err := s.root.FS().Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// existingAncestor is the nearest directory above p that exists ("." at
+// worst).
+func (s *session) existingAncestor(p string) string {
+	for p != "." && p != "/" && p != "" {
+		p = path.Dir(p)
+		if p == "." || s.isDir(p) {
+			return p
+		}
+	}
+	return "."
+}
+
+// statfs measures the file system of measured (inside the root) and
+// finds its block device through sys/dev/block/<major>:<minor>.
+func (s *session) statfs(p, measured string) (facts.Filesystem, error) {
+	fsys := facts.Filesystem{Path: p, Measured: measured}
+	abs := filepath.Join(s.root.Path(), filepath.FromSlash(measured))
+	var st unix.Statfs_t
+	if err := unix.Statfs(abs, &st); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fsys, fmt.Errorf("%s: statfs %s", facts.ReasonPermission, measured)
+		}
+		return fsys, fmt.Errorf("unreadable: statfs %s: %v", measured, err)
+	}
+	bsize := uint64(st.Bsize)
+	fsys.SizeBytes, fsys.FreeBytes = uint64(st.Blocks)*bsize, uint64(st.Bavail)*bsize
+	var fst unix.Stat_t
+	if err := unix.Stat(abs, &fst); err == nil {
+		dev := uint64(fst.Dev)
+		fsys.Device = s.blockDeviceOf(unix.Major(dev), unix.Minor(dev))
+	}
+	return fsys, nil
+}
+
+// blockDeviceOf names the disk behind a device number: the link
+// sys/dev/block/M:m points at the device's sysfs directory, which for a
+// partition (it has a "partition" file) sits inside its disk's. Devices
+// without one (tmpfs, overlay and NFS have anonymous numbers) give "".
+func (s *session) blockDeviceOf(major, minor uint32) string {
+	link := fmt.Sprintf("sys/dev/block/%d:%d", major, minor)
+	t := s.linkTarget(link)
+	if t == "" {
+		return ""
+	}
+	if s.exists(link + "/partition") {
+		return path.Base(path.Dir(t))
+	}
+	return path.Base(t)
 }

@@ -2,7 +2,6 @@ package discover
 
 import (
 	"context"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -105,16 +104,16 @@ func (s *session) tdxSysfs() map[string]string {
 }
 
 var (
-	snpAPIRe      = regexp.MustCompile(`\bSEV-SNP API:(\d+)\.(\d+) build:(\d+)`)
-	sevAPIRe      = regexp.MustCompile(`\bSEV API:(\d+)\.(\d+) build:(\d+)`)
-	snpTooOldRe   = regexp.MustCompile(`SEV-SNP support requires firmware version >=`)
-	rmpOKRe       = regexp.MustCompile(`RMP table physical (?:range|address)`)
-	rmpMissingRe  = regexp.MustCompile(`Memory for the RMP table has not been reserved by BIOS`)
-	asidRangeRe   = regexp.MustCompile(`\bSEV(-ES|-SNP)? (enabled|disabled|unusable) \(ASIDs (\d+) - (\d+)\)`)
-	asidCountRe   = regexp.MustCompile(`\bSEV(-ES and SEV-SNP|-ES|-SNP)? supported: (\d+) ASIDs`)
-	sevInitFailRe = regexp.MustCompile(`(?i)\bSEV(?:-SNP)?:? .*(?:INIT failed|failed to INIT).*`)
-	iommuSNPOKRe  = regexp.MustCompile(`AMD-Vi: IOMMU SNP support enabled`)
-	iommuSNPBadRe = regexp.MustCompile(`AMD-Vi: .*SNP.*(?:cannot be supported|not supported|IOMMU (?:is )?disabled or configured in passthrough)`)
+	snpAPIRe      = newLazyRegexp(`\bSEV-SNP API:(\d+)\.(\d+) build:(\d+)`)
+	sevAPIRe      = newLazyRegexp(`\bSEV API:(\d+)\.(\d+) build:(\d+)`)
+	snpTooOldRe   = newLazyRegexp(`SEV-SNP support requires firmware version >=`)
+	rmpOKRe       = newLazyRegexp(`RMP table physical (?:range|address)`)
+	rmpMissingRe  = newLazyRegexp(`Memory for the RMP table has not been reserved by BIOS`)
+	asidRangeRe   = newLazyRegexp(`\bSEV(-ES|-SNP)? (enabled|disabled|unusable) \(ASIDs (\d+) - (\d+)\)`)
+	asidCountRe   = newLazyRegexp(`\bSEV(-ES and SEV-SNP|-ES|-SNP)? supported: (\d+) ASIDs`)
+	sevInitFailRe = newLazyRegexp(`(?i)\bSEV(?:-SNP)?:? .*(?:INIT failed|failed to INIT).*`)
+	iommuSNPOKRe  = newLazyRegexp(`AMD-Vi: IOMMU SNP support enabled`)
+	iommuSNPBadRe = newLazyRegexp(`AMD-Vi: .*SNP.*(?:cannot be supported|not supported|IOMMU (?:is )?disabled or configured in passthrough)`)
 )
 
 // parseSNPLog reads the SEV-SNP facts from boot-log lines (timestamps
@@ -194,12 +193,12 @@ func parseSNPLog(lines []string, snp *facts.SNP) {
 }
 
 var (
-	tdxLineRe     = regexp.MustCompile(`^(?:virt/)?tdx: (.*)$`)
-	tdxKeyIDRe    = regexp.MustCompile(`^BIOS enabled: private KeyID range \[(\d+), (\d+)\)`)
-	tdxInitOKRe   = regexp.MustCompile(`(?i)^(?:TDX[- ])?module initialized`)
-	tdxVerARe     = regexp.MustCompile(`^TDX module: attributes 0x[0-9a-fA-F]+, vendor_id 0x[0-9a-fA-F]+, major_version (\d+), minor_version (\d+), build_date (\d+), build_num (\d+)`)
-	tdxVerBRe     = regexp.MustCompile(`^TDX module (\d+(?:\.\d+)+), build number (\d+), build date ([0-9a-zA-Z]+)`)
-	tdxFailRe     = regexp.MustCompile(`(?i)(failed|not loaded|not enabled)`)
+	tdxLineRe     = newLazyRegexp(`^(?:virt/)?tdx: (.*)$`)
+	tdxKeyIDRe    = newLazyRegexp(`^BIOS enabled: private KeyID range \[(\d+), (\d+)\)`)
+	tdxInitOKRe   = newLazyRegexp(`(?i)^(?:TDX[- ])?module initialized`)
+	tdxVerARe     = newLazyRegexp(`^TDX module: attributes 0x[0-9a-fA-F]+, vendor_id 0x[0-9a-fA-F]+, major_version (\d+), minor_version (\d+), build_date (\d+), build_num (\d+)`)
+	tdxVerBRe     = newLazyRegexp(`^TDX module (\d+(?:\.\d+)+), build number (\d+), build date ([0-9a-zA-Z]+)`)
+	tdxFailRe     = newLazyRegexp(`(?i)(failed|not loaded|not enabled)`)
 	tdxHibernateP = "initialization failed: "
 )
 

@@ -228,6 +228,24 @@ virt/tdx: module not loaded`,
 			want: facts.TDX{BIOSKeyIDs: rng(1, 63), ModuleInitialized: bp(false), ModuleError: "module not loaded"},
 		},
 		{
+			// PAMT allocation failed (-ENOMEM): the error is kept with
+			// its errno, which tdx.module turns into the PAMT diagnosis.
+			name: "module init ENOMEM",
+			log: `[    8.185161] virt/tdx: BIOS enabled: private KeyID range [32, 64)
+[   21.678799] virt/tdx: TDX module 1.5.06.00, build number 744, build date 0134d817
+[   22.904117] virt/tdx: module initialization failed (-12)`,
+			want: facts.TDX{BIOSKeyIDs: rng(32, 63), ModuleVersion: "1.5.06.00", ModuleBuildNum: ip(744), ModuleBuildDate: "0134d817",
+				ModuleInitialized: bp(false), ModuleError: "module initialization failed (-12)"},
+		},
+		{
+			// KVM's own TDX refusal is no host-module line: the module
+			// was never tried, so ModuleInitialized stays unknown.
+			name: "kvm refuses tdx without enable_virt_at_load",
+			log: `[    8.185161] virt/tdx: BIOS enabled: private KeyID range [32, 64)
+[   14.402317] kvm_intel: tdx: tdx requires kvm.enable_virt_at_load=1`,
+			want: facts.TDX{BIOSKeyIDs: rng(32, 63)},
+		},
+		{
 			name: "old tdx: prefix, not enabled by BIOS",
 			log: `[    0.000000] Command line: BOOT_IMAGE=/vmlinuz-6.5.0-1003-intel-opt ro kvm_intel.tdx=1 nomodeset
 [    3.833617] tdx: BIOS enabled: private KeyID range [1, 64)

@@ -245,6 +245,10 @@ type PCIDevice struct {
 	SRIOVTotal *int     `json:"sriovTotalVfs,omitempty"`
 	SRIOVNum   *int     `json:"sriovNumVfs,omitempty"`
 	VGPUTypes  []string `json:"vgpuTypes,omitempty"`
+	// PhysFn is the physical function's address when the device is an
+	// SR-IOV virtual function (read for NVIDIA devices, whose vGPU
+	// virtual functions are GPUs of their own).
+	PhysFn string `json:"physfn,omitempty"`
 }
 
 // GPU summarises one GPU for passthrough decisions.
@@ -265,6 +269,17 @@ type GPU struct {
 	// GroupMembers lists the other devices in the group that are neither
 	// vfio-bound nor bridges.
 	GroupMembers []string `json:"groupMembers,omitempty"`
+	// PhysFn is set when this GPU is an SR-IOV virtual function (an NVIDIA
+	// vGPU VF on Ampere and later): the physical GPU's address.
+	PhysFn string `json:"physfn,omitempty"`
+	// SRIOVTotalVFs and SRIOVNumVFs are the device's sriov_totalvfs and
+	// sriov_numvfs; nil when it has no SR-IOV capability.
+	SRIOVTotalVFs *int `json:"sriovTotalVfs,omitempty"`
+	SRIOVNumVFs   *int `json:"sriovNumVfs,omitempty"`
+	// VGPUTypes are the vGPU types the NVIDIA vGPU host driver offers on
+	// this device (mdev types before Ampere, creatable_vgpu_types on
+	// the virtual functions after): a sign the GPU is set up for vGPU.
+	VGPUTypes []string `json:"vgpuTypes,omitempty"`
 }
 
 // Memory describes host memory.
@@ -409,6 +424,9 @@ type ContainerRuntime struct {
 	// DefaultSnapshotter is containerd's CRI snapshotter setting (empty:
 	// containerd's built-in overlayfs); for CRI-O its storage_driver.
 	DefaultSnapshotter string `json:"defaultSnapshotter,omitempty"`
+	// DevmapperPool is the devmapper snapshotter's pool_name (the
+	// device-mapper name of its thin pool) when the config sets one.
+	DevmapperPool string `json:"devmapperPool,omitempty"`
 	// IgnoredHandlers are handlers written under a CRI plugin key the
 	// config version does not read (v2 keys in a version 3 config): the
 	// runtime ignores them and pods fail with `no runtime for "<handler>"
@@ -488,9 +506,37 @@ type QEMUProbe struct {
 	Recorded   bool   `json:"recorded,omitempty"`
 }
 
-// Storage describes block devices.
+// Storage describes block devices and the file systems that hold what
+// sandboxes need on disk.
 type Storage struct {
 	BlockDevices []BlockDevice `json:"blockDevices,omitempty"`
+	// Filesystems are the file systems under the directories guest
+	// images and snapshots are written to (see Filesystem.Path), one
+	// entry per directory whose nearest existing ancestor could be
+	// measured.
+	Filesystems []Filesystem `json:"filesystems,omitempty"`
+}
+
+// Filesystem is the file system holding one directory that sandboxes
+// fill: the Kata and berth prefixes, containerd's and CRI-O's roots, the
+// nydus snapshotter's root.
+type Filesystem struct {
+	// Path is the directory asked about, relative to the root
+	// ("var/lib/containerd"); Measured is its nearest existing ancestor,
+	// the directory actually measured (the same when Path exists).
+	Path     string `json:"path"`
+	Measured string `json:"measured"`
+	// SizeBytes and FreeBytes are statfs' f_blocks and f_bavail (what an
+	// unprivileged writer may still use) in bytes.
+	SizeBytes uint64 `json:"sizeBytes"`
+	FreeBytes uint64 `json:"freeBytes"`
+	// Device is the block device (a sys/block name, partitions resolved
+	// to their disk) holding the file system; empty for file systems
+	// without one (tmpfs, overlay, NFS).
+	Device string `json:"device,omitempty"`
+	// Recorded is true when the values come from a snapshot's recorded
+	// probe rather than from statfs now.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // BlockDevice is one entry of sys/block.
@@ -504,12 +550,20 @@ type BlockDevice struct {
 	// over fabrics) and for dm/md devices built on one.
 	Remote    bool   `json:"remote"`
 	SizeBytes uint64 `json:"sizeBytes,omitempty"`
+	// DMName is a device-mapper device's name (sys/block/dm-N/dm/name):
+	// what containerd's devmapper pool_name refers to.
+	DMName string `json:"dmName,omitempty"`
+	// Slaves are the block devices a dm or md device is built on.
+	Slaves []string `json:"slaves,omitempty"`
 }
 
 // Network describes what VM networking needs.
 type Network struct {
 	// SRIOVNICs are network interfaces that can create virtual functions.
 	SRIOVNICs []SRIOVNIC `json:"sriovNics,omitempty"`
+	// Reachability is the outcome of the opt-in live reachability probes
+	// (berth check --network).
+	Reachability Reachability `json:"reachability"`
 }
 
 // SRIOVNIC is one SR-IOV capable NIC.
@@ -517,6 +571,54 @@ type SRIOVNIC struct {
 	Interface string `json:"interface"`
 	TotalVFs  int    `json:"totalVfs"`
 	NumVFs    int    `json:"numVfs"`
+	// Address is the physical function's PCI address and Driver its
+	// driver (ice, mlx5_core, i40e ...).
+	Address string `json:"address,omitempty"`
+	Driver  string `json:"driver,omitempty"`
+	// VFs are the enabled virtual functions (the virtfn<N> links).
+	VFs []SRIOVVF `json:"vfs,omitempty"`
+}
+
+// SRIOVVF is one virtual function of a NIC.
+type SRIOVVF struct {
+	Address string `json:"address"`
+	// Driver is the VF's driver: the PF's VF driver (iavf, mlx5_core)
+	// for a host network device, vfio-pci for passthrough to a VM, empty
+	// when none is bound.
+	Driver     string `json:"driver,omitempty"`
+	IOMMUGroup *int   `json:"iommuGroup,omitempty"`
+}
+
+// Reachability records the live network probes. They run only when asked
+// for (berth check --network) and only on a live root: otherwise Checked
+// is false and NotChecked says why, and the checks reading it are
+// skipped rather than unknown, so that a host is not "ready with
+// warnings" merely because nobody asked.
+type Reachability struct {
+	Checked    bool   `json:"checked"`
+	NotChecked string `json:"notChecked,omitempty"`
+	// TimeoutMS is the per-target timeout used.
+	TimeoutMS int64      `json:"timeoutMs,omitempty"`
+	Targets   []Endpoint `json:"targets,omitempty"`
+}
+
+// Endpoint is one probed service.
+type Endpoint struct {
+	// Role is "registry" or "attestation".
+	Role string `json:"role"`
+	URL  string `json:"url"`
+	// Reachable is true when the service answered over HTTP(S) (any
+	// status: an OCI registry answers /v2/ with 401 to anonymous clients).
+	Reachable  bool `json:"reachable"`
+	HTTPStatus int  `json:"httpStatus,omitempty"`
+	// Failure classifies an unreachable target: timeout, refused, dns,
+	// tls or error; Error is the error text.
+	Failure string `json:"failure,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// CertUntrusted is set when the TLS handshake completed but the
+	// certificate did not verify against this host's trust store (a
+	// KBS often has its own CA, which the guest, not the host, trusts).
+	CertUntrusted bool `json:"certUntrusted,omitempty"`
 }
 
 // Plugins holds what host plug-ins contributed.

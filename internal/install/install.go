@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"berth.dev/berth/internal/configure"
 	"berth.dev/berth/internal/fetch"
 	"berth.dev/berth/internal/manifest"
 	"berth.dev/berth/platform"
@@ -110,7 +111,7 @@ func (in *Installer) Plan(m *manifest.Manifest, ps []platform.Platform) (*Plan, 
 	owner := map[string]string{}
 	for _, p := range plats {
 		pl.Platforms = append(pl.Platforms, p.String())
-		cs, err := m.Resolve(p)
+		cs, err := m.Installable(p, configure.Needs(p))
 		if err != nil {
 			return nil, err
 		}

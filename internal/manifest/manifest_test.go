@@ -114,19 +114,44 @@ func TestResolveExample(t *testing.T) {
 func TestResolveAllPlatforms(t *testing.T) {
 	m := mustLoad(t, example)
 	for _, p := range platform.All() {
-		cs, err := m.Resolve(p)
+		need := []string{map[platform.KataRuntime]string{platform.GoRuntime: "bin/containerd-shim-kata-v2",
+			platform.RustRuntime: "runtime-rs/bin/containerd-shim-kata-v2"}[p.KataRuntime()]}
+		if b := p.HypervisorBinary(); b != "" {
+			need = append(need, "bin/"+b)
+		}
+		cs, err := m.Installable(p, need)
+		// The example (a kata-static release) ships no StratoVirt or
+		// OpenVMM: those platforms must be refused, naming the binary.
+		if h := p.Hypervisor(); h == platform.StratoVirt || h == platform.OpenVMM {
+			if err == nil || !strings.Contains(err.Error(), p.HypervisorBinary()) {
+				t.Errorf("%s: resolved without its hypervisor (%v)", p, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Errorf("%s: %v", p, err)
 			continue
 		}
-		hv := 0
+		hv, shims := 0, 0
 		for _, c := range cs {
-			if c.Role == RoleHypervisor {
+			switch c.Role {
+			case RoleHypervisor:
 				hv++
+			case RoleShim:
+				shims++
+				if want := map[platform.KataRuntime]string{platform.GoRuntime: "bin/containerd-shim-kata-v2",
+					platform.RustRuntime: "runtime-rs/bin/containerd-shim-kata-v2"}[p.KataRuntime()]; c.Path != want {
+					t.Errorf("%s: shim %s at %s, want %s", p, c.Name, c.Path, want)
+				}
 			}
 		}
-		if hv != 1 {
-			t.Errorf("%s: %d hypervisors", p, hv)
+		// Dragonball lives in the Rust shim, peer pods run in a cloud.
+		want := 1
+		if p.HypervisorBinary() == "" {
+			want = 0
+		}
+		if hv != want || shims != 1 {
+			t.Errorf("%s: %d hypervisors (want %d), %d shims", p, hv, want, shims)
 		}
 		if p.Confidential() && p.Hypervisor() == platform.QEMU {
 			if _, err := m.Boot(p); err != nil {

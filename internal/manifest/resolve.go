@@ -17,8 +17,11 @@ import (
 type Selector struct {
 	// Distribution lists Kubernetes distributions (canonical names).
 	Distribution []string `json:"distribution,omitempty"`
-	// Hypervisor lists hypervisors: qemu, cloud-hypervisor, firecracker.
+	// Hypervisor lists hypervisors: qemu, cloud-hypervisor, firecracker,
+	// dragonball, stratovirt, openvmm, remote.
 	Hypervisor []string `json:"hypervisor,omitempty"`
+	// KataRuntime lists Kata runtimes: go, rust (the shim of each).
+	KataRuntime []string `json:"kataRuntime,omitempty"`
 	// TEE lists TEEs: none, snp, tdx.
 	TEE []string `json:"tee,omitempty"`
 	// ProductLine lists SNP product lines: milan, genoa, turin. A platform
@@ -35,7 +38,7 @@ type Selector struct {
 
 // dimensionKeys are the keys a serves mapping may have.
 func dimensionKeys() []string {
-	return []string{"distribution", "hypervisor", "tee", "productLine", "snapshotter", "gpu", "debug"}
+	return []string{"distribution", "hypervisor", "kataRuntime", "tee", "productLine", "snapshotter", "gpu", "debug"}
 }
 
 // canonical parses value v of list dimension key into its canonical name.
@@ -47,6 +50,9 @@ func canonical(key, v string) (string, error) {
 	case "hypervisor":
 		h, err := platform.ParseHypervisor(v)
 		return h.String(), err
+	case "kataRuntime":
+		r, err := platform.ParseKataRuntime(v)
+		return r.String(), err
 	case "tee":
 		t, err := platform.ParseTEE(v)
 		return t.String(), err
@@ -69,6 +75,8 @@ func (s *Selector) list(key string) *[]string {
 		return &s.Distribution
 	case "hypervisor":
 		return &s.Hypervisor
+	case "kataRuntime":
+		return &s.KataRuntime
 	case "tee":
 		return &s.TEE
 	case "productLine":
@@ -139,6 +147,7 @@ func (s Selector) Matches(p platform.Platform) bool {
 	in := func(vals []string, v string) bool { return len(vals) == 0 || slices.Contains(vals, v) }
 	return in(s.Distribution, p.Distribution().String()) &&
 		in(s.Hypervisor, p.Hypervisor().String()) &&
+		in(s.KataRuntime, p.KataRuntime().String()) &&
 		in(s.TEE, p.TEE().String()) &&
 		in(s.ProductLine, p.ProductLine().String()) &&
 		in(s.Snapshotter, p.Snapshotter().String()) &&
@@ -148,7 +157,7 @@ func (s Selector) Matches(p platform.Platform) bool {
 
 // IsZero reports whether the selector serves every platform.
 func (s Selector) IsZero() bool {
-	return len(s.Distribution)+len(s.Hypervisor)+len(s.TEE)+len(s.ProductLine)+len(s.Snapshotter) == 0 &&
+	return len(s.Distribution)+len(s.Hypervisor)+len(s.KataRuntime)+len(s.TEE)+len(s.ProductLine)+len(s.Snapshotter) == 0 &&
 		s.GPU == nil && s.Debug == nil
 }
 
@@ -172,6 +181,24 @@ func (m *Manifest) Resolve(p platform.Platform) ([]Component, error) {
 			owner[ip] = c.Name
 		}
 		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Installable is Resolve for installing p: need are the files (relative
+// to the prefix) that p's runtime configuration points at, such as the
+// shim of its Kata runtime and its hypervisor binary; a manifest whose
+// components install none of them for p is refused, since the platform
+// would be "installed" and then fail at the first pod.
+func (m *Manifest) Installable(p platform.Platform, need []string) ([]Component, error) {
+	out, err := m.Resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range need {
+		if !slices.ContainsFunc(out, func(c Component) bool { return slices.Contains(c.InstallPaths(), n) }) {
+			return nil, fmt.Errorf("manifest %s: platform %s needs %s, which no component serving it installs: add one", m.source, p, n)
+		}
 	}
 	return out, nil
 }

@@ -24,7 +24,8 @@ func fixtureReport(t testing.TB, host string) v1alpha1.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := preflight.Run(context.Background(), root, preflight.Options{Discover: discover.Options{Now: func() time.Time { return epoch }}})
+	// As the agent runs it (internal/agent): without the debug twins.
+	res, err := preflight.Run(context.Background(), root, preflight.Options{Discover: discover.Options{Now: func() time.Time { return epoch }}, NoDebug: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,8 @@ func BenchmarkBuild(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	res, err := preflight.Run(context.Background(), root, preflight.Options{Discover: discover.Options{Now: func() time.Time { return epoch }}})
+	// As the agent runs it (internal/agent): without the debug twins.
+	res, err := preflight.Run(context.Background(), root, preflight.Options{Discover: discover.Options{Now: func() time.Time { return epoch }}, NoDebug: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -62,9 +62,12 @@ func Run(ctx context.Context, root hostfs.Root, opt Options) (Result, error) {
 }
 
 // HostPlatforms are the platforms that make sense for the host: those of
-// the detected distribution (kubeadm when none), without SNP platforms
-// pinned to another product line than the CPU's; all selects every valid
-// platform.
+// the detected distribution (kubeadm when none), one per kata-deploy shim
+// (and its debug class): a non-default snapshotter is listed only where it
+// makes another shim (QEMU with nydus is kata-qemu-coco-dev), since it
+// changes no host prerequisite the snapshotter checks do not already show
+// for the default; without SNP platforms pinned to another product line
+// than the CPU's. all selects every valid platform.
 func HostPlatforms(f *facts.Facts, all bool) []platform.Platform {
 	if all {
 		return platform.All()
@@ -89,6 +92,13 @@ func HostPlatforms(f *facts.Facts, all bool) []platform.Platform {
 		}
 		if pl := p.ProductLine(); pl != platform.AnyProductLine && pl.String() != line {
 			continue
+		}
+		if p.Snapshotter() != p.DefaultSnapshotter() {
+			s := p.Spec()
+			s.Snapshotter = 0
+			if d, err := platform.New(s); err == nil && d.Shim() == p.Shim() {
+				continue
+			}
 		}
 		out = append(out, p)
 	}

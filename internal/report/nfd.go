@@ -8,6 +8,7 @@ import (
 
 	"berth.dev/berth/internal/check"
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/platform"
 )
 
 // NFDMaxBytes is the largest feature file Node Feature Discovery reads.
@@ -18,7 +19,9 @@ const LabelPrefix = "berth.dev/"
 
 // WriteNFD writes a Node Feature Discovery feature file (features.d
 // format: `name=value` lines and `#` comments) with one
-// berth.dev/platform.<name>=true|false label per verdict and the key facts.
+// berth.dev/platform.<name>=true|false label per verdict and the key facts,
+// plus kata-deploy's TEE label (amd.feature.node.kubernetes.io/snp,
+// intel.feature.node.kubernetes.io/tdx) when the TEE is enabled.
 // A non-zero expiry adds the `# +expiry-time=` directive, after which NFD
 // ignores the file (so a node that stops running berth loses its labels).
 func WriteNFD(w io.Writer, r *Report, f *facts.Facts, expiry time.Time) error {
@@ -37,6 +40,16 @@ func WriteNFD(w io.Writer, r *Report, f *facts.Facts, expiry time.Time) error {
 	}
 	kvm := f.Devices.KVM != nil && f.Devices.KVM.CreateVM
 	fmt.Fprintf(&b, "%stee=%s\n", LabelPrefix, tee)
+	// kata-deploy's NodeFeatureRule publishes these for an enabled TEE and
+	// its RuntimeClasses select on them; NFD accepts the
+	// *.feature.node.kubernetes.io namespaces without configuration, so
+	// nodes labelled by berth schedule kata-deploy's classes too.
+	switch tee {
+	case "snp":
+		fmt.Fprintf(&b, "%s=true\n", platform.SNP.NFDLabel())
+	case "tdx":
+		fmt.Fprintf(&b, "%s=true\n", platform.TDX.NFDLabel())
+	}
 	fmt.Fprintf(&b, "%skvm=%t\n", LabelPrefix, kvm)
 	if f.Virt.Guest != nil {
 		fmt.Fprintf(&b, "%svirt.guest=%t\n", LabelPrefix, *f.Virt.Guest)

@@ -15,13 +15,17 @@ import (
 	"berth.dev/berth/internal/facts"
 )
 
-// SchemaVersion is bumped on every incompatible change to Report.
-const SchemaVersion = 1
+// SchemaVersion is bumped on every incompatible change to the report's
+// JSON. 2: findings are listed once and verdicts refer to them by index
+// (wire.go).
+const SchemaVersion = 2
 
 // Kind identifies the document.
 const Kind = "berth.dev/CheckReport"
 
-// Report is the machine-readable result of `berth check`.
+// Report is the machine-readable result of `berth check`. In memory each
+// verdict holds its findings; JSON and YAML write each finding once
+// (MarshalJSON).
 type Report struct {
 	Kind          string `json:"kind"`
 	SchemaVersion int    `json:"schemaVersion"`

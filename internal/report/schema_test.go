@@ -16,7 +16,7 @@ func generateSchema(t *testing.T) []byte {
 			t.Fatalf("reading Go comments of %s: %v", pkg, err)
 		}
 	}
-	s := r.Reflect(&Report{})
+	s := r.Reflect(&wireReport{})
 	s.ID = "https://berth.dev/schemas/check-report.schema.json"
 	s.Title = "berth check report"
 	return goldenfile.JSON(t, s)

@@ -247,12 +247,9 @@ func truncate(s string, n int) string {
 
 // family groups platforms in the matrix by hypervisor and TEE.
 func family(p platform.Platform) string {
-	name := map[platform.Hypervisor]string{platform.QEMU: "QEMU", platform.CloudHypervisor: "Cloud Hypervisor", platform.Firecracker: "Firecracker"}[p.Hypervisor()]
-	switch p.TEE() {
-	case platform.SNP:
-		name += " + AMD SEV-SNP"
-	case platform.TDX:
-		name += " + Intel TDX"
+	name := p.Hypervisor().Display()
+	if p.Confidential() {
+		name += " + " + p.TEE().Display()
 	}
 	if p.Distribution() != platform.Kubeadm {
 		name = p.Distribution().String() + ": " + name

@@ -47,6 +47,8 @@ type Containerd struct {
 	// configures well enough to load: devmapper needs a pool_name and
 	// blockfile a scratch_file, otherwise containerd skips the plugin.
 	BuiltinSnapshotters []string `json:"builtinSnapshotters,omitempty"`
+	// DevmapperPool is the devmapper snapshotter's pool_name.
+	DevmapperPool string `json:"devmapperPool,omitempty"`
 	// Misplaced are handlers written under a CRI plugin key that this config
 	// version does not read: containerd ignores them, the classic cause of
 	// `no runtime for "kata" is configured`.
@@ -195,6 +197,7 @@ func ParseContainerd(file string, data []byte) (*Containerd, error) {
 		}
 	}
 	if doc.Plugins.Devmapper.PoolName != "" {
+		c.DevmapperPool = doc.Plugins.Devmapper.PoolName
 		c.BuiltinSnapshotters = append(c.BuiltinSnapshotters, "devmapper")
 	}
 	if doc.Plugins.Blockfile.ScratchFile != "" {
@@ -244,6 +247,9 @@ func (c *Containerd) Merge(over *Containerd) *Containerd {
 	}
 	if over.Snapshotter != "" {
 		out.Snapshotter = over.Snapshotter
+	}
+	if over.DevmapperPool != "" {
+		out.DevmapperPool = over.DevmapperPool
 	}
 	plugins := make(map[string]ProxyPlugin)
 	for _, p := range c.ProxyPlugins {

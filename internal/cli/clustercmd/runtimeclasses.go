@@ -16,15 +16,17 @@ import (
 
 func newRuntimeClassesCmd(g *cli.Globals) *cobra.Command {
 	var platforms []string
-	var teeLabels bool
+	var teeLabels, kataDeploy, nfd bool
 	cmd := &cobra.Command{
 		Use:   "runtimeclasses",
 		Short: "Print the RuntimeClasses of platforms, selecting the nodes the agent labelled ready",
-		Long: `runtimeclasses prints one node.k8s.io/v1 RuntimeClass per --platform: the
-handler berth configures, the platform's pod overhead, and a nodeSelector on
+		Long: `runtimeclasses prints one node.k8s.io/v1 RuntimeClass per --platform, named
+as kata-deploy names it (kata-<shim>, kata-<shim>-debug): the handler berth
+configures, kata-deploy's pod overhead for the shim, and a nodeSelector on
 the label berth's agent publishes (berth.dev/platform.<name>: "true"), so
-that pods only land on nodes that can run them. YAML by default (apply it
-with kubectl apply -f -), -o json for a v1 List.`,
+that pods only land on nodes that can run them. --kata-deploy and --nfd add
+kata-deploy's own selectors and TEE key accounting. YAML by default (apply
+it with kubectl apply -f -), -o json for a v1 List.`,
 		Example: `  berth runtimeclasses --platform k3s-qemu-snp-genoa | kubectl apply -f -
   berth runtimeclasses -p kata-qemu-tdx -p kata-qemu -o json`,
 		Args: cli.NoArgs,
@@ -45,11 +47,18 @@ with kubectl apply -f -), -o json for a v1 List.`,
 				return cli.UsageErr(errors.New("--platform is required (repeatable); berth platforms lists them"))
 			}
 			var items []json.RawMessage
+			byClass := map[string]string{}
+			for _, p := range ps {
+				if other, dup := byClass[p.KataRuntimeClass()]; dup && other != p.String() {
+					return cli.UsageErr(fmt.Errorf("platforms %s and %s are both RuntimeClass %s (kata-deploy's name of their shim): a cluster has one class of that name, so ask for one of them", other, p, p.KataRuntimeClass()))
+				}
+				byClass[p.KataRuntimeClass()] = p.String()
+			}
 			for i, p := range ps {
 				if !nodereport.LabelFits(p.Name()) {
 					return cli.UsageErr(fmt.Errorf("platform %s: its label %s%s is longer than a label key may be, so the agent cannot publish it", p, nodereport.PlatformLabelPrefix, p.Name()))
 				}
-				doc := configure.RuntimeClass(p, configure.RuntimeClassOptions{TEELabels: teeLabels})
+				doc := configure.RuntimeClass(p, configure.RuntimeClassOptions{TEELabels: teeLabels, KataDeploy: kataDeploy, NFD: nfd})
 				if format == output.YAML {
 					if i > 0 {
 						fmt.Fprintln(g.Stdout(), "---")
@@ -61,7 +70,7 @@ with kubectl apply -f -), -o json for a v1 List.`,
 				}
 				j, err := yaml.YAMLToJSON(doc)
 				if err != nil {
-					return fmt.Errorf("RuntimeClass %s: %w", p.Name(), err)
+					return fmt.Errorf("RuntimeClass %s: %w", p.KataRuntimeClass(), err)
 				}
 				items = append(items, j)
 			}
@@ -72,6 +81,8 @@ with kubectl apply -f -), -o json for a v1 List.`,
 		},
 	}
 	cmd.Flags().StringArrayVarP(&platforms, "platform", "p", nil, "platform (canonical name, Kata runtime class or Contrast name); repeatable")
-	cmd.Flags().BoolVar(&teeLabels, "tee-labels", false, "also require Node Feature Discovery's TEE label (for clusters that run NFD)")
+	cmd.Flags().BoolVar(&teeLabels, "tee-labels", false, "also require Node Feature Discovery's own TEE label (feature.node.kubernetes.io/cpu-security.*)")
+	cmd.Flags().BoolVar(&kataDeploy, "kata-deploy", false, "also select nodes as kata-deploy's chart does (katacontainers.io/kata-runtime, the GPU operator's cc.ready.state)")
+	cmd.Flags().BoolVar(&nfd, "nfd", false, "kata-deploy's NFD rules are active: select its TEE label and consume one TEE key (sev-snp.amd.com/esids, tdx.intel.com/keys) per sandbox")
 	return cmd
 }

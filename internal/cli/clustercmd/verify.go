@@ -84,12 +84,12 @@ node), 1 it is not (or the runtime or the API server could not be asked),
 				}
 				socket = filepath.Join(g.Root(), filepath.FromSlash(l.Socket))
 			}
-			res := verifyResult{Platform: p.String(), Handler: p.Name(), Socket: socket, Handlers: []string{}}
+			res := verifyResult{Platform: p.String(), Handler: p.Handler(), Socket: socket, Handlers: []string{}}
 			st, qerr := cri.Query(cmd.Context(), socket, timeout)
 			if qerr == nil {
 				res.RuntimeName, res.RuntimeVersion = st.RuntimeName, st.RuntimeVersion
 				res.Handlers = st.Names()
-				if h, ok := st.Handlers[p.Name()]; ok {
+				if h, ok := st.Handlers[p.Handler()]; ok {
 					res.Live, res.Found = true, &h
 				}
 			}
@@ -106,7 +106,7 @@ node), 1 it is not (or the runtime or the API server could not be asked),
 				if err != nil {
 					nr.Error = err.Error()
 				} else {
-					nr.Handlers, nr.Listed = names, slices.Contains(names, p.Name())
+					nr.Handlers, nr.Listed = names, slices.Contains(names, p.Handler())
 				}
 				res.Node = nr
 			}

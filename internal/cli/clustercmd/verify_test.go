@@ -45,14 +45,14 @@ func TestVerifyLive(t *testing.T) {
 		t.Errorf("verify applied platform: exit %d\n%s\n%s", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "verify", "-p", "kubeadm-qemu-tdx", "--socket", d.Sock, "-o", "json")
-	if code != cli.ExitNotReady || !strings.Contains(out, `"live": false`) || !strings.Contains(out, `"kubeadm-qemu-snp"`) {
+	if code != cli.ExitNotReady || !strings.Contains(out, `"live": false`) || !strings.Contains(out, `"kata-qemu-snp"`) {
 		t.Errorf("verify other platform: exit %d\n%s", code, out)
 	}
 
 	// Node.status.runtimeHandlers through a kubeconfig: a fake API server
 	// with a node that lists the handler and one that does not.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handlers := map[string]string{"/api/v1/nodes/n1": `[{"name":"kubeadm-qemu-snp"},{"name":"runc"}]`, "/api/v1/nodes/n2": `[{"name":"runc"}]`}
+		handlers := map[string]string{"/api/v1/nodes/n1": `[{"name":"kata-qemu-snp"},{"name":"runc"}]`, "/api/v1/nodes/n2": `[{"name":"runc"}]`}
 		h, ok := handlers[r.URL.Path]
 		if !ok {
 			w.WriteHeader(http.StatusNotFound)
@@ -74,7 +74,7 @@ current-context: x
 	for _, tc := range []struct {
 		node, want string
 		code       int
-	}{{"n1", "lists kubeadm-qemu-snp", 0}, {"n2", "does NOT list", cli.ExitNotReady}, {"n3", "node n3: unknown", cli.ExitNotReady}} {
+	}{{"n1", "lists kata-qemu-snp", 0}, {"n2", "does NOT list", cli.ExitNotReady}, {"n3", "node n3: unknown", cli.ExitNotReady}} {
 		code, out, errOut := runCLI(t, "verify", "-p", "kubeadm-qemu-snp", "--socket", d.Sock, "--kubeconfig", kc, "--node", tc.node)
 		if code != tc.code || !strings.Contains(out, tc.want) {
 			t.Errorf("node %s: exit %d\n%s\n%s", tc.node, code, out, errOut)

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestConfigCustomDistribution configures a custom distribution, whose
+// containerd keeps its config where no known distribution does: apply
+// needs the paths as flags, records them, and remove needs none and
+// restores the node byte for byte.
+func TestConfigCustomDistribution(t *testing.T) {
+	root := t.TempDir()
+	main := filepath.Join(root, "srv/ctr/config.toml")
+	if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	orig := "version = 3\n\n[plugins.'io.containerd.cri.v1.runtime'.containerd]\n  default_runtime_name = 'runc'\n"
+	if err := os.WriteFile(main, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--containerd-config", "/srv/ctr/config.toml", "--runtime-unit", "ctr.service", "--containerd-config-version", "3"}
+	apply := append([]string{"--root", root, "config", "apply", "-p", "custom-qemu-none", "--force"}, flags...)
+
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no paths", []string{"--root", root, "config", "apply", "-p", "custom-qemu-none", "--force"}, "--containerd-config or --crio-config"},
+		{"no unit", []string{"--root", root, "config", "render", "-p", "custom-qemu-none", "--containerd-config", "/srv/ctr/config.toml"}, "systemd unit is required"},
+		{"known distribution", []string{"--root", root, "config", "render", "-p", "kubeadm-qemu-none", "--containerd-config", "/srv/ctr/config.toml"}, "for the custom distribution"},
+		{"both runtimes", []string{"--root", root, "config", "render", "-p", "custom-qemu-none", "--containerd-config", "a", "--crio-config", "b", "--runtime-unit", "u"}, "give one"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := runCheckCLI(t, tt.args...)
+			if code != ExitUsage || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %s; want exit %d naming %q", code, errOut, ExitUsage, tt.want)
+			}
+		})
+	}
+
+	// berth check reads the runtime from the same paths.
+	code, out, errOut := runCheckCLI(t, append([]string{"--root", root, "check", "-p", "custom-qemu-none"}, flags[:4]...)...)
+	if !regexp.MustCompile(`Checking if the runtime configuration parses \.+ PASS`).MatchString(out) {
+		t.Errorf("check of the custom runtime: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// ... and only from them: a broken file there fails the check.
+	broken := t.TempDir()
+	os.MkdirAll(filepath.Join(broken, "srv/ctr"), 0o755)
+	os.WriteFile(filepath.Join(broken, "srv/ctr/config.toml"), []byte("version = 3\n[plugins\n"), 0o644)
+	_, out, _ = runCheckCLI(t, append([]string{"--root", broken, "check", "-p", "custom-qemu-none"}, flags[:4]...)...)
+	if !regexp.MustCompile(`Checking if the runtime configuration parses \.+ FAIL`).MatchString(out) || !strings.Contains(out, "srv/ctr/config.toml") {
+		t.Errorf("check of a broken custom config:\n%s", out)
+	}
+	if c, _, e := runCheckCLI(t, "--root", root, "check", "-p", "kubeadm-qemu-none", "--containerd-config", "/srv/ctr/config.toml"); c != ExitUsage {
+		t.Errorf("check with custom paths on a known distribution: exit %d, %s", c, e)
+	}
+	code, out, errOut = runCheckCLI(t, apply...)
+	if code != 0 {
+		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errOut)
+	}
+	dropIn := filepath.Join(root, "srv/ctr/conf.d/berth-kata-qemu.toml")
+	if b, err := os.ReadFile(dropIn); err != nil || !strings.Contains(string(b), "runtimes.kata-qemu]") {
+		t.Errorf("drop-in %s: %v\n%s", dropIn, err, b)
+	}
+	got, _ := os.ReadFile(main)
+	// containerd resolves a relative import against its main config's
+	// directory: conf.d beside /srv/ctr/config.toml.
+	if !strings.Contains(string(got), `imports = ["conf.d/*.toml"]`) {
+		t.Errorf("main config does not import the drop-in directory beside it:\n%s", got)
+	}
+	// The state records the paths, so that remove and restart need none.
+	var st struct {
+		Platforms map[string]struct {
+			Layout *struct {
+				Config string   `json:"config"`
+				Units  []string `json:"units"`
+			} `json:"layout"`
+		} `json:"platforms"`
+	}
+	b, err := os.ReadFile(filepath.Join(root, "var/lib/berth/config-state.json"))
+	if err != nil || json.Unmarshal(b, &st) != nil {
+		t.Fatalf("state: %v\n%s", err, b)
+	}
+	if l := st.Platforms["kata-qemu"].Layout; l == nil || l.Config != "srv/ctr/config.toml" || len(l.Units) != 1 || l.Units[0] != "ctr.service" {
+		t.Errorf("state layout %+v", l)
+	}
+	if code, out, _ := runCheckCLI(t, apply...); code != 0 || !strings.Contains(out, "nothing to change") {
+		t.Errorf("second apply: exit %d\n%s", code, out)
+	}
+	// Without --restart, the commands to load the change name the unit.
+	if !strings.Contains(out+errOut, "ctr.service") {
+		t.Errorf("apply does not name the runtime's unit:\n%s\n%s", out, errOut)
+	}
+	code, out, errOut = runCheckCLI(t, "--root", root, "config", "remove", "--all")
+	if code != 0 {
+		t.Fatalf("remove: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if got, _ := os.ReadFile(main); string(got) != orig {
+		t.Errorf("remove did not restore %s:\n%s", main, got)
+	}
+	if _, err := os.Stat(filepath.Join(root, "srv/ctr/conf.d")); !os.IsNotExist(err) {
+		t.Errorf("conf.d left behind: %v", err)
+	}
+}
