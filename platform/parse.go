@@ -96,6 +96,10 @@ func kataAlias(s string) (Spec, string, bool) {
 	case "kata-cc-isolation", "kata-cc":
 		// AKS's confidential RuntimeClass and its handler.
 		return Spec{Distribution: AKS, Hypervisor: CloudHypervisor, TEE: SNP}, "", true
+	case "kata-mshv-vm-isolation", "kata-vm-isolation":
+		// AKS Pod Sandboxing's managed RuntimeClass (handler "kata"):
+		// Cloud Hypervisor on MSHV without a TEE, kata-deploy's clh-azure.
+		return Spec{Distribution: AKS, Hypervisor: CloudHypervisor, TEE: NoTEE}, "", true
 	case "kata-cloud-hypervisor":
 		return Spec{Distribution: Kubeadm, Hypervisor: CloudHypervisor, TEE: NoTEE}, "", true
 	case "kata-firecracker":

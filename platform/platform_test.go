@@ -263,6 +263,7 @@ func TestAliases(t *testing.T) {
 		{"kata-cc-isolation", "aks-cloud-hypervisor-snp", "kata-cc-isolation"},
 		{"kata-cc+debug", "aks-cloud-hypervisor-snp+debug", "kata-cc-isolation"},
 		{"aks-clh-none", "aks-cloud-hypervisor-none", "kata-clh-azure"},
+		{"kata-mshv-vm-isolation", "aks-cloud-hypervisor-none", "kata-clh-azure"},
 		// Other spellings of the canonical form.
 		{"k3s-clh-none", "k3s-cloud-hypervisor-none", "kata-clh"},
 		{"k0s-fc-none+devmapper", "k0s-firecracker-none", "kata-fc"},

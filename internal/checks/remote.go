@@ -48,12 +48,12 @@ func remoteChecks() []check.Check {
 			ID:    "mshv.device",
 			Title: "if device /dev/mshv exists",
 			Why: "On AKS, Kata's Cloud Hypervisor (clh-azure, kata-cc) and OpenVMM run sandbox VMs on the Hyper-V root partition through /dev/mshv, not KVM; " +
-				"only nodes of AKS's Kata-enabled node pools (Azure Linux with --workload-runtime KataVmIsolation) have it.",
+				"only nodes of AKS's Kata node pools (Azure Linux, --workload-runtime KataVmIsolation, formerly KataMshvVmIsolation) have it.",
 			Parent:    "virt.hardware",
 			Platforms: "aks platforms",
 			Applies:   check.When(check.Blocking, onMSHV),
 		}, mshvDevice, "this is not a node of an AKS Kata node pool", "",
-			"run Kata pods on an AKS node pool created with az aks nodepool add --os-sku AzureLinux --workload-runtime KataVmIsolation (a VM size with nested virtualisation)"),
+			"run Kata pods on an AKS node pool created with az aks nodepool add --os-sku AzureLinux --workload-runtime KataVmIsolation (KataMshvVmIsolation on older CLIs; a VM size with nested virtualisation)"),
 		presence(check.Check{
 			ID:    "remote.adaptor",
 			Title: "for the peer-pods cloud-api-adaptor",

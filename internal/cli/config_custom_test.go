@@ -108,3 +108,23 @@ func TestConfigCustomDistribution(t *testing.T) {
 		t.Errorf("conf.d left behind: %v", err)
 	}
 }
+
+// TestConfigHypervisorPath renders a platform that runs a distribution's
+// QEMU: the Kata configuration names it (and allows only it), and a
+// relative path or a platform without a hypervisor binary is refused.
+func TestConfigHypervisorPath(t *testing.T) {
+	code, out, errOut := runCheckCLI(t, "--root", filepath.Join(hostsDir, "snp-genoa-k3s-ready"), "config", "render", "-p", "k3s-qemu-none",
+		"--hypervisor-path", "/usr/bin/qemu-system-x86_64")
+	if code != 0 || !strings.Contains(out, `path = "/usr/bin/qemu-system-x86_64"`) ||
+		!strings.Contains(out, `valid_hypervisor_paths = ["/usr/bin/qemu-system-x86_64"]`) || strings.Contains(out, "/opt/berth/bin/qemu-system-x86_64") {
+		t.Errorf("render with --hypervisor-path: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"-p", "k3s-qemu-none", "--hypervisor-path", "usr/bin/qemu-system-x86_64"},
+		{"-p", "k3s-dragonball-none", "--hypervisor-path", "/usr/bin/qemu-system-x86_64"},
+	} {
+		if code, _, errOut := runCheckCLI(t, append([]string{"--root", filepath.Join(hostsDir, "snp-genoa-k3s-ready"), "config", "render"}, args...)...); code != ExitUsage || !strings.Contains(errOut, "--hypervisor-path") {
+			t.Errorf("%v: exit %d, %s", args, code, errOut)
+		}
+	}
+}

@@ -16,6 +16,10 @@ const DefaultPrefix = "/opt/berth"
 // Paths are the host paths of what a platform runs, all under Prefix.
 type Paths struct {
 	Prefix string
+	// Hypervisor, when set, is the hypervisor binary the configuration
+	// runs instead of the one under Prefix (berth config --hypervisor-path:
+	// a distribution's QEMU, which berth check probes with the same flag).
+	Hypervisor string
 }
 
 // Shim is the containerd shim v2 binary of p's Kata runtime: the Go
@@ -288,8 +292,12 @@ func sortedKeys(m map[string]any) []string {
 // its own program (Dragonball lives in the Rust shim; peer pods run in a
 // cloud).
 func hypervisorPath(p platform.Platform, ps Paths) string {
-	if b := p.HypervisorBinary(); b != "" {
-		return ps.bin(b)
+	b := p.HypervisorBinary()
+	switch {
+	case b == "":
+		return ""
+	case ps.Hypervisor != "":
+		return ps.Hypervisor
 	}
-	return ""
+	return ps.bin(b)
 }
