@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -55,6 +56,11 @@ type Config struct {
 	Log *slog.Logger
 	// Metrics, when set, is updated on every cycle.
 	Metrics *Metrics
+	// KataDeployLabels also publishes kata-deploy's TEE label
+	// (amd.feature.node.kubernetes.io/snp, intel.feature.node.kubernetes.io/tdx)
+	// for clusters whose kata-deploy RuntimeClasses select on it without
+	// NFD's rules; off by default, since NFD may own those labels.
+	KataDeployLabels bool
 }
 
 // nodes is the Node resource. The agent reaches Nodes through the dynamic
@@ -214,7 +220,11 @@ func (a *Agent) evaluate(ctx context.Context) (*desired, error) {
 	if m := a.cfg.Metrics; m != nil {
 		m.observeCheck(a.cfg.Now().Sub(start), r.Summary)
 	}
-	return &desired{report: r, labels: nodereport.Labels(&r)}, nil
+	labels := nodereport.Labels(&r)
+	if a.cfg.KataDeployLabels {
+		maps.Copy(labels, nodereport.KataDeployLabels(&r))
+	}
+	return &desired{report: r, labels: labels}, nil
 }
 
 // sync reads the Node and the NodeReport and applies what differs.
@@ -343,7 +353,8 @@ func ownedLabels(node *corev1.Node) map[string]bool {
 }
 
 func isOwnLabel(k string) bool {
-	return k == nodereport.TEELabel || k == nodereport.KVMLabel || strings.HasPrefix(k, nodereport.PlatformLabelPrefix)
+	return k == nodereport.TEELabel || k == nodereport.KVMLabel || strings.HasPrefix(k, nodereport.PlatformLabelPrefix) ||
+		nodereport.IsKataDeployLabel(k)
 }
 
 // reportCurrent reports whether the stored object already holds the

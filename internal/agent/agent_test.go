@@ -54,8 +54,24 @@ func TestLabelsDiffer(t *testing.T) {
 		}(), true},
 		{"stale but set by someone else", map[string]string{nodereport.TEELabel: "snp", nodereport.KVMLabel: "true",
 			nodereport.PlatformLabelPrefix + "k3s-qemu-snp": "true", nodereport.PlatformLabelPrefix + "theirs": "true"}, false},
+		// kata-deploy's TEE label the agent published (--kata-deploy-labels)
+		// and no longer wants: removed; the same label NFD set: left alone.
+		{"stale kata-deploy label", func() map[string]string {
+			m := map[string]string{"amd.feature.node.kubernetes.io/snp": "true"}
+			for k, v := range want {
+				m[k] = v
+			}
+			return m
+		}(), true},
+		{"kata-deploy label set by NFD", func() map[string]string {
+			m := map[string]string{"intel.feature.node.kubernetes.io/tdx": "true"}
+			for k, v := range want {
+				m[k] = v
+			}
+			return m
+		}(), false},
 	} {
-		owned := map[string]bool{nodereport.PlatformLabelPrefix + "gone": true}
+		owned := map[string]bool{nodereport.PlatformLabelPrefix + "gone": true, "amd.feature.node.kubernetes.io/snp": true}
 		if got := labelsDiffer(tc.have, want, owned); got != tc.diff {
 			t.Errorf("%s: labelsDiffer = %v, want %v", tc.name, got, tc.diff)
 		}

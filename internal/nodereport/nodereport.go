@@ -20,6 +20,7 @@ import (
 	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/check"
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/platform"
 )
 
 // Label keys the agent writes besides the per-platform labels.
@@ -242,6 +243,26 @@ func Labels(r *v1alpha1.Report) map[string]string {
 		l[PlatformLabelPrefix+p.Name] = fmt.Sprint(p.Verdict == v1alpha1.VerdictReady || p.Verdict == v1alpha1.VerdictWarn)
 	}
 	return l
+}
+
+// KataDeployLabels are the labels kata-deploy's NodeFeatureRule would put
+// on the node for its enabled TEE (amd.feature.node.kubernetes.io/snp,
+// intel.feature.node.kubernetes.io/tdx: what kata-deploy's RuntimeClasses
+// select on), for clusters that run those classes without NFD. Empty
+// without a TEE.
+func KataDeployLabels(r *v1alpha1.Report) map[string]string {
+	switch TEE(r) {
+	case "snp":
+		return map[string]string{platform.SNP.NFDLabel(): "true"}
+	case "tdx":
+		return map[string]string{platform.TDX.NFDLabel(): "true"}
+	}
+	return map[string]string{}
+}
+
+// IsKataDeployLabel reports whether k is a label KataDeployLabels may set.
+func IsKataDeployLabel(k string) bool {
+	return k == platform.SNP.NFDLabel() || k == platform.TDX.NFDLabel()
 }
 
 // LabelFits reports whether PlatformLabelPrefix+name is a valid label key.

@@ -91,15 +91,21 @@ func TestHashIgnoresObservedAt(t *testing.T) {
 }
 
 func TestLabelsAndTEE(t *testing.T) {
-	for host, tee := range map[string]string{
-		"snp-genoa-k3s-ready":   "snp",
-		"tdx-emr-kubeadm-ready": "tdx",
-		"cloud-vm-no-nested":    "none",
-		"snp-milan-bios-off":    "none",
+	for host, tt := range map[string]struct{ tee, kataDeploy string }{
+		"snp-genoa-k3s-ready":   {"snp", "amd.feature.node.kubernetes.io/snp"},
+		"tdx-emr-kubeadm-ready": {"tdx", "intel.feature.node.kubernetes.io/tdx"},
+		"cloud-vm-no-nested":    {"none", ""},
+		"snp-milan-bios-off":    {"none", ""},
 	} {
 		r := fixtureReport(t, host)
-		if got := TEE(&r); got != tee {
-			t.Errorf("%s: tee %q, want %q", host, got, tee)
+		if got := TEE(&r); got != tt.tee {
+			t.Errorf("%s: tee %q, want %q", host, got, tt.tee)
+		}
+		// kata-deploy's NodeFeatureRule label for the enabled TEE, and
+		// nothing without one.
+		kd := KataDeployLabels(&r)
+		if (tt.kataDeploy == "") != (len(kd) == 0) || (tt.kataDeploy != "" && (len(kd) != 1 || kd[tt.kataDeploy] != "true" || !IsKataDeployLabel(tt.kataDeploy))) {
+			t.Errorf("%s: kata-deploy labels %v, want %q", host, kd, tt.kataDeploy)
 		}
 	}
 	r := fixtureReport(t, "snp-genoa-k3s-ready")

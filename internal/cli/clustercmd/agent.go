@@ -59,6 +59,8 @@ type agentFlags struct {
 	metricsAddr string
 	probe       bool
 	backoffMax  time.Duration
+	// kataDeployLabels also publishes kata-deploy's TEE label.
+	kataDeployLabels bool
 }
 
 func newAgentCmd(g *cli.Globals) *cobra.Command {
@@ -96,6 +98,7 @@ run in the host's context.`,
 	f.StringVar(&fl.metricsAddr, "metrics-addr", ":8080", "address serving /healthz, /readyz and /metrics (empty: none)")
 	f.BoolVar(&fl.probe, "probe", true, "run live probes that start processes (the QEMU probe)")
 	f.DurationVar(&fl.backoffMax, "backoff-max", 30*time.Second, "longest delay between retries while the API server is unreachable")
+	f.BoolVar(&fl.kataDeployLabels, "kata-deploy-labels", false, "also label the node with kata-deploy's TEE label (amd.feature.node.kubernetes.io/snp, intel.feature.node.kubernetes.io/tdx), which its RuntimeClasses select on, where NFD's kata-deploy rules do not run")
 	return cmd
 }
 
@@ -138,13 +141,14 @@ func runAgent(cmd *cobra.Command, g *cli.Globals, fl agentFlags) error {
 	dopt := g.DiscoverOptions(fl.probe)
 	dopt.Log = log
 	a, err := agent.New(agent.Config{
-		NodeName:   fl.nodeName,
-		Version:    buildinfo.Get().Version,
-		Evaluate:   agent.Evaluator(root, dopt, requested),
-		Interval:   fl.interval,
-		BackoffMax: fl.backoffMax,
-		Log:        log,
-		Metrics:    m,
+		NodeName:         fl.nodeName,
+		Version:          buildinfo.Get().Version,
+		Evaluate:         agent.Evaluator(root, dopt, requested),
+		Interval:         fl.interval,
+		BackoffMax:       fl.backoffMax,
+		KataDeployLabels: fl.kataDeployLabels,
+		Log:              log,
+		Metrics:          m,
 	}, dyn)
 	if err != nil {
 		return cli.UsageErr(err)
