@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -33,6 +34,12 @@ func TestBackoff(t *testing.T) {
 
 func TestLabelsDiffer(t *testing.T) {
 	want := map[string]string{nodereport.TEELabel: "snp", nodereport.KVMLabel: "true", nodereport.PlatformLabelPrefix + "k3s-qemu-snp": "true"}
+	// withWant is want plus one more label set to "true".
+	withWant := func(extra string) map[string]string {
+		m := maps.Clone(want)
+		m[extra] = "true"
+		return m
+	}
 	same := map[string]string{"kubernetes.io/hostname": "n1", "berth.dev/other": "kept"}
 	for k, v := range want {
 		same[k] = v
@@ -45,31 +52,13 @@ func TestLabelsDiffer(t *testing.T) {
 		{"same plus foreign labels", same, false},
 		{"missing", map[string]string{nodereport.TEELabel: "snp"}, true},
 		{"changed", map[string]string{nodereport.TEELabel: "none", nodereport.KVMLabel: "true", nodereport.PlatformLabelPrefix + "k3s-qemu-snp": "true"}, true},
-		{"stale platform", func() map[string]string {
-			m := map[string]string{nodereport.PlatformLabelPrefix + "gone": "true"}
-			for k, v := range want {
-				m[k] = v
-			}
-			return m
-		}(), true},
+		{"stale platform", withWant(nodereport.PlatformLabelPrefix + "gone"), true},
 		{"stale but set by someone else", map[string]string{nodereport.TEELabel: "snp", nodereport.KVMLabel: "true",
 			nodereport.PlatformLabelPrefix + "k3s-qemu-snp": "true", nodereport.PlatformLabelPrefix + "theirs": "true"}, false},
 		// kata-deploy's TEE label the agent published (--kata-deploy-labels)
 		// and no longer wants: removed; the same label NFD set: left alone.
-		{"stale kata-deploy label", func() map[string]string {
-			m := map[string]string{"amd.feature.node.kubernetes.io/snp": "true"}
-			for k, v := range want {
-				m[k] = v
-			}
-			return m
-		}(), true},
-		{"kata-deploy label set by NFD", func() map[string]string {
-			m := map[string]string{"intel.feature.node.kubernetes.io/tdx": "true"}
-			for k, v := range want {
-				m[k] = v
-			}
-			return m
-		}(), false},
+		{"stale kata-deploy label", withWant("amd.feature.node.kubernetes.io/snp"), true},
+		{"kata-deploy label set by NFD", withWant("intel.feature.node.kubernetes.io/tdx"), false},
 	} {
 		owned := map[string]bool{nodereport.PlatformLabelPrefix + "gone": true, "amd.feature.node.kubernetes.io/snp": true}
 		if got := labelsDiffer(tc.have, want, owned); got != tc.diff {
