@@ -474,24 +474,32 @@ func (p Platform) DefaultMemoryMiB() int {
 
 // All returns every valid platform in a stable order: distributions,
 // hypervisors, Kata runtimes, TEEs, product lines, then image variant,
-// debug and snapshotter, each in its canonical order. Other packages' golden files depend on this
-// order: change it only together with them.
+// debug and snapshotter, each in its canonical order. Other packages'
+// golden files depend on this order: change it only together with them.
 func All() []Platform {
 	var out []Platform
-	pls := append([]ProductLine{AnyProductLine}, ProductLines()...)
 	for _, d := range Distributions() {
-		for _, h := range Hypervisors() {
-			for _, rt := range h.Runtimes() {
-				for _, t := range TEEs() {
-					for _, pl := range pls {
-						for _, v := range variants() {
-							for _, debug := range []bool{false, true} {
-								for _, sn := range Snapshotters() {
-									p, id := build(Spec{Distribution: d, Hypervisor: h, TEE: t, ProductLine: pl,
-										Snapshotter: sn, GPU: v.gpu, Debug: debug, KataRuntime: rt, NvidiaCPU: v.nvcpu})
-									if id == "" {
-										out = append(out, p)
-									}
+		out = append(out, AllFor(d)...)
+	}
+	return out
+}
+
+// AllFor returns the valid platforms of one distribution, in All's order.
+// A host runs one distribution, so its checks need an eighth of All.
+func AllFor(d Distribution) []Platform {
+	var out []Platform
+	pls := append([]ProductLine{AnyProductLine}, ProductLines()...)
+	for _, h := range Hypervisors() {
+		for _, rt := range h.Runtimes() {
+			for _, t := range TEEs() {
+				for _, pl := range pls {
+					for _, v := range variants() {
+						for _, debug := range []bool{false, true} {
+							for _, sn := range Snapshotters() {
+								p, id := build(Spec{Distribution: d, Hypervisor: h, TEE: t, ProductLine: pl,
+									Snapshotter: sn, GPU: v.gpu, Debug: debug, KataRuntime: rt, NvidiaCPU: v.nvcpu})
+								if id == "" {
+									out = append(out, p)
 								}
 							}
 						}

@@ -588,3 +588,20 @@ func TestKataFacts(t *testing.T) {
 		}
 	}
 }
+
+// TestAllFor checks that AllFor is All cut by distribution, in All's order.
+func TestAllFor(t *testing.T) {
+	var joined []Platform
+	for _, d := range Distributions() {
+		part := AllFor(d)
+		for _, p := range part {
+			if p.Distribution() != d {
+				t.Fatalf("AllFor(%s) lists %s", d, p)
+			}
+		}
+		joined = append(joined, part...)
+	}
+	if !slices.Equal(joined, All()) {
+		t.Errorf("AllFor over the distributions (%d) is not All (%d)", len(joined), len(All()))
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/internal/lazyre"
 )
 
 // pathDirs are the PATH directories of a host, in the usual order.
@@ -263,15 +264,15 @@ func resolveInRoot(fsys hostfs.FS, p string) (string, bool) {
 
 var (
 	numVersion = `v?(\d+\.\d+(?:\.\d+)?)`
-	qemuRe     = newLazyRegexp(`QEMU emulator version (\d+\.\d+(?:\.\d+)?)(?:[^\S\n]*\(([^)\n]*)\))?`)
-	clhRe      = newLazyRegexp(`(?m)^cloud-hypervisor:?\s+` + numVersion)
-	fcRe       = newLazyRegexp(`(?mi)^firecracker\s+` + numVersion)
-	virtiofsRe = newLazyRegexp(`(?m)^virtiofsd(?:\s+backend|\s+version)?\s+` + numVersion + `(?:[^\S\n]*\(([^)\n]*)\))?`)
-	ctrdRe     = newLazyRegexp(`(?m)^containerd\s+(\S+)\s+` + numVersion)
-	crioRe     = newLazyRegexp(`(?m)^(?:crio version|Version:)[ \t]+` + numVersion)
-	kataRtRe   = newLazyRegexp(`(?m)^kata-runtime\s*:\s*` + numVersion)
-	kataShimRe = newLazyRegexp(`Kata Containers containerd shim.*?version:\s*` + numVersion)
-	nydusRe    = newLazyRegexp(`(?m)^\s*Version:\s*` + numVersion)
+	qemuRe     = lazyre.New(`QEMU emulator version (\d+\.\d+(?:\.\d+)?)(?:[^\S\n]*\(([^)\n]*)\))?`)
+	clhRe      = lazyre.New(`(?m)^cloud-hypervisor:?\s+` + numVersion)
+	fcRe       = lazyre.New(`(?mi)^firecracker\s+` + numVersion)
+	virtiofsRe = lazyre.New(`(?m)^virtiofsd(?:\s+backend|\s+version)?\s+` + numVersion + `(?:[^\S\n]*\(([^)\n]*)\))?`)
+	ctrdRe     = lazyre.New(`(?m)^containerd\s+(\S+)\s+` + numVersion)
+	crioRe     = lazyre.New(`(?m)^(?:crio version|Version:)[ \t]+` + numVersion)
+	kataRtRe   = lazyre.New(`(?m)^kata-runtime\s*:\s*` + numVersion)
+	kataShimRe = lazyre.New(`Kata Containers containerd shim.*?version:\s*` + numVersion)
+	nydusRe    = lazyre.New(`(?m)^\s*Version:\s*` + numVersion)
 )
 
 // parseQEMUVersion reads "QEMU emulator version 8.2.2 (Debian
@@ -345,7 +346,7 @@ func parseNydusVersion(out string) (string, string, bool) {
 	return firstGroup(nydusRe, out)
 }
 
-func firstGroup(re *lazyRegexp, out string) (string, string, bool) {
+func firstGroup(re *lazyre.Regexp, out string) (string, string, bool) {
 	m := re.FindStringSubmatch(out)
 	if m == nil {
 		return "", "", false

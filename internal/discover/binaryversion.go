@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/internal/lazyre"
 )
 
 // A binary's version is read, where possible, without running it: from the
@@ -288,7 +289,7 @@ func (l *staticLookup) fromBuildInfo(spec binarySpec, real string) (staticVersio
 // leadingVersion takes the dotted numbers a Go module version or a -X
 // value starts with, as the --version parsers do ("v2.4.2" and
 // "v1.7.23-k3s2" give 2.4.2 and 1.7.23).
-var leadingVersion = newLazyRegexp(`^v?(\d+\.\d+(?:\.\d+)?)`)
+var leadingVersion = lazyre.New(`^v?(\d+\.\d+(?:\.\d+)?)`)
 
 // buildInfoVersion picks the version out of a Go binary's build info (main
 // module path and version, build settings as key/value pairs) for a
@@ -687,4 +688,4 @@ func upstreamVersion(v string) (string, bool) {
 }
 
 // versionShape is what a version looks like once parsed.
-var versionShape = newLazyRegexp(`^\d+\.\d+(\.\d+)?$`)
+var versionShape = lazyre.New(`^\d+\.\d+(\.\d+)?$`)

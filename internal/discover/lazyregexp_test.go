@@ -3,13 +3,15 @@ package discover
 import (
 	"regexp"
 	"testing"
+
+	"berth.dev/berth/internal/lazyre"
 )
 
 // TestLazyRegexps compiles every pattern that is compiled on first use,
 // so that a typo fails here rather than on the host whose files first
 // reach it.
 func TestLazyRegexps(t *testing.T) {
-	all := map[string]*lazyRegexp{
+	all := map[string]*lazyre.Regexp{
 		"snpAPIRe": snpAPIRe, "sevAPIRe": sevAPIRe, "snpTooOldRe": snpTooOldRe, "rmpOKRe": rmpOKRe,
 		"rmpMissingRe": rmpMissingRe, "asidRangeRe": asidRangeRe, "asidCountRe": asidCountRe,
 		"sevInitFailRe": sevInitFailRe, "iommuSNPOKRe": iommuSNPOKRe, "iommuSNPBadRe": iommuSNPBadRe,
@@ -28,9 +30,9 @@ func TestLazyRegexps(t *testing.T) {
 						t.Fatalf("does not compile: %v", r)
 					}
 				}()
-				re = l.get()
+				re = l.Get()
 			}()
-			if re != l.get() {
+			if re != l.Get() {
 				t.Error("compiled twice")
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/lazyre"
 )
 
 // runTEE fills Facts.TEE (SEV-SNP, TDX, SGX).
@@ -104,16 +105,16 @@ func (s *session) tdxSysfs() map[string]string {
 }
 
 var (
-	snpAPIRe      = newLazyRegexp(`\bSEV-SNP API:(\d+)\.(\d+) build:(\d+)`)
-	sevAPIRe      = newLazyRegexp(`\bSEV API:(\d+)\.(\d+) build:(\d+)`)
-	snpTooOldRe   = newLazyRegexp(`SEV-SNP support requires firmware version >=`)
-	rmpOKRe       = newLazyRegexp(`RMP table physical (?:range|address)`)
-	rmpMissingRe  = newLazyRegexp(`Memory for the RMP table has not been reserved by BIOS`)
-	asidRangeRe   = newLazyRegexp(`\bSEV(-ES|-SNP)? (enabled|disabled|unusable) \(ASIDs (\d+) - (\d+)\)`)
-	asidCountRe   = newLazyRegexp(`\bSEV(-ES and SEV-SNP|-ES|-SNP)? supported: (\d+) ASIDs`)
-	sevInitFailRe = newLazyRegexp(`(?i)\bSEV(?:-SNP)?:? .*(?:INIT failed|failed to INIT).*`)
-	iommuSNPOKRe  = newLazyRegexp(`AMD-Vi: IOMMU SNP support enabled`)
-	iommuSNPBadRe = newLazyRegexp(`AMD-Vi: .*SNP.*(?:cannot be supported|not supported|IOMMU (?:is )?disabled or configured in passthrough)`)
+	snpAPIRe      = lazyre.New(`\bSEV-SNP API:(\d+)\.(\d+) build:(\d+)`)
+	sevAPIRe      = lazyre.New(`\bSEV API:(\d+)\.(\d+) build:(\d+)`)
+	snpTooOldRe   = lazyre.New(`SEV-SNP support requires firmware version >=`)
+	rmpOKRe       = lazyre.New(`RMP table physical (?:range|address)`)
+	rmpMissingRe  = lazyre.New(`Memory for the RMP table has not been reserved by BIOS`)
+	asidRangeRe   = lazyre.New(`\bSEV(-ES|-SNP)? (enabled|disabled|unusable) \(ASIDs (\d+) - (\d+)\)`)
+	asidCountRe   = lazyre.New(`\bSEV(-ES and SEV-SNP|-ES|-SNP)? supported: (\d+) ASIDs`)
+	sevInitFailRe = lazyre.New(`(?i)\bSEV(?:-SNP)?:? .*(?:INIT failed|failed to INIT).*`)
+	iommuSNPOKRe  = lazyre.New(`AMD-Vi: IOMMU SNP support enabled`)
+	iommuSNPBadRe = lazyre.New(`AMD-Vi: .*SNP.*(?:cannot be supported|not supported|IOMMU (?:is )?disabled or configured in passthrough)`)
 )
 
 // parseSNPLog reads the SEV-SNP facts from boot-log lines (timestamps
@@ -193,12 +194,12 @@ func parseSNPLog(lines []string, snp *facts.SNP) {
 }
 
 var (
-	tdxLineRe     = newLazyRegexp(`^(?:virt/)?tdx: (.*)$`)
-	tdxKeyIDRe    = newLazyRegexp(`^BIOS enabled: private KeyID range \[(\d+), (\d+)\)`)
-	tdxInitOKRe   = newLazyRegexp(`(?i)^(?:TDX[- ])?module initialized`)
-	tdxVerARe     = newLazyRegexp(`^TDX module: attributes 0x[0-9a-fA-F]+, vendor_id 0x[0-9a-fA-F]+, major_version (\d+), minor_version (\d+), build_date (\d+), build_num (\d+)`)
-	tdxVerBRe     = newLazyRegexp(`^TDX module (\d+(?:\.\d+)+), build number (\d+), build date ([0-9a-zA-Z]+)`)
-	tdxFailRe     = newLazyRegexp(`(?i)(failed|not loaded|not enabled)`)
+	tdxLineRe     = lazyre.New(`^(?:virt/)?tdx: (.*)$`)
+	tdxKeyIDRe    = lazyre.New(`^BIOS enabled: private KeyID range \[(\d+), (\d+)\)`)
+	tdxInitOKRe   = lazyre.New(`(?i)^(?:TDX[- ])?module initialized`)
+	tdxVerARe     = lazyre.New(`^TDX module: attributes 0x[0-9a-fA-F]+, vendor_id 0x[0-9a-fA-F]+, major_version (\d+), minor_version (\d+), build_date (\d+), build_num (\d+)`)
+	tdxVerBRe     = lazyre.New(`^TDX module (\d+(?:\.\d+)+), build number (\d+), build date ([0-9a-zA-Z]+)`)
+	tdxFailRe     = lazyre.New(`(?i)(failed|not loaded|not enabled)`)
 	tdxHibernateP = "initialization failed: "
 )
 

@@ -6,10 +6,11 @@ package plugin
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"berth.dev/berth/internal/lazyre"
 )
 
 // Limits of keys and values, as for Kubernetes label keys (a feature may
@@ -21,8 +22,8 @@ const (
 )
 
 var (
-	keyNameRE   = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
-	keyPrefixRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	keyNameRE   = lazyre.New(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
+	keyPrefixRE = lazyre.New(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
 // KeyRule says in words what ValidateKey accepts, for error messages and

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"berth.dev/berth/internal/lazyre"
 )
 
 // OutputSchemaVersion is the version of the JSON an executable check
@@ -28,7 +29,7 @@ const (
 )
 
 // findingIDRE: lower-case dotted segments, at least two ("site.attestation.reachable").
-var findingIDRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9_-]*[a-z0-9])?)+$`)
+var findingIDRE = lazyre.New(`^[a-z0-9]([a-z0-9_-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9_-]*[a-z0-9])?)+$`)
 
 // Output is what an executable check prints on stdout: one JSON object,
 // nothing else.

@@ -86,10 +86,7 @@ func HostPlatforms(f *facts.Facts, all bool) []platform.Platform {
 		line = "turin"
 	}
 	var out []platform.Platform
-	for _, p := range platform.All() {
-		if p.Distribution() != dist {
-			continue
-		}
+	for _, p := range platform.AllFor(dist) {
 		if pl := p.ProductLine(); pl != platform.AnyProductLine && pl.String() != line {
 			continue
 		}

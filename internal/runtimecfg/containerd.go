@@ -3,9 +3,10 @@ package runtimecfg
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
+
+	"berth.dev/berth/internal/lazyre"
 )
 
 // The CRI plugin keys of each containerd config version. Version 1 used
@@ -146,7 +147,7 @@ type containerdTOML struct {
 
 // versionLine finds the line and column of the top-level version key, to
 // point a version error at it.
-var versionLine = regexp.MustCompile(`(?m)^[ \t]*version[ \t]*=`)
+var versionLine = lazyre.New(`(?m)^[ \t]*version[ \t]*=`)
 
 // ParseContainerd reads one containerd config file. file only names the
 // file in errors and in each handler's Source. Errors are *ParseError.

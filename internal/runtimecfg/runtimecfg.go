@@ -11,9 +11,9 @@
 package runtimecfg
 
 import (
+	"berth.dev/berth/internal/lazyre"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,7 +83,7 @@ func dottedKey(parts []string) string {
 
 // typeMismatch matches go-toml's type errors, which name our private Go
 // types; users need the TOML type that was expected instead.
-var typeMismatch = regexp.MustCompile(`^cannot decode TOML (.+?) into .*?(?:of type )?(\S+)$`)
+var typeMismatch = lazyre.New(`^cannot decode TOML (.+?) into .*?(?:of type )?(\S+)$`)
 
 // expectedTOML names the TOML type each Go field type takes.
 var expectedTOML = map[string]string{
