@@ -31,6 +31,7 @@ type configFlags struct {
 	teeLabels     bool
 	configVersion int
 	hypervisor    string
+	kataConfigDir string
 	// custom are the runtime paths of a custom distribution.
 	custom customFlags
 	// preview (render) shows a platform whose checks fail, with a
@@ -104,6 +105,7 @@ func addPlatformFlags(cmd *cobra.Command, fl *configFlags) {
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to configure (canonical name, Kata runtime class or Contrast name)")
 	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "where Kata's binaries and guest images are installed")
+	f.StringVar(&fl.kataConfigDir, "kata-config-dir", "", "directory for the Kata configuration file (default <prefix>/etc/kata)")
 	f.StringVar(&fl.hypervisor, "hypervisor-path", "", "run this hypervisor binary (e.g. a distribution's QEMU, probed by berth check --hypervisor-path) instead of the one under --prefix")
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version to write (2 for containerd 1.x, 3 for 2.0-2.2, 4 for 2.3 and later) when the node's containerd version is unknown")
 }
@@ -200,6 +202,9 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	if err != nil {
 		return nil, err
 	}
+	if fl.kataConfigDir != "" && !strings.HasPrefix(fl.kataConfigDir, "/") {
+		return nil, UsageErr(fmt.Errorf("--kata-config-dir %q: expected an absolute path on the host", fl.kataConfigDir))
+	}
 	if fl.hypervisor != "" && (!strings.HasPrefix(fl.hypervisor, "/") || p.HypervisorBinary() == "") {
 		return nil, UsageErr(fmt.Errorf("--hypervisor-path %q: expected an absolute path of the platform's hypervisor binary (%s has none of its own)", fl.hypervisor, p))
 	}
@@ -221,7 +226,7 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	if err != nil {
 		return nil, err
 	}
-	r, err := configure.Render(p, t, configure.Options{Paths: configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor}, TEELabels: fl.teeLabels})
+	r, err := configure.Render(p, t, configure.Options{Paths: configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir}, TEELabels: fl.teeLabels})
 	return r, configErr(err)
 }
 

@@ -128,3 +128,32 @@ func TestConfigHypervisorPath(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigKataConfigDir writes the Kata configuration where the site
+// keeps it: the handler points there, and remove (no flags) takes it away.
+func TestConfigKataConfigDir(t *testing.T) {
+	root := t.TempDir()
+	apply := []string{"--root", root, "config", "apply", "-p", "kubeadm-qemu-none", "--force", "--containerd-config-version", "3", "--kata-config-dir", "/etc/kata-containers/berth"}
+	if code, out, errOut := runCheckCLI(t, apply...); code != 0 {
+		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/kata-containers/berth/kubeadm-qemu-none.toml")); err != nil {
+		t.Errorf("Kata configuration not in --kata-config-dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "opt/berth/etc/kata")); !os.IsNotExist(err) {
+		t.Errorf("Kata configuration also under the prefix: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "etc/containerd/conf.d/berth-kata-qemu.toml"))
+	if !strings.Contains(string(b), `ConfigPath = "/etc/kata-containers/berth/kubeadm-qemu-none.toml"`) {
+		t.Errorf("handler does not point at the Kata configuration:\n%s", b)
+	}
+	if code, out, errOut := runCheckCLI(t, "--root", root, "config", "remove", "--all"); code != 0 {
+		t.Fatalf("remove: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/kata-containers")); !os.IsNotExist(err) {
+		t.Errorf("remove left the Kata configuration directory: %v", err)
+	}
+	if code, _, errOut := runCheckCLI(t, "--root", root, "config", "render", "-p", "kubeadm-qemu-none", "--kata-config-dir", "etc/kata"); code == 0 || !strings.Contains(errOut, "absolute") {
+		t.Errorf("relative --kata-config-dir: exit %d, %s", code, errOut)
+	}
+}

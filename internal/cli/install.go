@@ -46,6 +46,7 @@ type installFlags struct {
 	out           string
 	maxSize       string
 	custom        customFlags
+	kataConfigDir string
 }
 
 func addInstallPathFlags(cmd *cobra.Command, fl *installFlags) {
@@ -100,6 +101,7 @@ is not live (or the runtime could not be asked), 2 usage error.`,
 	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime if its configuration changed (needed for verify to see the handler)")
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version (2 or 3) when the node's containerd version is unknown")
 	fl.custom.add(cmd)
+	f.StringVar(&fl.kataConfigDir, "kata-config-dir", "", "directory for the Kata configuration files (default <prefix>/etc/kata)")
 	return cmd
 }
 
@@ -378,6 +380,9 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 	if err != nil {
 		return err
 	}
+	if fl.kataConfigDir != "" && !strings.HasPrefix(fl.kataConfigDir, "/") {
+		return UsageErr(fmt.Errorf("--kata-config-dir %q: expected an absolute path on the host", fl.kataConfigDir))
+	}
 	// One custom layout for the custom platforms among ps (a node runs one
 	// container runtime).
 	var custom *platform.Layout
@@ -446,7 +451,7 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 		defer w.Close()
 		// The configuration names paths under the prefix as the host sees
 		// it, which the stable links resolve to the current installation.
-		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix}},
+		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}},
 			Target: func(p platform.Platform) (configure.Target, error) {
 				return targetForLayout(node, p, layoutOf(p), fl.configVersion)
 			}}

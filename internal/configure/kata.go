@@ -20,6 +20,11 @@ type Paths struct {
 	// runs instead of the one under Prefix (berth config --hypervisor-path:
 	// a distribution's QEMU, which berth check probes with the same flag).
 	Hypervisor string
+	// KataConfigDir, when set, is the host directory the Kata
+	// configuration files go to instead of <Prefix>/etc/kata (berth config
+	// --kata-config-dir, for sites that keep Kata's configuration with the
+	// rest of /etc). The state records the files, so remove needs no flag.
+	KataConfigDir string
 }
 
 // Shim is the containerd shim v2 binary of p's Kata runtime: the Go
@@ -35,6 +40,9 @@ func (ps Paths) Shim(p platform.Platform) string {
 // KataConfig is the Kata configuration file of platform p (one per
 // platform, so that applying p never touches q's file).
 func (ps Paths) KataConfig(p platform.Platform) string {
+	if ps.KataConfigDir != "" {
+		return path.Join(ps.KataConfigDir, p.Name()+".toml")
+	}
 	return path.Join(ps.Prefix, "etc/kata", p.Name()+".toml")
 }
 

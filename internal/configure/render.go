@@ -141,6 +141,9 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 	if !path.IsAbs(opt.Paths.Prefix) {
 		return nil, fmt.Errorf("prefix %q: expected an absolute path", opt.Paths.Prefix)
 	}
+	if d := opt.Paths.KataConfigDir; d != "" && !path.IsAbs(d) {
+		return nil, fmt.Errorf("Kata configuration directory %q: expected an absolute path", d)
+	}
 	r := &Rendered{Platform: p, Handler: p.Handler()}
 	if p.Distribution() == platform.Custom {
 		l := t.Layout
