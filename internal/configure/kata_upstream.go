@@ -627,7 +627,7 @@ func templateShim(shim string) (set []kataKey, drop []string) {
 			{"runtime", "emptydir_mode", "block-encrypted"},
 			{"hypervisor", "guest_extension_images", []map[string]any{map[string]any{"name": "coco", "path": "@PREFIX@/share/kata-containers/kata-containers-coco-extension.img", "verity_params": ""}}},
 		}
-		drop = []string{"agent.mem_agent.compact_disable", "agent.mem_agent.compact_force_times", "agent.mem_agent.compact_order", "agent.mem_agent.compact_period_psi_percent_limit", "agent.mem_agent.compact_period_secs", "agent.mem_agent.compact_psi_percent_limit", "agent.mem_agent.compact_sec_max", "agent.mem_agent.compact_threshold", "agent.mem_agent.mem_agent_enable", "agent.mem_agent.memcg_disable", "agent.mem_agent.memcg_eviction_psi_percent_limit", "agent.mem_agent.memcg_eviction_run_aging_count_min", "agent.mem_agent.memcg_period_psi_percent_limit", "agent.mem_agent.memcg_period_secs", "agent.mem_agent.memcg_swap", "agent.mem_agent.memcg_swappiness_max", "hypervisor.enable_guest_swap", "hypervisor.guest_memory_dump_paging", "hypervisor.num_queues", "hypervisor.queue_size"}
+		drop = append(memAgentKeys(), "hypervisor.enable_guest_swap", "hypervisor.guest_memory_dump_paging", "hypervisor.num_queues", "hypervisor.queue_size")
 	case "qemu-nvidia-cpu-runtime-rs":
 		set = []kataKey{
 			{"hypervisor", "kernel", "@PREFIX@/share/kata-containers/vmlinuz-nvidia-gpu.container"},
@@ -711,7 +711,7 @@ func templateShim(shim string) (set []kataKey, drop []string) {
 			{"runtime", "pod_resource_api_sock", "/var/lib/kubelet/pod-resources/kubelet.sock"},
 			{"hypervisor", "guest_extension_images", []map[string]any{map[string]any{"name": "gpu", "path": "@PREFIX@/share/kata-containers/kata-containers-nvidia-gpu-extension.img", "verity_params": ""}, map[string]any{"name": "coco", "path": "@PREFIX@/share/kata-containers/kata-containers-coco-extension.img", "verity_params": ""}}},
 		}
-		drop = []string{"agent.mem_agent.compact_disable", "agent.mem_agent.compact_force_times", "agent.mem_agent.compact_order", "agent.mem_agent.compact_period_psi_percent_limit", "agent.mem_agent.compact_period_secs", "agent.mem_agent.compact_psi_percent_limit", "agent.mem_agent.compact_sec_max", "agent.mem_agent.compact_threshold", "agent.mem_agent.mem_agent_enable", "agent.mem_agent.memcg_disable", "agent.mem_agent.memcg_eviction_psi_percent_limit", "agent.mem_agent.memcg_eviction_run_aging_count_min", "agent.mem_agent.memcg_period_psi_percent_limit", "agent.mem_agent.memcg_period_secs", "agent.mem_agent.memcg_swap", "agent.mem_agent.memcg_swappiness_max", "hypervisor.enable_guest_swap", "hypervisor.factory.enable_template", "hypervisor.factory.template_path"}
+		drop = append(memAgentKeys(), "hypervisor.enable_guest_swap", "hypervisor.factory.enable_template", "hypervisor.factory.template_path")
 	case "qemu-nvidia-gpu-tdx-runtime-rs":
 		set = []kataKey{
 			{"hypervisor", "kernel", "@PREFIX@/share/kata-containers/vmlinuz-nvidia-gpu.container"},
@@ -741,7 +741,7 @@ func templateShim(shim string) (set []kataKey, drop []string) {
 			{"runtime", "pod_resource_api_sock", "/var/lib/kubelet/pod-resources/kubelet.sock"},
 			{"hypervisor", "guest_extension_images", []map[string]any{map[string]any{"name": "gpu", "path": "@PREFIX@/share/kata-containers/kata-containers-nvidia-gpu-extension.img", "verity_params": ""}, map[string]any{"name": "coco", "path": "@PREFIX@/share/kata-containers/kata-containers-coco-extension.img", "verity_params": ""}}},
 		}
-		drop = []string{"agent.mem_agent.compact_disable", "agent.mem_agent.compact_force_times", "agent.mem_agent.compact_order", "agent.mem_agent.compact_period_psi_percent_limit", "agent.mem_agent.compact_period_secs", "agent.mem_agent.compact_psi_percent_limit", "agent.mem_agent.compact_sec_max", "agent.mem_agent.compact_threshold", "agent.mem_agent.mem_agent_enable", "agent.mem_agent.memcg_disable", "agent.mem_agent.memcg_eviction_psi_percent_limit", "agent.mem_agent.memcg_eviction_run_aging_count_min", "agent.mem_agent.memcg_period_psi_percent_limit", "agent.mem_agent.memcg_period_secs", "agent.mem_agent.memcg_swap", "agent.mem_agent.memcg_swappiness_max", "hypervisor.enable_guest_swap", "hypervisor.factory.enable_template", "hypervisor.factory.template_path"}
+		drop = append(memAgentKeys(), "hypervisor.enable_guest_swap", "hypervisor.factory.enable_template", "hypervisor.factory.template_path")
 	case "qemu-runtime-rs":
 		set = []kataKey{
 			{"hypervisor", "kernel", "@PREFIX@/share/kata-containers/vmlinux.container"},
@@ -784,7 +784,7 @@ func templateShim(shim string) (set []kataKey, drop []string) {
 			{"runtime", "emptydir_mode", "block-encrypted"},
 			{"hypervisor", "guest_extension_images", []map[string]any{map[string]any{"name": "coco", "path": "@PREFIX@/share/kata-containers/kata-containers-coco-extension.img", "verity_params": ""}}},
 		}
-		drop = []string{"agent.mem_agent.compact_disable", "agent.mem_agent.compact_force_times", "agent.mem_agent.compact_order", "agent.mem_agent.compact_period_psi_percent_limit", "agent.mem_agent.compact_period_secs", "agent.mem_agent.compact_psi_percent_limit", "agent.mem_agent.compact_sec_max", "agent.mem_agent.compact_threshold", "agent.mem_agent.mem_agent_enable", "agent.mem_agent.memcg_disable", "agent.mem_agent.memcg_eviction_psi_percent_limit", "agent.mem_agent.memcg_eviction_run_aging_count_min", "agent.mem_agent.memcg_period_psi_percent_limit", "agent.mem_agent.memcg_period_secs", "agent.mem_agent.memcg_swap", "agent.mem_agent.memcg_swappiness_max", "hypervisor.num_queues", "hypervisor.pcie_switch_port", "hypervisor.queue_size"}
+		drop = append(memAgentKeys(), "hypervisor.num_queues", "hypervisor.pcie_switch_port", "hypervisor.queue_size")
 	case "qemu-tdx-runtime-rs":
 		set = []kataKey{
 			{"hypervisor", "kernel", "@PREFIX@/share/kata-containers/vmlinuz.container"},
@@ -805,7 +805,14 @@ func templateShim(shim string) (set []kataKey, drop []string) {
 			{"runtime", "emptydir_mode", "block-encrypted"},
 			{"hypervisor", "guest_extension_images", []map[string]any{map[string]any{"name": "coco", "path": "@PREFIX@/share/kata-containers/kata-containers-coco-extension.img", "verity_params": ""}}},
 		}
-		drop = []string{"agent.mem_agent.compact_disable", "agent.mem_agent.compact_force_times", "agent.mem_agent.compact_order", "agent.mem_agent.compact_period_psi_percent_limit", "agent.mem_agent.compact_period_secs", "agent.mem_agent.compact_psi_percent_limit", "agent.mem_agent.compact_sec_max", "agent.mem_agent.compact_threshold", "agent.mem_agent.mem_agent_enable", "agent.mem_agent.memcg_disable", "agent.mem_agent.memcg_eviction_psi_percent_limit", "agent.mem_agent.memcg_eviction_run_aging_count_min", "agent.mem_agent.memcg_period_psi_percent_limit", "agent.mem_agent.memcg_period_secs", "agent.mem_agent.memcg_swap", "agent.mem_agent.memcg_swappiness_max", "hypervisor.num_queues", "hypervisor.pcie_switch_port", "hypervisor.queue_size"}
+		drop = append(memAgentKeys(), "hypervisor.num_queues", "hypervisor.pcie_switch_port", "hypervisor.queue_size")
 	}
 	return set, drop
+}
+
+// memAgentKeys are runtime-rs's [agent.mem_agent] settings, which its
+// confidential-stack templates (coco-dev, SNP, TDX, with or without a GPU)
+// leave out.
+func memAgentKeys() []string {
+	return []string{"agent.mem_agent.compact_disable", "agent.mem_agent.compact_force_times", "agent.mem_agent.compact_order", "agent.mem_agent.compact_period_psi_percent_limit", "agent.mem_agent.compact_period_secs", "agent.mem_agent.compact_psi_percent_limit", "agent.mem_agent.compact_sec_max", "agent.mem_agent.compact_threshold", "agent.mem_agent.mem_agent_enable", "agent.mem_agent.memcg_disable", "agent.mem_agent.memcg_eviction_psi_percent_limit", "agent.mem_agent.memcg_eviction_run_aging_count_min", "agent.mem_agent.memcg_period_psi_percent_limit", "agent.mem_agent.memcg_period_secs", "agent.mem_agent.memcg_swap", "agent.mem_agent.memcg_swappiness_max"}
 }

@@ -29,7 +29,7 @@ func TestTableEscapesHostStrings(t *testing.T) {
 		Remedy:   "remedy " + evil,
 	}, Status: check.Fail, Severity: check.Blocking}
 	rep := &Report{
-		Host: Host{Root: "/host" + evil, CPU: "AMD EPYC" + evil, Distribution: "kubeadm" + evil},
+		Header: Header{Host: Host{Root: "/host" + evil, CPU: "AMD EPYC" + evil, Distribution: "kubeadm" + evil}},
 		Verdicts: []check.Verdict{{
 			Platform: p.String(), Status: check.NotReady, BlockedBy: fd.ID, Remedy: fd.Remedy,
 			Findings: []check.Finding{fd},

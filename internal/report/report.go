@@ -27,6 +27,14 @@ const Kind = "berth.dev/CheckReport"
 // verdict holds its findings; JSON and YAML write each finding once
 // (MarshalJSON).
 type Report struct {
+	Header
+	// Verdicts hold every evaluated platform with all of its findings.
+	Verdicts []check.Verdict `json:"verdicts"`
+}
+
+// Header is what a report says besides its verdicts, the same in memory
+// and on the wire.
+type Header struct {
 	Kind          string `json:"kind"`
 	SchemaVersion int    `json:"schemaVersion"`
 	// Mode is "matrix" (no --platform) or "detail".
@@ -37,8 +45,6 @@ type Report struct {
 	FactsDigest string  `json:"factsDigest" jsonschema:"pattern=^sha256:[0-9a-f]{64}$"`
 	Options     Opts    `json:"options"`
 	Summary     Summary `json:"summary"`
-	// Verdicts hold every evaluated platform with all of its findings.
-	Verdicts []check.Verdict `json:"verdicts"`
 }
 
 // Host identifies the inspected host.
@@ -85,11 +91,11 @@ func New(f *facts.Facts, mode string, vs []check.Verdict, opts Opts) (*Report, e
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{Kind: Kind, SchemaVersion: SchemaVersion, Mode: mode, FactsDigest: d, Options: opts, Verdicts: vs,
+	r := &Report{Verdicts: vs, Header: Header{Kind: Kind, SchemaVersion: SchemaVersion, Mode: mode, FactsDigest: d, Options: opts,
 		Host: Host{
 			Root: f.Root, Live: f.Live, CollectedAt: f.CollectedAt, Distribution: f.Distribution.Name,
 			CPU: cpuSummary(f), Guest: f.Virt.Guest, Hypervisor: f.Virt.Hypervisor, Kernel: f.Kernel.Release,
-		}}
+		}}}
 	if r.Verdicts == nil {
 		r.Verdicts = []check.Verdict{}
 	}

@@ -19,16 +19,7 @@ import (
 
 // wireReport is Report on the wire.
 type wireReport struct {
-	Kind          string `json:"kind"`
-	SchemaVersion int    `json:"schemaVersion"`
-	// Mode is "matrix" (no --platform) or "detail".
-	Mode string `json:"mode" jsonschema:"enum=matrix,enum=detail"`
-	Host Host   `json:"host"`
-	// FactsDigest is "sha256:<hex>" of the canonical facts JSON (encoding/json
-	// of facts.Facts: struct field order, sorted map keys).
-	FactsDigest string  `json:"factsDigest" jsonschema:"pattern=^sha256:[0-9a-f]{64}$"`
-	Options     Opts    `json:"options"`
-	Summary     Summary `json:"summary"`
+	Header
 	// Findings are the distinct findings of all verdicts, each once, in
 	// the order the verdicts first list them.
 	Findings []check.Finding `json:"findings"`
@@ -79,8 +70,7 @@ func (r *Report) WireValue() any { return r.wire() }
 // wire returns the report as JSON carries it.
 func (r *Report) wire() *wireReport {
 	w := &wireReport{
-		Kind: r.Kind, SchemaVersion: r.SchemaVersion, Mode: r.Mode, Host: r.Host,
-		FactsDigest: r.FactsDigest, Options: r.Options, Summary: r.Summary,
+		Header:   r.Header,
 		Findings: []check.Finding{}, FindingLists: [][]int{}, Verdicts: make([]wireVerdict, len(r.Verdicts)),
 	}
 	findings := map[findingKey]int{}
@@ -125,11 +115,7 @@ func (r *Report) UnmarshalJSON(b []byte) error {
 	if w.SchemaVersion != SchemaVersion {
 		return fmt.Errorf("check report schemaVersion %d, want %d", w.SchemaVersion, SchemaVersion)
 	}
-	*r = Report{
-		Kind: w.Kind, SchemaVersion: w.SchemaVersion, Mode: w.Mode, Host: w.Host,
-		FactsDigest: w.FactsDigest, Options: w.Options, Summary: w.Summary,
-		Verdicts: make([]check.Verdict, len(w.Verdicts)),
-	}
+	*r = Report{Header: w.Header, Verdicts: make([]check.Verdict, len(w.Verdicts))}
 	for i, wv := range w.Verdicts {
 		if wv.Findings < 0 || wv.Findings >= len(w.FindingLists) {
 			return fmt.Errorf("verdict %s: finding list %d of %d", wv.Platform, wv.Findings, len(w.FindingLists))

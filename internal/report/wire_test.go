@@ -36,7 +36,7 @@ func TestWireSharesFindings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Report{Kind: Kind, SchemaVersion: SchemaVersion, Mode: "matrix", Verdicts: tt.verdicts}
+			r := &Report{Header: Header{Kind: Kind, SchemaVersion: SchemaVersion, Mode: "matrix"}, Verdicts: tt.verdicts}
 			if r.Verdicts == nil {
 				r.Verdicts = []check.Verdict{}
 			}
