@@ -45,6 +45,8 @@ type Platform struct {
 	// rendered once at construction: checks, reports and labels ask for
 	// them hundreds of times per evaluation.
 	canon, label string
+	// shim is the kata-deploy shim, also rendered once (Shim).
+	shim string
 }
 
 // Overhead is the pod overhead a RuntimeClass declares for the sandbox VM.
@@ -97,6 +99,7 @@ func build(s Spec) (Platform, string) {
 	}
 	p.canon = formatSpec(p.Spec())
 	p.label = strings.ReplaceAll(p.canon, "+", "-")
+	p.shim = shimOf(p)
 	return p, ""
 }
 
@@ -304,6 +307,11 @@ func (p Platform) SharedFS() string {
 // kata-deploy does not ship: Shim returns "" for it.
 func (p Platform) Shim() string {
 	p.must()
+	return p.shim
+}
+
+// shimOf computes Shim when the platform is built.
+func shimOf(p Platform) string {
 	if p.dist == AKS && p.tee != NoTEE {
 		return ""
 	}
@@ -456,10 +464,10 @@ func (p Platform) ShimNodeSelector() map[string]string {
 // figure; it gets the confidential one.
 func (p Platform) PodOverhead() Overhead {
 	p.must()
-	if o, ok := shimOverheads()[p.Shim()]; ok {
+	if o, ok := shimOverheads[p.shim]; ok {
 		return o
 	}
-	return shimOverheads()["qemu-snp"]
+	return teeOverhead
 }
 
 // DefaultMemoryMiB is Kata's default_memory for the guest: 8 GiB for the

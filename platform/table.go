@@ -43,52 +43,54 @@ type hypervisorRow struct {
 	local bool
 }
 
-func hypervisorTable() [7]hypervisorRow {
-	return [7]hypervisorRow{
-		{h: QEMU, name: "qemu", short: "qemu", display: "QEMU",
-			desc:     "QEMU (the only one with TEE and GPU support on bare metal)",
-			runtimes: [2]KataRuntime{GoRuntime, RustRuntime}, rsSuffix: true,
-			section: "qemu", binary: "qemu-system-x86_64", sharedFS: "virtio-fs", local: true},
-		{h: CloudHypervisor, name: "cloud-hypervisor", short: "clh", display: "Cloud Hypervisor",
-			aliases:  [3]string{"cloudhypervisor", "cloud_hypervisor", "ch"},
-			desc:     "Cloud Hypervisor (virtio-fs, small footprint; on AKS the MSHV build, clh-azure)",
-			runtimes: [2]KataRuntime{GoRuntime, RustRuntime}, rsSuffix: true,
-			section: "clh", binary: "cloud-hypervisor", sharedFS: "virtio-fs", local: true},
-		{h: Firecracker, name: "firecracker", short: "fc", display: "Firecracker",
-			desc: "Firecracker (no shared filesystem: block-device rootfs only)",
-			// runtime-rs has a configuration-rs-fc template, but kata-deploy
-			// ships no fc-runtime-rs shim.
-			runtimes: [2]KataRuntime{GoRuntime},
-			section:  "firecracker", binary: "firecracker", sharedFS: "none", local: true},
-		{h: Dragonball, name: "dragonball", short: "dragonball", display: "Dragonball",
-			aliases:  [3]string{"db"},
-			desc:     "Dragonball (built into the Rust runtime's shim; inline virtio-fs)",
-			runtimes: [2]KataRuntime{RustRuntime},
-			section:  "dragonball", sharedFS: "inline-virtio-fs", local: true},
-		{h: StratoVirt, name: "stratovirt", short: "stratovirt", display: "StratoVirt",
-			desc:     "StratoVirt (openEuler's lightweight VMM, Go runtime only)",
-			runtimes: [2]KataRuntime{GoRuntime},
-			section:  "stratovirt", binary: "stratovirt", sharedFS: "virtio-fs", local: true},
-		{h: OpenVMM, name: "openvmm", short: "openvmm", display: "OpenVMM",
-			desc:     "OpenVMM on Hyper-V (AKS only, Rust runtime: openvmm-azure-runtime-rs)",
-			runtimes: [2]KataRuntime{RustRuntime}, rsSuffix: true,
-			section: "openvmm", binary: "openvmm", sharedFS: "virtio-fs", local: true},
-		{h: Remote, name: "remote", short: "remote", display: "peer pods (remote)",
-			aliases:  [3]string{"peer-pods", "peerpods", "peer-pod"},
-			desc:     "peer pods: each sandbox is a cloud VM started by the cloud-api-adaptor, not a VM on the node",
-			runtimes: [2]KataRuntime{GoRuntime},
-			section:  "remote", sharedFS: "none", local: false},
-	}
+// hypervisorTable returns the rows in constant order. The table is data,
+// never changed: a package-level array, so that the lookups every check
+// evaluation makes copy one row, not build the table.
+func hypervisorTable() []hypervisorRow { return hypervisorRows[:] }
+
+var hypervisorRows = [...]hypervisorRow{
+	{h: QEMU, name: "qemu", short: "qemu", display: "QEMU",
+		desc:     "QEMU (the only one with TEE and GPU support on bare metal)",
+		runtimes: [2]KataRuntime{GoRuntime, RustRuntime}, rsSuffix: true,
+		section: "qemu", binary: "qemu-system-x86_64", sharedFS: "virtio-fs", local: true},
+	{h: CloudHypervisor, name: "cloud-hypervisor", short: "clh", display: "Cloud Hypervisor",
+		aliases:  [3]string{"cloudhypervisor", "cloud_hypervisor", "ch"},
+		desc:     "Cloud Hypervisor (virtio-fs, small footprint; on AKS the MSHV build, clh-azure)",
+		runtimes: [2]KataRuntime{GoRuntime, RustRuntime}, rsSuffix: true,
+		section: "clh", binary: "cloud-hypervisor", sharedFS: "virtio-fs", local: true},
+	{h: Firecracker, name: "firecracker", short: "fc", display: "Firecracker",
+		desc: "Firecracker (no shared filesystem: block-device rootfs only)",
+		// runtime-rs has a configuration-rs-fc template, but kata-deploy
+		// ships no fc-runtime-rs shim.
+		runtimes: [2]KataRuntime{GoRuntime},
+		section:  "firecracker", binary: "firecracker", sharedFS: "none", local: true},
+	{h: Dragonball, name: "dragonball", short: "dragonball", display: "Dragonball",
+		aliases:  [3]string{"db"},
+		desc:     "Dragonball (built into the Rust runtime's shim; inline virtio-fs)",
+		runtimes: [2]KataRuntime{RustRuntime},
+		section:  "dragonball", sharedFS: "inline-virtio-fs", local: true},
+	{h: StratoVirt, name: "stratovirt", short: "stratovirt", display: "StratoVirt",
+		desc:     "StratoVirt (openEuler's lightweight VMM, Go runtime only)",
+		runtimes: [2]KataRuntime{GoRuntime},
+		section:  "stratovirt", binary: "stratovirt", sharedFS: "virtio-fs", local: true},
+	{h: OpenVMM, name: "openvmm", short: "openvmm", display: "OpenVMM",
+		desc:     "OpenVMM on Hyper-V (AKS only, Rust runtime: openvmm-azure-runtime-rs)",
+		runtimes: [2]KataRuntime{RustRuntime}, rsSuffix: true,
+		section: "openvmm", binary: "openvmm", sharedFS: "virtio-fs", local: true},
+	{h: Remote, name: "remote", short: "remote", display: "peer pods (remote)",
+		aliases:  [3]string{"peer-pods", "peerpods", "peer-pod"},
+		desc:     "peer pods: each sandbox is a cloud VM started by the cloud-api-adaptor, not a VM on the node",
+		runtimes: [2]KataRuntime{GoRuntime},
+		section:  "remote", sharedFS: "none", local: false},
 }
 
 // hypervisorRowOf returns h's row; the table is in constant order, so the
 // row of h is at h-1 (TestTables checks it).
 func hypervisorRowOf(h Hypervisor) (hypervisorRow, bool) {
-	t := hypervisorTable()
-	if h == 0 || int(h) > len(t) {
+	if h == 0 || int(h) > len(hypervisorRows) {
 		return hypervisorRow{}, false
 	}
-	return t[h-1], true
+	return hypervisorRows[h-1], true
 }
 
 // shipped returns the runtimes of a row without the empty slots.
@@ -125,22 +127,21 @@ type teeRow struct {
 	minQEMU []int
 }
 
-func teeTable() []teeRow {
-	return []teeRow{
-		{t: NoTEE, display: "none"},
-		{t: SNP, display: "AMD SEV-SNP", firmware: "AMDSEV.fd",
-			nfdLabel:        "amd.feature.node.kubernetes.io/snp",
-			nfdBuiltinLabel: "feature.node.kubernetes.io/cpu-security.sev.snp.enabled",
-			keyResource:     "sev-snp.amd.com/esids", minQEMU: []int{9, 1}},
-		{t: TDX, display: "Intel TDX", firmware: "OVMF.inteltdx.fd",
-			nfdLabel:        "intel.feature.node.kubernetes.io/tdx",
-			nfdBuiltinLabel: "feature.node.kubernetes.io/cpu-security.tdx.enabled",
-			keyResource:     "tdx.intel.com/keys", minQEMU: []int{10, 1}},
-	}
+// teeRows are the TEE table, data never changed (see hypervisorRows).
+var teeRows = [...]teeRow{
+	{t: NoTEE, display: "none"},
+	{t: SNP, display: "AMD SEV-SNP", firmware: "AMDSEV.fd",
+		nfdLabel:        "amd.feature.node.kubernetes.io/snp",
+		nfdBuiltinLabel: "feature.node.kubernetes.io/cpu-security.sev.snp.enabled",
+		keyResource:     "sev-snp.amd.com/esids", minQEMU: []int{9, 1}},
+	{t: TDX, display: "Intel TDX", firmware: "OVMF.inteltdx.fd",
+		nfdLabel:        "intel.feature.node.kubernetes.io/tdx",
+		nfdBuiltinLabel: "feature.node.kubernetes.io/cpu-security.tdx.enabled",
+		keyResource:     "tdx.intel.com/keys", minQEMU: []int{10, 1}},
 }
 
 func teeRowOf(t TEE) teeRow {
-	for _, r := range teeTable() {
+	for _, r := range teeRows {
 		if r.t == t {
 			return r
 		}
@@ -150,25 +151,27 @@ func teeRowOf(t TEE) teeRow {
 
 // shimOverheads are kata-deploy's RuntimeClass pod overheads per shim
 // (templates/runtimeclasses.yaml, kata-deploy.runtimeClassConfigs).
-func shimOverheads() map[string]Overhead {
-	small := Overhead{MemoryMiB: 130, MilliCPU: 250}
-	qemu := Overhead{MemoryMiB: 320, MilliCPU: 250}
-	tee := Overhead{MemoryMiB: 2048, MilliCPU: 1000}
-	gpu := Overhead{MemoryMiB: 10240, MilliCPU: 1000}
-	return map[string]Overhead{
-		"clh": small, "clh-azure": small, "clh-runtime-rs": small, "clh-azure-runtime-rs": small,
-		"openvmm-azure-runtime-rs": small, "dragonball": small, "fc": small, "stratovirt": small,
-		"qemu": qemu, "qemu-runtime-rs": qemu,
-		"qemu-coco-dev":            {MemoryMiB: 160, MilliCPU: 250},
-		"qemu-coco-dev-runtime-rs": qemu,
-		"qemu-se":                  {MemoryMiB: 1024, MilliCPU: 1000}, "qemu-se-runtime-rs": {MemoryMiB: 1024, MilliCPU: 1000},
-		"qemu-snp": tee, "qemu-snp-runtime-rs": tee, "qemu-tdx": tee, "qemu-tdx-runtime-rs": tee,
-		"qemu-nvidia-cpu": qemu, "qemu-nvidia-cpu-runtime-rs": qemu,
-		"qemu-nvidia-gpu": gpu, "qemu-nvidia-gpu-runtime-rs": gpu,
-		"qemu-nvidia-gpu-snp": gpu, "qemu-nvidia-gpu-snp-runtime-rs": gpu,
-		"qemu-nvidia-gpu-tdx": gpu, "qemu-nvidia-gpu-tdx-runtime-rs": gpu,
-		"remote": {MemoryMiB: 120, MilliCPU: 250},
-	}
+var (
+	smallOverhead = Overhead{MemoryMiB: 130, MilliCPU: 250}
+	qemuOverhead  = Overhead{MemoryMiB: 320, MilliCPU: 250}
+	teeOverhead   = Overhead{MemoryMiB: 2048, MilliCPU: 1000}
+	gpuOverhead   = Overhead{MemoryMiB: 10240, MilliCPU: 1000}
+)
+
+// shimOverheads is data never changed (see hypervisorRows).
+var shimOverheads = map[string]Overhead{
+	"clh": smallOverhead, "clh-azure": smallOverhead, "clh-runtime-rs": smallOverhead, "clh-azure-runtime-rs": smallOverhead,
+	"openvmm-azure-runtime-rs": smallOverhead, "dragonball": smallOverhead, "fc": smallOverhead, "stratovirt": smallOverhead,
+	"qemu": qemuOverhead, "qemu-runtime-rs": qemuOverhead,
+	"qemu-coco-dev":            {MemoryMiB: 160, MilliCPU: 250},
+	"qemu-coco-dev-runtime-rs": qemuOverhead,
+	"qemu-se":                  {MemoryMiB: 1024, MilliCPU: 1000}, "qemu-se-runtime-rs": {MemoryMiB: 1024, MilliCPU: 1000},
+	"qemu-snp": teeOverhead, "qemu-snp-runtime-rs": teeOverhead, "qemu-tdx": teeOverhead, "qemu-tdx-runtime-rs": teeOverhead,
+	"qemu-nvidia-cpu": qemuOverhead, "qemu-nvidia-cpu-runtime-rs": qemuOverhead,
+	"qemu-nvidia-gpu": gpuOverhead, "qemu-nvidia-gpu-runtime-rs": gpuOverhead,
+	"qemu-nvidia-gpu-snp": gpuOverhead, "qemu-nvidia-gpu-snp-runtime-rs": gpuOverhead,
+	"qemu-nvidia-gpu-tdx": gpuOverhead, "qemu-nvidia-gpu-tdx-runtime-rs": gpuOverhead,
+	"remote": {MemoryMiB: 120, MilliCPU: 250},
 }
 
 // shimNodeSelectors are the node selectors kata-deploy's values.yaml gives
