@@ -203,13 +203,8 @@ const (
 func KataRuntimes() []KataRuntime { return []KataRuntime{GoRuntime, RustRuntime} }
 
 func (r KataRuntime) info() (name, desc string) {
-	switch r {
-	case GoRuntime:
-		return "go", "Kata's Go runtime (src/runtime, containerd-shim-kata-v2)"
-	case RustRuntime:
-		return "rust", "Kata's Rust runtime (runtime-rs, the kata-deploy default since 4.0)"
-	}
-	return "", ""
+	row, _ := kataRuntimeRowOf(r)
+	return row.name, row.desc
 }
 
 // String returns the canonical lowercase name ("go" or "rust").
@@ -318,15 +313,11 @@ const (
 func ProductLines() []ProductLine { return []ProductLine{Milan, Genoa, Turin} }
 
 func (p ProductLine) info() (name, desc string) {
-	switch p {
-	case AnyProductLine:
+	if p == AnyProductLine {
 		return "", "any SEV-SNP capable EPYC generation"
-	case Milan:
-		return "milan", "AMD EPYC 7003 (Zen 3)"
-	case Genoa:
-		return "genoa", "AMD EPYC 9004/8004 (Zen 4, includes Bergamo and Siena)"
-	case Turin:
-		return "turin", "AMD EPYC 9005 (Zen 5)"
+	}
+	if r, ok := productLineRowOf(p); ok {
+		return r.name, r.desc
 	}
 	return "?", ""
 }
@@ -350,17 +341,13 @@ func (p ProductLine) Valid() bool { n, _ := p.info(); return n != "?" }
 // "any" give AnyProductLine.
 func ParseProductLine(s string) (ProductLine, error) {
 	k := norm(s)
-	switch k {
-	case "", "any":
+	if k == "" || k == "any" {
 		return AnyProductLine, nil
-	case "bergamo", "siena":
-		// Zen 4 parts sharing Genoa's SNP firmware family.
-		return Genoa, nil
 	}
-	for _, p := range ProductLines() {
-		if p.String() == k {
-			return p, nil
-		}
+	// The CPU generations that certify as a product line (Bergamo and
+	// Siena as Genoa) name it too.
+	if p, ok := ProductLineOfCPU(k); ok {
+		return p, nil
 	}
 	return 0, unknown("product line", s, names(ProductLines()))
 }
@@ -386,27 +373,17 @@ const (
 	Devmapper
 	Blockfile
 	Erofs
+	Tardev
 )
 
 // Snapshotters returns every snapshotter in canonical order.
 func Snapshotters() []Snapshotter {
-	return []Snapshotter{Overlayfs, Nydus, Devmapper, Blockfile, Erofs}
+	return []Snapshotter{Overlayfs, Nydus, Devmapper, Blockfile, Erofs, Tardev}
 }
 
 func (s Snapshotter) info() (name, desc string) {
-	switch s {
-	case Overlayfs:
-		return "overlayfs", "host-side overlay; shared into the guest with virtio-fs (or guest pull when forced)"
-	case Nydus:
-		return "nydus", "nydus-snapshotter in guest-pull mode: the guest pulls and verifies images"
-	case Devmapper:
-		return "devmapper", "device-mapper thin pool: each rootfs is a block device"
-	case Blockfile:
-		return "blockfile", "block files on the host filesystem: each rootfs is a block device"
-	case Erofs:
-		return "erofs", "EROFS layer images attached as block devices (containerd >= 2.1)"
-	}
-	return "", ""
+	r, _ := snapshotterRowOf(s)
+	return r.name, r.desc
 }
 
 // String returns the canonical lowercase name.
@@ -419,20 +396,14 @@ func (s Snapshotter) Description() string { _, desc := s.info(); return desc }
 func (s Snapshotter) Valid() bool { n, _ := s.info(); return n != "" }
 
 // Block reports whether the snapshotter hands the guest a block device.
-func (s Snapshotter) Block() bool { return s == Devmapper || s == Blockfile || s == Erofs }
+func (s Snapshotter) Block() bool { r, _ := snapshotterRowOf(s); return r.block }
 
 // ParseSnapshotter parses a snapshotter name case-insensitively.
 func ParseSnapshotter(s string) (Snapshotter, error) {
 	k := norm(s)
-	switch k {
-	case "overlay", "overlay2":
-		return Overlayfs, nil
-	case "nydus-snapshotter", "guest-pull":
-		return Nydus, nil
-	}
-	for _, x := range Snapshotters() {
-		if x.String() == k {
-			return x, nil
+	for _, r := range snapshotterRows {
+		if r.name == k || (k != "" && slices.Contains(r.aliases[:], k)) {
+			return r.s, nil
 		}
 	}
 	return 0, unknown("snapshotter", s, names(Snapshotters()))

@@ -112,6 +112,11 @@ func defaultSnapshotter(p Platform) Snapshotter {
 		return Overlayfs
 	case p.hv == Firecracker:
 		return Devmapper
+	case p.dist == AKS && p.tee != NoTEE:
+		// Confidential Containers on AKS (kata-cc, Contrast's
+		// AKS-CLH-SNP) pull on the host with the tardev snapshotter:
+		// edgelesssys/contrast node-installer/testdata/expected-aks-clh-snp.toml.
+		return Tardev
 	case p.tee != NoTEE, p.hv == Remote:
 		// kata-deploy's qemu-snp/-tdx and remote shims default to nydus.
 		return Nydus
@@ -277,7 +282,15 @@ func (p *Platform) UnmarshalText(b []byte) error {
 // equivalent is the runtime's runtime_pull_image).
 func (p Platform) GuestPull() bool {
 	p.must()
-	return p.snap == Nydus || (p.tee != NoTEE && p.snap == Overlayfs)
+	return p.snap.PullsInGuest() || p.ForcedGuestPull()
+}
+
+// ForcedGuestPull reports whether the guest pulls images although the
+// snapshotter would not have it do so: confidential platforms on
+// overlayfs, where berth sets Kata's experimental_force_guest_pull.
+func (p Platform) ForcedGuestPull() bool {
+	p.must()
+	return p.tee != NoTEE && p.snap == Overlayfs
 }
 
 // SharedFS is Kata's shared_fs setting: "none" when nothing is shared with
@@ -291,6 +304,9 @@ func (p Platform) SharedFS() string {
 	// file system (runtime-rs configuration-qemu-nvidia-*-runtime-rs:
 	// QEMUNOSHAREDFSPATH, shared_fs = "none").
 	if p.GuestPull() || (p.rt == RustRuntime && (p.gpu || p.nvcpu)) {
+		return "none"
+	}
+	if r, _ := snapshotterRowOf(p.snap); r.noSharedFS {
 		return "none"
 	}
 	r, _ := hypervisorRowOf(p.hv)
@@ -336,6 +352,21 @@ func shimOf(p Platform) string {
 		s += "-runtime-rs"
 	}
 	return s
+}
+
+// TemplateShim returns the kata-deploy shim whose Kata configuration
+// template this platform's configuration starts from: Shim, or for
+// confidential AKS (Microsoft's kata-cc, which kata-deploy does not ship)
+// the Hyper-V Cloud Hypervisor shim of the same runtime (clh-azure,
+// clh-azure-runtime-rs).
+func (p Platform) TemplateShim() string {
+	p.must()
+	if p.shim != "" {
+		return p.shim
+	}
+	q := p
+	q.tee = NoTEE
+	return shimOf(q)
 }
 
 // KataRuntimeClass returns the RuntimeClass name users have for this
@@ -409,6 +440,14 @@ func (p Platform) GuestFirmware() string {
 	return teeRowOf(p.tee).firmware
 }
 
+// MeasuredLaunch reports whether berth can compute the launch measurement
+// (reference values) of the platform's guests: confidential QEMU guests
+// booted from the TEE's guest firmware.
+func (p Platform) MeasuredLaunch() bool {
+	p.must()
+	return p.GuestFirmware() != ""
+}
+
 // MinHypervisorVersion returns the oldest upstream hypervisor release that
 // can launch this platform's guests, or nil when any will do: QEMU 9.1 for
 // SEV-SNP and 10.1 for TDX.
@@ -471,13 +510,36 @@ func (p Platform) PodOverhead() Overhead {
 }
 
 // DefaultMemoryMiB is Kata's default_memory for the guest: 8 GiB for the
-// NVIDIA GPU configurations, 2 GiB otherwise.
+// NVIDIA GPU configurations, 256 MiB on confidential AKS, 2 GiB otherwise.
+// Confidential AKS sizes its VMs statically: 256 MiB for the guest's own
+// components plus the containers' memory limits, or
+// StaticWorkloadMemoryMiB when they set none (edgelesssys/contrast
+// node-installer/platforms/platforms.go DefaultMemoryInMegaBytes: 256 for
+// AKSCloudHypervisorSNP; node-installer/internal/constants/constants.go:
+// static_sandbox_resource_mgmt, static_sandbox_default_workload_mem 1792).
 func (p Platform) DefaultMemoryMiB() int {
 	p.must()
-	if p.gpu {
+	switch {
+	case p.gpu:
 		return 8192
+	case p.StaticWorkloadMemoryMiB() > 0:
+		return 256
 	}
 	return 2048
+}
+
+// StaticWorkloadMemoryMiB is the memory a statically sized sandbox VM
+// gets for containers without memory limits
+// (static_sandbox_default_workload_mem of Microsoft's Kata, which the
+// kata-cc handler reads), or 0 where the platform does not size its VMs
+// that way: 1792 MiB on confidential AKS, so that such a VM has the
+// 2048 MiB of the others.
+func (p Platform) StaticWorkloadMemoryMiB() int {
+	p.must()
+	if p.shim == "" {
+		return 1792
+	}
+	return 0
 }
 
 // All returns every valid platform in a stable order: distributions,

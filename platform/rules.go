@@ -125,13 +125,18 @@ func ruleTable() []Rule {
 		// allowed, nydus is the default on containerd. Block snapshotters
 		// (devmapper, blockfile) and erofs hand the guest host-built layers:
 		// not allowed (erofs's CoCo tar-index mode is not released).
-		// Caveat: AKS's managed kata-cc handler uses the tardev snapshotter
-		// (host pull, layers protected by dm-verity roots in the policy),
-		// which the Snapshotter dimension does not model; AKS platforms get
-		// the guest-pull default like every other confidential platform.
+		// The exception is AKS's kata-cc handler, whose tardev snapshotter
+		// pulls on the host but hands the guest each layer with a dm-verity
+		// tree whose root the pod policy pins (rule tardev-aks-cc).
 		{ID: "confidential-guest-pull",
-			Summary: "SNP/TDX need guest pull: the nydus snapshotter, or overlayfs with Kata's forced guest pull",
+			Summary: "SNP/TDX need guest pull: the nydus snapshotter, or overlayfs with Kata's forced guest pull (on AKS: tardev)",
 			Source:  "kata-containers docs/how-to/how-to-pull-images-in-guest-with-kata.md; Kata experimental_force_guest_pull"},
+
+		// tardev-snapshotter is Microsoft's, installed by AKS on
+		// KataCcIsolation node pools for the kata-cc handler only.
+		{ID: "tardev-aks-cc",
+			Summary: "the tardev snapshotter exists only on confidential AKS (kata-cc, Contrast's AKS-CLH-SNP)",
+			Source:  "edgelesssys/contrast node-installer/testdata/expected-aks-clh-snp.toml (kata-cc snapshotter tardev); microsoft/kata-containers src/tardev-snapshotter"},
 
 		// Guest pull without a TEE is the coco-dev flavour; kata-deploy ships it
 		// only as kata-qemu-coco-dev (no CLH, no GPU variant). Peer pods
@@ -181,7 +186,7 @@ type check struct {
 
 // numChecks is the number of compatibility rules; checks returns an array so
 // that build, the hot path, allocates nothing.
-const numChecks = 15
+const numChecks = 16
 
 // checks lists the compatibility rules in the order they are evaluated;
 // the first broken one is reported, so more specific rules come first.
@@ -208,7 +213,10 @@ func checks() [numChecks]check {
 		{"clh-tee-aks-only", func(p Platform) bool { return p.hv != CloudHypervisor || p.tee == NoTEE || p.dist == AKS }},
 		{"crio-overlay-only", func(p Platform) bool { return p.dist.Runtime() != CRIO || p.snap == Overlayfs }},
 		{"fc-block-snapshotter", func(p Platform) bool { return p.hv != Firecracker || p.snap == Devmapper || p.snap == Blockfile }},
-		{"confidential-guest-pull", func(p Platform) bool { return p.tee == NoTEE || p.snap == Nydus || p.snap == Overlayfs }},
+		{"tardev-aks-cc", func(p Platform) bool { return p.snap != Tardev || (p.dist == AKS && p.tee != NoTEE) }},
+		{"confidential-guest-pull", func(p Platform) bool {
+			return p.tee == NoTEE || p.snap == Nydus || p.snap == Overlayfs || p.snap == Tardev
+		}},
 		{"guest-pull-dev-qemu-only", func(p Platform) bool {
 			return p.snap != Nydus || p.tee != NoTEE || p.hv == Remote || (p.hv == QEMU && !p.gpu && !p.nvcpu)
 		}},
@@ -238,6 +246,7 @@ func AppliesTo(p Platform) []Rule {
 	add(rule("clh-tee-aks-only"), p.hv == CloudHypervisor)
 	add(rule("crio-overlay-only"), p.dist.Runtime() == CRIO)
 	add(rule("fc-block-snapshotter"), p.hv == Firecracker)
+	add(rule("tardev-aks-cc"), p.snap == Tardev)
 	add(rule("confidential-guest-pull"), p.tee != NoTEE)
 	add(rule("guest-pull-dev-qemu-only"), p.snap == Nydus && p.tee == NoTEE)
 	return out

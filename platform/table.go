@@ -1,5 +1,10 @@
 package platform
 
+import (
+	"slices"
+	"strings"
+)
+
 // The tables below are the one place where a dimension's properties live:
 // Kata's names for it, its binaries, firmware, configuration table, pod
 // overhead, Node Feature Discovery labels. Code elsewhere asks a Platform
@@ -41,6 +46,15 @@ type hypervisorRow struct {
 	// local is false for remote: no VM runs on the node, so KVM and the
 	// node's CPU features do not matter.
 	local bool
+	// vhost: the agent's vsock and virtio-net go through the host's
+	// vhost_vsock and vhost_net (QEMU); the others use a hybrid vsock.
+	vhost bool
+	// probe: berth can start the hypervisor once without a guest to see
+	// that it works (QEMU).
+	probe bool
+	// vfio: the hypervisor passes PCI devices through (all but
+	// Firecracker).
+	vfio bool
 }
 
 // hypervisorTable returns the rows in constant order. The table is data,
@@ -52,12 +66,13 @@ var hypervisorRows = [...]hypervisorRow{
 	{h: QEMU, name: "qemu", short: "qemu", display: "QEMU",
 		desc:     "QEMU (the only one with TEE and GPU support on bare metal)",
 		runtimes: [2]KataRuntime{GoRuntime, RustRuntime}, rsSuffix: true,
-		section: "qemu", binary: "qemu-system-x86_64", sharedFS: "virtio-fs", local: true},
+		section: "qemu", binary: "qemu-system-x86_64", sharedFS: "virtio-fs", local: true,
+		vhost: true, probe: true, vfio: true},
 	{h: CloudHypervisor, name: "cloud-hypervisor", short: "clh", display: "Cloud Hypervisor",
 		aliases:  [3]string{"cloudhypervisor", "cloud_hypervisor", "ch"},
 		desc:     "Cloud Hypervisor (virtio-fs, small footprint; on AKS the MSHV build, clh-azure)",
 		runtimes: [2]KataRuntime{GoRuntime, RustRuntime}, rsSuffix: true,
-		section: "clh", binary: "cloud-hypervisor", sharedFS: "virtio-fs", local: true},
+		section: "clh", binary: "cloud-hypervisor", sharedFS: "virtio-fs", local: true, vfio: true},
 	{h: Firecracker, name: "firecracker", short: "fc", display: "Firecracker",
 		desc: "Firecracker (no shared filesystem: block-device rootfs only)",
 		// runtime-rs has a configuration-rs-fc template, but kata-deploy
@@ -68,20 +83,20 @@ var hypervisorRows = [...]hypervisorRow{
 		aliases:  [3]string{"db"},
 		desc:     "Dragonball (built into the Rust runtime's shim; inline virtio-fs)",
 		runtimes: [2]KataRuntime{RustRuntime},
-		section:  "dragonball", sharedFS: "inline-virtio-fs", local: true},
+		section:  "dragonball", sharedFS: "inline-virtio-fs", local: true, vfio: true},
 	{h: StratoVirt, name: "stratovirt", short: "stratovirt", display: "StratoVirt",
 		desc:     "StratoVirt (openEuler's lightweight VMM, Go runtime only)",
 		runtimes: [2]KataRuntime{GoRuntime},
-		section:  "stratovirt", binary: "stratovirt", sharedFS: "virtio-fs", local: true},
+		section:  "stratovirt", binary: "stratovirt", sharedFS: "virtio-fs", local: true, vfio: true},
 	{h: OpenVMM, name: "openvmm", short: "openvmm", display: "OpenVMM",
 		desc:     "OpenVMM on Hyper-V (AKS only, Rust runtime: openvmm-azure-runtime-rs)",
 		runtimes: [2]KataRuntime{RustRuntime}, rsSuffix: true,
-		section: "openvmm", binary: "openvmm", sharedFS: "virtio-fs", local: true},
+		section: "openvmm", binary: "openvmm", sharedFS: "virtio-fs", local: true, vfio: true},
 	{h: Remote, name: "remote", short: "remote", display: "peer pods (remote)",
 		aliases:  [3]string{"peer-pods", "peerpods", "peer-pod"},
 		desc:     "peer pods: each sandbox is a cloud VM started by the cloud-api-adaptor, not a VM on the node",
 		runtimes: [2]KataRuntime{GoRuntime},
-		section:  "remote", sharedFS: "none", local: false},
+		section:  "remote", sharedFS: "none", local: false, vfio: true},
 }
 
 // hypervisorRowOf returns h's row; the table is in constant order, so the
@@ -197,3 +212,322 @@ func foreignShims() map[string]string {
 		"qemu-cca-runtime-rs": "Arm CCA runs on arm64",
 	}
 }
+
+// teeHostRow is what the host side of a TEE looks like to berth's checks:
+// the QEMU object that launches its guests, the vendor builds that carry
+// its patches, and what its launch measurement covers.
+type teeHostRow struct {
+	// qemuObject is the QEMU object type of the confidential guest
+	// (`-object sev-snp-guest`, `-object tdx-guest`).
+	qemuObject string
+	// vendorMarks are substrings of a QEMU build's vendor string that name
+	// a build carrying the TEE's patches ahead of upstream (AMD's SNP
+	// branch, Canonical's or Intel's TDX QEMU).
+	vendorMarks [3]string
+	// sev: the TEE is AMD's SEV family, whose QEMU reports SEV launch
+	// errors (QEMUProbe.SEVError) of its own.
+	sev bool
+	// productLines: AMD pins attestation (VCEKs, firmware) per EPYC
+	// product line; Intel's PCS has no such split.
+	productLines bool
+	// measuresDirectBoot: the launch measurement covers a directly booted
+	// kernel, initrd and command line (SNP's launch digest with measured
+	// direct boot); TDX puts them in RTMRs, which berth does not compute.
+	measuresDirectBoot bool
+}
+
+// teeHostRows are indexed like teeRows (data never changed).
+var teeHostRows = map[TEE]teeHostRow{
+	SNP: {qemuObject: "sev-snp-guest", vendorMarks: [3]string{"snp", "amdese", "sev"}, sev: true,
+		productLines: true, measuresDirectBoot: true},
+	TDX: {qemuObject: "tdx-guest", vendorMarks: [3]string{"tdx"}},
+}
+
+// QEMUGuestObject returns the QEMU object type that launches guests of the
+// TEE ("sev-snp-guest", "tdx-guest"), or "" without a TEE.
+func (t TEE) QEMUGuestObject() string { return teeHostRows[t].qemuObject }
+
+// VendorBuild reports whether a QEMU build's vendor string names a build
+// that carries the TEE's patches ahead of upstream: Kata's static build,
+// AMD's SNP branch, Canonical's or Intel's TDX QEMU. Plain distribution
+// packages do not count.
+func (t TEE) VendorBuild(vendor string) bool {
+	v := strings.ToLower(vendor)
+	if t == NoTEE || v == "" {
+		return false
+	}
+	if strings.Contains(v, "kata") {
+		return true
+	}
+	for _, m := range teeHostRows[t].vendorMarks {
+		if m != "" && strings.Contains(v, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// SEV reports whether the TEE is AMD's SEV family, whose QEMU reports
+// launch errors of its own (QEMUProbe.SEVError).
+func (t TEE) SEV() bool { return teeHostRows[t].sev }
+
+// HasProductLines reports whether a platform of this TEE can be pinned to a
+// CPU product line (SNP: AMD publishes VCEKs and firmware per EPYC
+// generation).
+func (t TEE) HasProductLines() bool { return teeHostRows[t].productLines }
+
+// MeasuresDirectBoot reports whether the launch measurement berth computes
+// for the TEE covers a directly booted kernel, initrd and command line
+// (SNP); for TDX they go into RTMRs, which berth does not compute.
+func (t TEE) MeasuresDirectBoot() bool { return teeHostRows[t].measuresDirectBoot }
+
+// productLineRow is everything berth knows about one SNP product line.
+type productLineRow struct {
+	pl   ProductLine
+	name string
+	desc string
+	// display is AMD's spelling, as in the KDS URL path /vcek/v1/{Milan,...}
+	// and in reference-value documents.
+	display string
+	// cpus are the CPU generations (facts.CPU.ProductLine, discovery's
+	// names) that certify as this product line: Bergamo and Siena are
+	// Zen 4 parts sharing Genoa's SNP firmware and VCEKs.
+	cpus [3]string
+	// tcbFMC: the TCB_VERSION has the FMC component (Turin, family 1Ah,
+	// moved the other fields; SEV-SNP firmware ABI, TCB_VERSION).
+	tcbFMC bool
+}
+
+// productLineRows are the product-line table in constant order (data never
+// changed); AnyProductLine has no row.
+var productLineRows = [...]productLineRow{
+	{pl: Milan, name: "milan", display: "Milan", desc: "AMD EPYC 7003 (Zen 3)", cpus: [3]string{"milan"}},
+	{pl: Genoa, name: "genoa", display: "Genoa", desc: "AMD EPYC 9004/8004 (Zen 4, includes Bergamo and Siena)",
+		cpus: [3]string{"genoa", "bergamo", "siena"}},
+	{pl: Turin, name: "turin", display: "Turin", desc: "AMD EPYC 9005 (Zen 5)", cpus: [3]string{"turin"}, tcbFMC: true},
+}
+
+func productLineRowOf(p ProductLine) (productLineRow, bool) {
+	if p == AnyProductLine || int(p) > len(productLineRows) {
+		return productLineRow{}, false
+	}
+	return productLineRows[p-1], true
+}
+
+// ProductLineOfCPU returns the product line a CPU generation (as discovery
+// names it: "milan", "genoa", "bergamo", "siena", "turin", ...) certifies
+// as, and false for a CPU without SEV-SNP or an unknown one.
+func ProductLineOfCPU(generation string) (ProductLine, bool) {
+	g := norm(generation)
+	if g == "" {
+		return AnyProductLine, false
+	}
+	for _, r := range productLineRows {
+		if slices.Contains(r.cpus[:], g) {
+			return r.pl, true
+		}
+	}
+	return AnyProductLine, false
+}
+
+// Pinned reports whether p names a product line (not AnyProductLine).
+func (p ProductLine) Pinned() bool { _, ok := productLineRowOf(p); return ok }
+
+// Display returns AMD's spelling of the product line ("Milan"), "" for
+// AnyProductLine.
+func (p ProductLine) Display() string { r, _ := productLineRowOf(p); return r.display }
+
+// TCBHasFMC reports whether the product line's TCB_VERSION carries the FMC
+// component (Turin), which moves the other components.
+func (p ProductLine) TCBHasFMC() bool { r, _ := productLineRowOf(p); return r.tcbFMC }
+
+// SnapshotterSetup is how a snapshotter gets onto a node, for the check
+// that finds it missing: who installs it, what it needs, what to do.
+type SnapshotterSetup struct {
+	// Binary is the daemon berth looks for when the containerd config
+	// does not list the snapshotter yet ("" for built-in ones).
+	Binary string
+	// MinContainerd is the oldest containerd that has it built in, or nil.
+	MinContainerd []int
+	// KernelConfig is the CONFIG_ option (without the prefix) it needs, or "".
+	KernelConfig string
+	// ByBerth: berth install deploys or enables it, so its absence is a
+	// warning; otherwise the operator (or the platform's provider) must
+	// set it up and its absence blocks.
+	ByBerth bool
+	// Missing is the message when it is not configured; "{hypervisor}"
+	// stands for the platform's hypervisor.
+	Missing string
+	// Remedy says how to get it.
+	Remedy string
+}
+
+// snapshotterRow is everything berth knows about one snapshotter.
+type snapshotterRow struct {
+	s       Snapshotter
+	name    string
+	desc    string
+	aliases [2]string
+	// block: the snapshotter hands the guest block devices.
+	block bool
+	// dedicated: a runtime handler names it for itself, so containerd
+	// must have it configured (overlayfs is containerd's default).
+	dedicated bool
+	// guestPull: the guest pulls and verifies the image itself.
+	guestPull bool
+	// noSharedFS: nothing of the image is shared over virtio-fs.
+	noSharedFS bool
+	// thinPool: sandbox disks are carved from an LVM thin pool.
+	thinPool bool
+	// layerFiles: each writable layer is a file of default_size under the
+	// runtime root.
+	layerFiles bool
+	// pooled: the sandboxes' disks come from one pool of storage (a thin
+	// pool or the scratch files' root) whose locality matters.
+	pooled bool
+	setup  SnapshotterSetup
+}
+
+// snapshotterRows are the snapshotter table in constant order (data never
+// changed).
+var snapshotterRows = [...]snapshotterRow{
+	{s: Overlayfs, name: "overlayfs", aliases: [2]string{"overlay", "overlay2"},
+		desc: "host-side overlay; shared into the guest with virtio-fs (or guest pull when forced)"},
+	{s: Nydus, name: "nydus", aliases: [2]string{"nydus-snapshotter", "guest-pull"},
+		desc:      "nydus-snapshotter in guest-pull mode: the guest pulls and verifies images",
+		dedicated: true, guestPull: true,
+		setup: SnapshotterSetup{Binary: "nydus-snapshotter", ByBerth: true,
+			Missing: "nydus snapshotter not installed yet", Remedy: "berth install deploys nydus-snapshotter"}},
+	{s: Devmapper, name: "devmapper", desc: "device-mapper thin pool: each rootfs is a block device",
+		block: true, dedicated: true, thinPool: true, pooled: true,
+		setup: SnapshotterSetup{Missing: "devmapper snapshotter not configured: {hypervisor} needs block-device rootfs",
+			Remedy: "create an LVM or loop thin pool and configure the devmapper snapshotter (pool_name, root_path, base_image_size) in containerd"}},
+	{s: Blockfile, name: "blockfile", desc: "block files on the host filesystem: each rootfs is a block device",
+		block: true, dedicated: true, layerFiles: true, pooled: true,
+		setup: SnapshotterSetup{Missing: "blockfile snapshotter not configured",
+			Remedy: "configure the blockfile snapshotter (scratch_file, root_path) in containerd"}},
+	{s: Erofs, name: "erofs", desc: "EROFS layer images attached as block devices (containerd >= 2.1)",
+		block: true, dedicated: true, layerFiles: true,
+		setup: SnapshotterSetup{MinContainerd: []int{2, 1}, KernelConfig: "EROFS_FS", ByBerth: true,
+			Missing: "erofs snapshotter not configured yet", Remedy: "berth install enables the erofs snapshotter"}},
+	// Confidential Containers on AKS (Microsoft's kata-cc handler, which
+	// Contrast calls AKS-CLH-SNP) pulls images on the host with the tardev
+	// snapshotter: each layer is a tar file handed to the guest as a block
+	// device with a dm-verity tree, whose roots the pod's policy pins, and
+	// nothing is shared over virtio-fs. AKS installs it on KataCcIsolation
+	// node pools (tardev-snapshotter.service, containerd proxy plugin
+	// `tardev`, socket /run/containerd/tardev-snapshotter.sock). Sources:
+	// edgelesssys/contrast node-installer/testdata/expected-aks-clh-snp.toml
+	// (kata-cc snapshotter = 'tardev'; proxy_plugins.tardev type
+	// 'snapshot'), its configuration-clh-snp.toml (shared_fs = "none"),
+	// microsoft/kata-containers src/tardev-snapshotter.
+	{s: Tardev, name: "tardev", aliases: [2]string{"tardev-snapshotter"},
+		desc:      "tardev-snapshotter (AKS confidential containers): tar layers as dm-verity block devices, pinned by the pod policy",
+		dedicated: true, noSharedFS: true,
+		setup: SnapshotterSetup{Missing: "tardev snapshotter not configured (no containerd proxy plugin tardev)",
+			Remedy: "create the node pool with --workload-runtime KataCcIsolation: AKS installs tardev-snapshotter and its containerd proxy plugin"}},
+}
+
+func snapshotterRowOf(s Snapshotter) (snapshotterRow, bool) {
+	if s == 0 || int(s) > len(snapshotterRows) {
+		return snapshotterRow{}, false
+	}
+	return snapshotterRows[s-1], true
+}
+
+// Dedicated reports whether a runtime handler names this snapshotter for
+// itself, so that containerd must have it configured; false for
+// overlayfs, containerd's default.
+func (s Snapshotter) Dedicated() bool { r, _ := snapshotterRowOf(s); return r.dedicated }
+
+// PullsInGuest reports whether the snapshotter has the guest pull and
+// verify images itself (nydus in guest-pull mode).
+func (s Snapshotter) PullsInGuest() bool { r, _ := snapshotterRowOf(s); return r.guestPull }
+
+// ThinPool reports whether sandbox disks come from an LVM thin pool
+// (devmapper's pool_name).
+func (s Snapshotter) ThinPool() bool { r, _ := snapshotterRowOf(s); return r.thinPool }
+
+// LayerFiles reports whether each writable layer is a file of the
+// snapshotter's default_size under the runtime root (blockfile, erofs).
+func (s Snapshotter) LayerFiles() bool { r, _ := snapshotterRowOf(s); return r.layerFiles }
+
+// Pooled reports whether the sandboxes' disks come from one pool of
+// storage (devmapper's thin pool, blockfile's root) whose locality
+// matters.
+func (s Snapshotter) Pooled() bool { r, _ := snapshotterRowOf(s); return r.pooled }
+
+// Setup returns how the snapshotter gets onto a node.
+func (s Snapshotter) Setup() SnapshotterSetup {
+	r, _ := snapshotterRowOf(s)
+	st := r.setup
+	st.MinContainerd = slices.Clone(st.MinContainerd)
+	return st
+}
+
+// kataRuntimeRow is everything berth knows about one Kata runtime.
+type kataRuntimeRow struct {
+	name, desc string
+	// shim is the containerd shim v2 binary under the prefix: the Go
+	// runtime's in bin/, the Rust runtime's in runtime-rs/bin/ (runtime-rs's
+	// Makefile BINDIR, as in the kata-static release).
+	shim string
+}
+
+var kataRuntimeRows = [...]kataRuntimeRow{
+	{name: "go", desc: "Kata's Go runtime (src/runtime, containerd-shim-kata-v2)", shim: "bin/containerd-shim-kata-v2"},
+	{name: "rust", desc: "Kata's Rust runtime (runtime-rs, the kata-deploy default since 4.0)", shim: "runtime-rs/bin/containerd-shim-kata-v2"},
+}
+
+func kataRuntimeRowOf(r KataRuntime) (kataRuntimeRow, bool) {
+	if r == 0 || int(r) > len(kataRuntimeRows) {
+		return kataRuntimeRow{}, false
+	}
+	return kataRuntimeRows[r-1], true
+}
+
+// ShimPath returns the runtime's containerd shim v2 binary relative to the
+// install prefix.
+func (r KataRuntime) ShimPath() string { row, _ := kataRuntimeRowOf(r); return row.shim }
+
+// runtimeRoots are the container runtime's root per distribution: where
+// images, snapshots and block-snapshotter layer files are written. The
+// others use containerd's default, var/lib/containerd.
+var runtimeRoots = map[Distribution]string{
+	K3s:       "var/lib/rancher/k3s/agent/containerd",
+	RKE2:      "var/lib/rancher/rke2/agent/containerd",
+	K0s:       "var/lib/k0s/containerd",
+	MicroK8s:  "var/snap/microk8s/common/var/lib/containerd",
+	OpenShift: "var/lib/containers/storage",
+}
+
+// RuntimeRoot returns the container runtime's root on the distribution,
+// relative to the host root: where images, snapshots and
+// block-snapshotter layer files are written.
+func (d Distribution) RuntimeRoot() string {
+	if r, ok := runtimeRoots[d]; ok {
+		return r
+	}
+	return "var/lib/containerd"
+}
+
+// UserLayout reports whether the runtime layout of the distribution is
+// given by the user where it is used (custom), not known to berth.
+func (d Distribution) UserLayout() bool { _, ok := layouts[d]; return d.Valid() && !ok }
+
+// DefaultDistribution is the distribution of a node on which discovery
+// finds no distribution's markers: plain containerd in kubeadm's layout.
+func DefaultDistribution() Distribution { return Kubeadm }
+
+// UsesVhost reports whether the hypervisor attaches the agent's vsock and
+// virtio-net through the host's vhost_vsock and vhost_net modules (QEMU);
+// Cloud Hypervisor and Firecracker use a hybrid vsock over a Unix socket.
+func (h Hypervisor) UsesVhost() bool { r, _ := hypervisorRowOf(h); return r.vhost }
+
+// HasProbe reports whether berth has a functional probe for the
+// hypervisor (starting it once without a guest): QEMU.
+func (h Hypervisor) HasProbe() bool { r, _ := hypervisorRowOf(h); return r.probe }
+
+// PassesPCI reports whether the hypervisor can pass PCI devices (VFIO)
+// through to the guest; Firecracker cannot.
+func (h Hypervisor) PassesPCI() bool { r, _ := hypervisorRowOf(h); return r.vfio }

@@ -27,69 +27,60 @@ func All() []check.Check {
 	} {
 		all = append(all, area...)
 	}
-	for i := range all {
-		switch {
-		case nodeVMCheck(all[i].ID):
-			all[i].Applies = onlyLocal(all[i].Applies)
-		}
-		if kvmHostCheck(all[i].ID) {
-			all[i].Applies = onlyKVM(all[i].Applies)
-		}
-	}
 	return all
 }
 
-// kvmHostCheck reports whether a check judges a KVM host: the KVM device
-// and modules, and the host side of SEV-SNP and TDX (kernel, BIOS,
-// firmware, kvm_amd/kvm_intel). On AKS Kata runs on the Hyper-V root
-// partition (/dev/mshv) and the TEE's host side is Azure's, so those checks
-// do not apply there (mshv.device does); the CPU generation still does.
-func kvmHostCheck(id string) bool {
-	if strings.HasPrefix(id, "snp.cpu.") || strings.HasPrefix(id, "tdx.cpu.") {
-		return false
-	}
-	for _, area := range []string{"kvm.", "snp.", "tdx.", "virt.guest.tee", "hypervisor.functional"} {
-		if strings.HasPrefix(id, area) {
-			return true
-		}
-	}
-	return false
-}
+// Which platforms a check applies to is the check's own Applies. Two
+// restrictions recur across areas and are spelled once here:
+//
+//   - onNode: the check judges the machine that runs the sandbox VM (its
+//     CPU, KVM, firmware, devices, hypervisor, memory for guests). Peer
+//     pods (the remote hypervisor) run that VM in a cloud, so such checks
+//     do not apply to them; the container runtime, snapshotter, cgroups
+//     and distribution checks still do.
+//   - onKVMHost: the check judges a KVM host (the KVM device and modules,
+//     and the host side of SEV-SNP and TDX: kernel, BIOS, firmware,
+//     kvm_amd/kvm_intel). On AKS Kata runs on the Hyper-V root partition
+//     (/dev/mshv) and the TEE's host side is Azure's, so they do not apply
+//     there (mshv.device does); the CPU generation still does.
 
-// onlyKVM restricts an Applies function to platforms that run on KVM.
-func onlyKVM(applies func(platform.Platform) (check.Severity, bool)) func(platform.Platform) (check.Severity, bool) {
-	return func(p platform.Platform) (check.Severity, bool) {
-		if p.HypervisorDevice() != "dev/kvm" {
-			return 0, false
-		}
-		return applies(p)
-	}
-}
-
-// nodeVMCheck reports whether a check judges the machine that runs the
-// sandbox VM (its CPU, KVM, firmware, devices, hypervisor, memory for
-// guests). Peer pods (the remote hypervisor) run that VM in a cloud, so
-// those checks do not apply to them; the container runtime, snapshotter,
-// cgroups and distribution checks still do.
-func nodeVMCheck(id string) bool {
-	for _, area := range []string{"virt.", "kvm.", "devices.", "cmdline.", "iommu.", "gpu.", "snp.", "tdx.",
-		"hypervisor.", "sharedfs.", "memory.", "sriov.", "storage.free.images"} {
-		if strings.HasPrefix(id, area) {
-			return true
-		}
-	}
-	return false
-}
-
-// onlyLocal restricts an Applies function to platforms whose VM runs on
-// the node.
-func onlyLocal(applies func(platform.Platform) (check.Severity, bool)) func(platform.Platform) (check.Severity, bool) {
+// onNode restricts applies to platforms whose sandbox VM runs on the node.
+func onNode(applies func(platform.Platform) (check.Severity, bool)) func(platform.Platform) (check.Severity, bool) {
 	return func(p platform.Platform) (check.Severity, bool) {
 		if !p.Local() {
 			return 0, false
 		}
 		return applies(p)
 	}
+}
+
+// onKVMHost restricts applies to platforms whose sandbox VM runs on the
+// node's KVM (not on AKS's /dev/mshv, not in a cloud).
+func onKVMHost(applies func(platform.Platform) (check.Severity, bool)) func(platform.Platform) (check.Severity, bool) {
+	return onNode(func(p platform.Platform) (check.Severity, bool) {
+		if p.HypervisorDevice() != "dev/kvm" {
+			return 0, false
+		}
+		return applies(p)
+	})
+}
+
+// nodeArea restricts every check of an area that judges only the machine
+// running the sandbox VM (devices, IOMMU, GPUs, ...) with onNode.
+func nodeArea(cs []check.Check) []check.Check {
+	for i := range cs {
+		cs[i].Applies = onNode(cs[i].Applies)
+	}
+	return cs
+}
+
+// kvmHostArea restricts every check of an area that judges only a KVM
+// host with onKVMHost.
+func kvmHostArea(cs []check.Check) []check.Check {
+	for i := range cs {
+		cs[i].Applies = onKVMHost(cs[i].Applies)
+	}
+	return cs
 }
 
 // For returns the catalogue for one host: All plus one check per host
@@ -101,7 +92,6 @@ func For(f *facts.Facts) []check.Check {
 // Platform predicates used by Applies.
 
 func anyPlatform(platform.Platform) bool      { return true }
-func isQEMU(p platform.Platform) bool         { return p.Hypervisor() == platform.QEMU }
 func isConfidential(p platform.Platform) bool { return p.Confidential() }
 func isSNP(p platform.Platform) bool          { return p.TEE() == platform.SNP }
 func isTDX(p platform.Platform) bool          { return p.TEE() == platform.TDX }
@@ -110,6 +100,8 @@ func isConfidentialGPU(p platform.Platform) bool {
 	return p.GPU() && p.Confidential()
 }
 func hasVirtioFS(p platform.Platform) bool { return p.SharedFS() == "virtio-fs" }
+func usesVhost(p platform.Platform) bool   { return p.Hypervisor().UsesVhost() }
+func hasProbe(p platform.Platform) bool    { return p.Hypervisor().HasProbe() }
 
 // Keys for check.Check.Key: the dimensions a RunFor result depends on.
 const (

@@ -219,6 +219,27 @@ func TestAreas(t *testing.T) {
 		}, "runtime.handler", check.Warn, "nydus"},
 		{"no devmapper for firecracker", "kubeadm-firecracker-none", func(f *facts.Facts) { f.Runtimes.Containerd.Snapshotters = []string{"overlayfs"} }, "snapshotter.available", check.Fail, "devmapper"},
 		{"nydus installed later", "kubeadm-qemu-snp", func(f *facts.Facts) { f.Runtimes.Containerd.Snapshotters = nil }, "snapshotter.available", check.Warn, "nydus"},
+		// Confidential AKS (kata-cc): AKS's tardev-snapshotter shows as
+		// the containerd proxy plugin "tardev"; berth does not install it.
+		{"tardev on a KataCcIsolation pool", "kata-cc-isolation", func(f *facts.Facts) {
+			f.Runtimes.Containerd.Snapshotters = []string{"tardev", "overlayfs"}
+		}, "snapshotter.available", check.Pass, "tardev configured"},
+		{"no tardev elsewhere", "kata-cc-isolation", func(f *facts.Facts) { f.Runtimes.Containerd.Snapshotters = []string{"overlayfs"} },
+			"snapshotter.available", check.Fail, "KataCcIsolation"},
+		// The hypervisor judged is the one the rendered configuration
+		// runs: the build under an install prefix, not the distribution's.
+		{"prefix qemu wins over the distribution's", "kubeadm-qemu-snp", func(f *facts.Facts) {
+			f.Binaries = []facts.Binary{
+				{Name: "qemu", Path: "/usr/bin/qemu-system-x86_64", Version: "8.2.2", Vendor: "Debian 1:8.2.2+ds-0ubuntu1"},
+				{Name: "qemu", Path: "/opt/kata/bin/qemu-system-x86_64", Version: "9.2.0", Vendor: "kata-static"},
+			}
+		}, "hypervisor.version", check.Pass, "9.2.0"},
+		{"stratovirt found", "kubeadm-stratovirt-none", func(f *facts.Facts) {
+			f.Binaries = append(f.Binaries, facts.Binary{Name: "stratovirt", Path: "/opt/kata/bin/stratovirt", Version: "2.4.0"})
+		}, "hypervisor.binary", check.Pass, "/opt/kata/bin/stratovirt 2.4.0"},
+		{"stratovirt not yet", "kubeadm-stratovirt-none", func(f *facts.Facts) {}, "hypervisor.binary", check.Warn, "stratovirt is not installed yet"},
+		{"bergamo certifies as genoa", "kubeadm-qemu-snp-genoa", func(f *facts.Facts) { f.CPU.ProductLine = "bergamo" }, "snp.cpu.generation", check.Pass, "bergamo"},
+		{"milan is not genoa", "kubeadm-qemu-snp-genoa", func(f *facts.Facts) { f.CPU.ProductLine = "milan" }, "snp.cpu.generation", check.Fail, "milan variant"},
 		{"distribution mismatch", "kubeadm-qemu-none", func(f *facts.Facts) { f.Distribution.Name = "k3s" }, "distribution.match", check.Fail, "k3s"},
 		{"no distribution: kubeadm", "kubeadm-qemu-none", func(f *facts.Facts) { f.Distribution.Name = "" }, "distribution.match", check.Pass, "kubeadm"},
 		{"plugin error", "kubeadm-qemu-none", func(f *facts.Facts) {

@@ -69,7 +69,7 @@ func nearModule(mod string) string {
 }
 
 func cmdlineChecks() []check.Check {
-	return []check.Check{{
+	return nodeArea([]check.Check{{
 		ID:        "cmdline.params",
 		Title:     "for misspelled kernel parameters",
 		Why:       "A module parameter given to the wrong module (kvm.sev_es=1 instead of kvm_amd.sev_es=1) is silently ignored, so a feature stays off although the command line seems to enable it.",
@@ -86,5 +86,5 @@ func cmdlineChecks() []check.Check {
 			}
 			return check.Ok("no misspelled module parameters", ev...)
 		},
-	}}
+	}})
 }

@@ -45,18 +45,18 @@ func devCheck(id, dev, mod, config, title, why, remedy string, sev check.Severit
 }
 
 func deviceChecks() []check.Check {
-	return []check.Check{
+	return nodeArea([]check.Check{
 		devCheck("devices.vhost-vsock", "dev/vhost-vsock", "vhost_vsock", "VHOST_VSOCK",
 			"if device /dev/vhost-vsock exists",
 			"The Kata agent in the guest talks to the shim over vsock; QEMU uses the host's vhost-vsock for it.",
-			"modprobe vhost_vsock (and add it to /etc/modules-load.d/)", check.Blocking, "qemu platforms", isQEMU),
+			"modprobe vhost_vsock (and add it to /etc/modules-load.d/)", check.Blocking, "qemu platforms", usesVhost),
 		devCheck("devices.vhost-net", "dev/vhost-net", "vhost_net", "VHOST_NET",
 			"if device /dev/vhost-net exists",
 			"vhost-net moves virtio-net into the kernel; without it pod networking works but is slower.",
-			"modprobe vhost_net to improve the performance of virtio networking", check.Warning, "qemu platforms (warning)", isQEMU),
+			"modprobe vhost_net to improve the performance of virtio networking", check.Warning, "qemu platforms (warning)", usesVhost),
 		devCheck("devices.tun", "dev/net/tun", "tun", "TUN",
 			"if device /dev/net/tun exists",
 			"Kata connects the pod network to the VM through a tap device, which needs /dev/net/tun.",
 			"modprobe tun to enable networking for sandbox VMs", check.Blocking, "all", anyPlatform),
-	}
+	})
 }

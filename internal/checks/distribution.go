@@ -25,9 +25,9 @@ func distributionChecks() []check.Check {
 				ev = append(ev, check.Ev("distribution.evidence", strings.Join(f.Distribution.Evidence, "; ")))
 			}
 			switch {
-			case want == platform.Custom:
+			case want.UserLayout():
 				return check.Ok("custom distribution: paths given at install", ev...)
-			case got == "" && want == platform.Kubeadm:
+			case got == "" && want == platform.DefaultDistribution():
 				return check.Ok("no distribution detected: plain containerd (kubeadm layout)", ev...)
 			case got == want.String():
 				return check.Ok(got, ev...)

@@ -23,7 +23,7 @@ func gpuName(g facts.GPU) string {
 }
 
 func gpuChecks() []check.Check {
-	return []check.Check{{
+	return nodeArea([]check.Check{{
 		ID:        "gpu.present",
 		Title:     "for an NVIDIA GPU",
 		Why:       "The GPU platforms pass a whole NVIDIA GPU into each sandbox VM.",
@@ -117,7 +117,7 @@ func gpuChecks() []check.Check {
 			return check.Failed("no confidential-computing capable GPU: "+strings.Join(models, ", "),
 				"use an NVIDIA Hopper (H100, H200, H800, H20, GH200) or Blackwell (B200) GPU", check.Ev("gpus.confidentialCapable", false))
 		},
-	}}
+	}})
 }
 
 // noIOMMUGroup reports whether no NVIDIA GPU is in an IOMMU group.

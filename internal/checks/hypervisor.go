@@ -14,29 +14,32 @@ func minHypervisor(p platform.Platform) []int { return p.MinHypervisorVersion() 
 
 func hypervisorChecks() []check.Check {
 	// The evidence list of each hypervisor is built once: ReadsFor runs for
-	// every platform.
-	// Discovery reports the binaries of QEMU, Cloud Hypervisor and
-	// Firecracker; Dragonball runs inside the Rust runtime's shim and peer
-	// pods start their VM in a cloud, so they have none. StratoVirt's and
-	// OpenVMM's binaries are not discovered yet: the check does not judge
-	// them rather than call them missing.
+	// every platform. Discovery reports a hypervisor's binary under the
+	// hypervisor's name; Dragonball runs inside the Rust runtime's shim and
+	// peer pods start their VM in a cloud, so they have none
+	// (Platform.HypervisorBinary is "").
 	binaryReads := map[platform.Hypervisor][]string{}
-	for _, h := range []platform.Hypervisor{platform.QEMU, platform.CloudHypervisor, platform.Firecracker} {
-		binaryReads[h] = []string{"binaries." + h.String() + ".path"}
+	hasBinary := func(p platform.Platform) bool { return p.HypervisorBinary() != "" }
+	for _, p := range platform.Hypervisors() {
+		binaryReads[p] = []string{"binaries." + p.String() + ".path"}
 	}
-	hasBinary := func(p platform.Platform) bool { return binaryReads[p.Hypervisor()] != nil }
 	return []check.Check{{
-		ID:        "hypervisor.binary",
-		Title:     "for the hypervisor binary",
-		Why:       "The platform's hypervisor (QEMU, Cloud Hypervisor or Firecracker) runs every sandbox; berth install brings Kata's static build when the host has none.",
-		ReadsFor:  func(p platform.Platform) []string { return binaryReads[p.Hypervisor()] },
+		ID:    "hypervisor.binary",
+		Title: "for the hypervisor binary",
+		Why:   "The platform's hypervisor (QEMU, Cloud Hypervisor, Firecracker, StratoVirt or OpenVMM) runs every sandbox; berth install brings Kata's static build when the host has none.",
+		ReadsFor: func(p platform.Platform) []string {
+			if !hasBinary(p) {
+				return nil
+			}
+			return binaryReads[p.Hypervisor()]
+		},
 		Platforms: "all with a hypervisor binary (not dragonball, built into the Rust shim, nor remote) (warning: installed by berth install)",
 		Remedies:  []string{"berth install installs Kata's static build, which includes the hypervisor", "or install the distribution package (qemu-system-x86, cloud-hypervisor)"},
-		Applies:   check.When(check.Warning, hasBinary),
+		Applies:   onNode(check.When(check.Warning, hasBinary)),
 		Key:       keyHypervisorTEE,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			name := p.Hypervisor().String()
-			b, ok := binary(f, name)
+			b, ok := hypervisorBinary(f, p)
 			if !ok {
 				return check.Warned(name+" is not installed yet", "berth install installs Kata's static build, which includes "+name, check.Ev("binaries."+name, "absent"))
 			}
@@ -50,11 +53,11 @@ func hypervisorChecks() []check.Check {
 		Reads:     []string{"binaries.qemu.version", "binaries.qemu.vendor"},
 		Platforms: "confidential qemu platforms",
 		Remedies:  []string{"use the QEMU from berth install (Kata's static build) or upgrade the host's QEMU (SNP >= 9.1, TDX >= 10.1)"},
-		Applies:   check.When(check.Blocking, func(p platform.Platform) bool { return minHypervisor(p) != nil }),
+		Applies:   onNode(check.When(check.Blocking, func(p platform.Platform) bool { return minHypervisor(p) != nil })),
 		Key:       keyHypervisorTEE,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			min := minHypervisor(p)
-			b, ok := binary(f, p.Hypervisor().String())
+			b, ok := hypervisorBinary(f, p)
 			if !ok {
 				return check.Result{Status: check.Skip, Message: "no hypervisor binary on the host yet"}
 			}
@@ -65,7 +68,7 @@ func hypervisorChecks() []check.Check {
 				return check.Unsure("QEMU version not known", ev...)
 			case v.atLeast(min...):
 				return check.Ok("QEMU "+v.String()+" >= "+fmtVersion(min...), ev...)
-			case teeVendorBuild(b.Vendor, p.TEE()):
+			case p.TEE().VendorBuild(b.Vendor):
 				return check.Warned("QEMU "+v.String()+" is older than upstream "+fmtVersion(min...)+" but a vendor build ("+b.Vendor+"): it may carry the "+p.TEE().String()+" patches",
 					"verify with the vendor, or use the QEMU from berth install", ev...)
 			}
@@ -80,7 +83,7 @@ func hypervisorChecks() []check.Check {
 		Reads:     []string{"qemuProbe"},
 		Platforms: "qemu platforms",
 		Remedies:  []string{"run berth check with --probe on the live host to test QEMU", "use the QEMU from berth install"},
-		Applies:   check.When(check.Blocking, isQEMU),
+		Applies:   onKVMHost(check.When(check.Blocking, hasProbe)),
 		Key:       keyHypervisorTEE,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			q := f.QEMUProbe
@@ -102,11 +105,11 @@ func hypervisorChecks() []check.Check {
 			case !q.KVMEnabled:
 				return check.Failed("QEMU runs but cannot use KVM", "fix the kvm.* checks above; QEMU needs /dev/kvm", ev...)
 			}
-			want := map[platform.TEE]string{platform.SNP: "sev-snp-guest", platform.TDX: "tdx-guest"}[p.TEE()]
+			want := p.TEE().QEMUGuestObject()
 			if want != "" && !slices.Contains(q.ConfidentialTypes, want) {
 				return check.Failed("QEMU "+q.Version+" has no "+want+" object type", "use a QEMU built with "+strings.ToUpper(p.TEE().String())+" support (berth install ships one)", ev...)
 			}
-			if p.TEE() == platform.SNP && q.SEVError != "" {
+			if p.TEE().SEV() && q.SEVError != "" {
 				return check.Failed("QEMU says: "+q.SEVError, "fix the snp.* checks above", ev...)
 			}
 			msg := "QEMU " + q.Version + " (" + q.Binary + ") runs with KVM"
@@ -118,20 +121,20 @@ func hypervisorChecks() []check.Check {
 	}}
 }
 
-// teeVendorBuild reports whether a QEMU vendor string names a build that
-// carries the TEE's patches ahead of upstream (AMD's SNP branch, Canonical's
-// or Intel's TDX QEMU, Kata's static build); plain distribution packages do
-// not count.
-func teeVendorBuild(vendor string, tee platform.TEE) bool {
-	v := strings.ToLower(vendor)
-	if strings.Contains(v, "kata") {
-		return true
+// hypervisorBinary is the platform's hypervisor binary as discovery found
+// it, preferring the one under an install prefix (berth's, then
+// kata-deploy's): that is the binary the rendered configuration runs. A
+// host's own build (a distribution's QEMU in /usr/bin) answers only when
+// no prefix has one.
+func hypervisorBinary(f *facts.Facts, p platform.Platform) (facts.Binary, bool) {
+	name := p.Hypervisor().String()
+	for _, prefix := range prefixPaths() {
+		want := "/" + prefix + "/bin/" + p.HypervisorBinary()
+		for _, b := range f.Binaries {
+			if b.Name == name && b.Path == want {
+				return b, true
+			}
+		}
 	}
-	switch tee {
-	case platform.SNP:
-		return strings.Contains(v, "snp") || strings.Contains(v, "amdese") || strings.Contains(v, "sev")
-	case platform.TDX:
-		return strings.Contains(v, "tdx")
-	}
-	return false
+	return binary(f, name)
 }

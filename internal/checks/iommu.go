@@ -8,7 +8,7 @@ import (
 )
 
 func iommuChecks() []check.Check {
-	return []check.Check{{
+	return nodeArea([]check.Check{{
 		ID:        "iommu.enabled",
 		Title:     "if the IOMMU is enabled by the kernel",
 		Why:       "Passing a GPU to a VM with VFIO needs the IOMMU on, so that the device can only reach the guest's memory.",
@@ -39,5 +39,5 @@ func iommuChecks() []check.Check {
 			return check.Failed(f.IOMMU.ACPITable+" table present but no IOMMU groups: the kernel did not enable the IOMMU",
 				"add "+param+" iommu=pt to the kernel command line and reboot", ev...)
 		},
-	}}
+	}})
 }

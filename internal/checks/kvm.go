@@ -20,7 +20,7 @@ func vendorModule(f *facts.Facts) string {
 }
 
 func kvmChecks() []check.Check {
-	return []check.Check{{
+	return kvmHostArea([]check.Check{{
 		ID:        "kvm.module",
 		Title:     "for the KVM kernel modules",
 		Why:       "KVM is the kernel half of every hypervisor berth installs; kvm plus kvm_intel or kvm_amd must be loaded or built in.",
@@ -132,7 +132,7 @@ func kvmChecks() []check.Check {
 			}
 			return check.Ok("API 12, created a VM", ev...)
 		},
-	}}
+	}})
 }
 
 func present(m facts.Module) string {

@@ -9,8 +9,13 @@ import (
 )
 
 // sandboxMiB is what one pod of the platform takes from the host: its pod
-// overhead plus the guest's default memory.
-func sandboxMiB(p platform.Platform) int { return p.PodOverhead().MemoryMiB + p.DefaultMemoryMiB() }
+// overhead plus the guest's memory.
+func sandboxMiB(p platform.Platform) int { return p.PodOverhead().MemoryMiB + guestMiB(p) }
+
+// guestMiB is the memory of a sandbox VM whose containers set no limits:
+// default_memory, plus the default workload memory where VMs are sized
+// statically (confidential AKS: 256 + 1792 MiB).
+func guestMiB(p platform.Platform) int { return p.DefaultMemoryMiB() + p.StaticWorkloadMemoryMiB() }
 
 func memoryChecks() []check.Check {
 	return []check.Check{{
@@ -20,7 +25,7 @@ func memoryChecks() []check.Check {
 		Reads:     []string{"memory.totalKiB"},
 		Platforms: "all",
 		Remedies:  []string{"add memory or use a platform with a smaller overhead (GPU platforms need about 18 GiB per pod)"},
-		Applies:   check.Always(check.Blocking),
+		Applies:   onNode(check.Always(check.Blocking)),
 		Key:       keyMemory,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			need := uint64(sandboxMiB(p))
@@ -31,7 +36,7 @@ func memoryChecks() []check.Check {
 			case f.Memory.TotalKiB == 0:
 				return check.Unsure("total memory not reported", ev...)
 			case total < need:
-				return check.Failed(fmt.Sprintf("%d MiB of memory, one sandbox needs %d MiB (overhead %d + guest %d)", total, need, o, p.DefaultMemoryMiB()),
+				return check.Failed(fmt.Sprintf("%d MiB of memory, one sandbox needs %d MiB (overhead %d + guest %d)", total, need, o, guestMiB(p)),
 					"add memory or choose a platform with a smaller overhead", ev...)
 			case f.Memory.AvailableKiB == 0:
 				// Without MemAvailable the host may not have that much
@@ -52,7 +57,7 @@ func memoryChecks() []check.Check {
 		Reads:     []string{"memory.hugePages"},
 		Platforms: "all (warning)",
 		Remedies:  []string{"raise vm.nr_hugepages or the hugepages= kernel parameter, or stop using huge pages for sandboxes"},
-		Applies:   check.Always(check.Warning),
+		Applies:   onNode(check.Always(check.Warning)),
 		Run: func(f *facts.Facts) check.Result {
 			var configured bool
 			for _, h := range f.Memory.HugePages {

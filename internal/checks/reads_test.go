@@ -3,6 +3,7 @@ package checks_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -185,6 +186,7 @@ func declared(c check.Check) []string {
 // could read.
 func TestChecksReadWhatDiscoveryEmits(t *testing.T) {
 	hosts := fixtureFacts(t)
+	hosts["stratovirt-openvmm (hand-made)"] = vmmHost(t)
 	e := emittedOn(t, hosts)
 	plugged := &facts.Facts{Plugins: facts.Plugins{
 		Errors:   []facts.PluginError{{Name: "site", Message: "not executable"}},
@@ -217,6 +219,53 @@ func TestChecksReadWhatDiscoveryEmits(t *testing.T) {
 	if runtimeArea < 6 {
 		t.Errorf("only %d runtime checks", runtimeArea)
 	}
+}
+
+// vmmHost discovers a hand-made root with the two hypervisors no fixture
+// host has installed, StratoVirt (openEuler's package puts it in
+// /usr/bin, where Kata's Makefile STRATOVIRTPATH points) and OpenVMM
+// (under kata-deploy's /opt/kata/bin), with what their version flags
+// print: StratoVirt's argument parser answers -V with "StratoVirt
+// <version>" (util/src/arg_parser.rs show_version). It fails unless
+// discovery reports both binaries with their versions.
+func vmmHost(t *testing.T) *facts.Facts {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"usr/bin/stratovirt", "opt/kata/bin/openvmm"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("placeholder: never executed\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := `{"schemaVersion": 1, "commands": [
+		{"argv": ["/usr/bin/stratovirt", "-V"], "stdout": "StratoVirt 2.4.0\n", "exitCode": 0},
+		{"argv": ["/opt/kata/bin/openvmm", "--version"], "stdout": "openvmm 0.1.0\n", "exitCode": 0}]}`
+	if err := os.MkdirAll(filepath.Join(dir, ".berth"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".berth", "recorded.json"), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := hostfs.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := discover.Run(context.Background(), root, discover.Options{Now: func() time.Time { return time.Unix(0, 0) }})
+	want := map[string]string{"stratovirt": "2.4.0", "openvmm": "0.1.0"}
+	for _, b := range f.Binaries {
+		if v, ok := want[b.Name]; ok {
+			if b.Version != v {
+				t.Errorf("binaries.%s at %s: version %q, want %q", b.Name, b.Path, b.Version, v)
+			}
+			delete(want, b.Name)
+		}
+	}
+	for name := range want {
+		t.Errorf("discovery did not report binaries.%s", name)
+	}
+	return f
 }
 
 // TestRuntimeEvidenceIsFacts: the evidence of every runtime and snapshotter

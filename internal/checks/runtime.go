@@ -96,7 +96,7 @@ func runtimeChecks() []check.Check {
 			if !isContainerd(p) {
 				return 0, false
 			}
-			if p.Snapshotter() != platform.Overlayfs {
+			if p.Snapshotter().Dedicated() {
 				return check.Blocking, true
 			}
 			return check.Warning, true
@@ -198,7 +198,7 @@ func runtimeChecks() []check.Check {
 			if isContainerd(p) && !strings.Contains(h.RuntimeType, "kata") {
 				return check.Warned("handler "+h.Name+" has runtime_type "+h.RuntimeType+", not a Kata shim", "berth install rewrites it", ev...)
 			}
-			if want := p.Snapshotter(); isContainerd(p) && want != platform.Overlayfs && h.Snapshotter != want.String() {
+			if want := p.Snapshotter(); isContainerd(p) && want.Dedicated() && h.Snapshotter != want.String() {
 				return check.Warned("handler "+h.Name+" uses snapshotter "+orDefault(h.Snapshotter, "(default)")+", the platform needs "+want.String(), "berth install sets it", ev...)
 			}
 			return check.Ok("handler "+h.Name+" configured", ev...)

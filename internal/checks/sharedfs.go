@@ -7,7 +7,7 @@ import (
 )
 
 func sharedFSChecks() []check.Check {
-	return []check.Check{{
+	return nodeArea([]check.Check{{
 		ID:        "sharedfs.virtiofs.kernel",
 		Title:     "for virtio-fs/FUSE support in the kernel",
 		Why:       "Platforms that share the container image with the guest run virtiofsd, a vhost-user FUSE server; a kernel built without FUSE and virtio-fs support usually lacks the rest of that stack too.",
@@ -55,5 +55,5 @@ func sharedFSChecks() []check.Check {
 			}
 			return check.Failed("kernel built without 9p", "use a kernel with CONFIG_NET_9P", ev)
 		},
-	}}
+	}})
 }

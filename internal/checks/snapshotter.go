@@ -2,6 +2,7 @@ package checks
 
 import (
 	"slices"
+	"strings"
 
 	"berth.dev/berth/internal/check"
 	"berth.dev/berth/internal/facts"
@@ -12,7 +13,7 @@ func snapshotterChecks() []check.Check {
 	return []check.Check{{
 		ID:        "snapshotter.available",
 		Title:     "for the platform's snapshotter",
-		Why:       "Guest-pull platforms need the nydus snapshotter; Firecracker has no shared filesystem and needs a block-device snapshotter (devmapper or blockfile); GPU platforms use erofs.",
+		Why:       "Guest-pull platforms need the nydus snapshotter; Firecracker has no shared filesystem and needs a block-device snapshotter (devmapper or blockfile); GPU platforms use erofs; confidential AKS (kata-cc) uses tardev.",
 		Parent:    "runtime.present",
 		Reads:     []string{"runtimes.containerd.snapshotters"},
 		Platforms: "containerd platforms with a snapshotter other than overlayfs",
@@ -21,9 +22,10 @@ func snapshotterChecks() []check.Check {
 			"devmapper: create a thin pool and configure [plugins.\"io.containerd.snapshotter.v1.devmapper\"] pool_name, root_path, base_image_size",
 			"blockfile: configure [plugins.\"io.containerd.snapshotter.v1.blockfile\"] scratch_file and root_path",
 			"erofs: containerd >= 2.1 with the erofs snapshotter and CONFIG_EROFS_FS",
+			"tardev: create the AKS node pool with --workload-runtime KataCcIsolation (AKS installs tardev-snapshotter and its proxy plugin)",
 		},
 		Applies: check.When(check.Blocking, func(p platform.Platform) bool {
-			return isContainerd(p) && p.Snapshotter() != platform.Overlayfs
+			return isContainerd(p) && p.Snapshotter().Dedicated()
 		}),
 		Key: keySnapshotter,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
@@ -34,30 +36,35 @@ func snapshotterChecks() []check.Check {
 			if have {
 				return check.Ok(s.String()+" configured", ev...)
 			}
-			switch s {
-			case platform.Nydus:
-				if b, ok := binary(f, "nydus-snapshotter"); ok {
-					return check.Ok("nydus-snapshotter at "+b.Path, ev...)
+			// How the snapshotter gets onto a node is a row of
+			// platform's snapshotter table: who installs it, what it
+			// needs from containerd and the kernel.
+			st := s.Setup()
+			if st.Binary != "" {
+				if b, ok := binary(f, st.Binary); ok {
+					return check.Ok(st.Binary+" at "+b.Path, ev...)
 				}
-				return check.Warned("nydus snapshotter not installed yet", "berth install deploys nydus-snapshotter", ev...)
-			case platform.Devmapper:
-				return check.Failed("devmapper snapshotter not configured: "+p.Hypervisor().String()+" needs block-device rootfs",
-					"create an LVM or loop thin pool and configure the devmapper snapshotter (pool_name, root_path, base_image_size) in containerd", ev...)
-			case platform.Blockfile:
-				return check.Failed("blockfile snapshotter not configured", "configure the blockfile snapshotter (scratch_file, root_path) in containerd", ev...)
-			case platform.Erofs:
-				if u, ok := unknownOf(f, "runtimes.containerd.version", "kernel.config.EROFS_FS"); ok {
-					return check.Unsure("erofs snapshotter not configured, and whether this containerd and kernel can have it is not known", append(ev, u)...)
-				}
-				if v, ok := parseVersion(c.Version); ok && !v.atLeast(2, 1) {
-					return check.Failed("containerd "+v.String()+" has no erofs snapshotter (needs >= 2.1)", "upgrade containerd to 2.1 or newer", ev...)
-				}
-				if f.Kernel.Config["EROFS_FS"] == "n" {
-					return check.Failed("kernel built without EROFS", "use a kernel with CONFIG_EROFS_FS", ev...)
-				}
-				return check.Warned("erofs snapshotter not configured yet", "berth install enables the erofs snapshotter", ev...)
 			}
-			return check.Failed(s.String()+" snapshotter not configured", "configure it in containerd", ev...)
+			if st.MinContainerd != nil || st.KernelConfig != "" {
+				if u, ok := unknownOf(f, "runtimes.containerd.version", "kernel.config."+st.KernelConfig); ok {
+					return check.Unsure(s.String()+" snapshotter not configured, and whether this containerd and kernel can have it is not known", append(ev, u)...)
+				}
+				if v, ok := parseVersion(c.Version); ok && st.MinContainerd != nil && !v.atLeast(st.MinContainerd...) {
+					return check.Failed("containerd "+v.String()+" has no "+s.String()+" snapshotter (needs >= "+fmtVersion(st.MinContainerd...)+")",
+						"upgrade containerd to "+fmtVersion(st.MinContainerd...)+" or newer", ev...)
+				}
+				if st.KernelConfig != "" && f.Kernel.Config[st.KernelConfig] == "n" {
+					return check.Failed("kernel built without "+strings.TrimSuffix(st.KernelConfig, "_FS"), "use a kernel with CONFIG_"+st.KernelConfig, ev...)
+				}
+			}
+			msg := strings.ReplaceAll(st.Missing, "{hypervisor}", p.Hypervisor().String())
+			if msg == "" {
+				msg = s.String() + " snapshotter not configured"
+			}
+			if st.ByBerth {
+				return check.Warned(msg, st.Remedy, ev...)
+			}
+			return check.Failed(msg, orDefault(st.Remedy, "configure it in containerd"), ev...)
 		},
 	}}
 }

@@ -9,27 +9,15 @@ import (
 	"berth.dev/berth/platform"
 )
 
-// snpLine maps the CPU's product line to the attestation product name AMD's
-// key distribution service uses (Bergamo and Siena are Zen 4 like Genoa and
-// certify as Genoa); empty when the CPU has no SNP.
-func snpLine(pl string) string {
-	switch pl {
-	case "milan":
-		return "milan"
-	case "genoa", "bergamo", "siena":
-		return "genoa"
-	case "turin":
-		return "turin"
-	}
-	return ""
-}
-
 const snpASIDRemedy = "in the BIOS give ASIDs to SEV-ES/SNP: raise \"SEV-ES ASID space limit\" / \"minimum SEV non-ES ASID\" (or set \"SNP ASID count\") above 1, e.g. 100, and reboot; kvm_amd.sev_es/sev_snp then come on by themselves"
 
 const snpBIOSRemedy = "in the BIOS enable SMEE (Secure Memory Encryption), SEV-SNP support, SNP Memory Coverage and IOMMU, and set \"SEV-ES ASID space limit\" (minimum SEV non-ES ASID) above 1"
 
 func snpChecks() []check.Check {
-	snp := check.When(check.Blocking, isSNP)
+	// The CPU generation is the node's; the rest is the host side of
+	// SEV-SNP on KVM.
+	snpCPU := onNode(check.When(check.Blocking, isSNP))
+	snp := onKVMHost(check.When(check.Blocking, isSNP))
 	return []check.Check{{
 		ID:        "snp.cpu.generation",
 		Title:     "for an SEV-SNP capable AMD EPYC",
@@ -38,20 +26,20 @@ func snpChecks() []check.Check {
 		Reads:     []string{"cpu.vendor", "cpu.productLine"},
 		Platforms: "snp platforms",
 		Remedies:  []string{"use an AMD EPYC Milan, Genoa (Bergamo, Siena) or Turin host", "pick the platform whose product line matches the CPU (e.g. -genoa on a Genoa host)"},
-		Applies:   snp,
+		Applies:   snpCPU,
 		Key:       keyProductLine,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			ev := []check.Evidence{check.Ev("cpu.vendor", f.CPU.Vendor), check.Ev("cpu.productLine", f.CPU.ProductLine), check.Ev("cpu.modelName", f.CPU.ModelName)}
 			if f.CPU.Vendor != "amd" {
 				return check.Failed("not an AMD CPU ("+orDefault(f.CPU.VendorID, f.CPU.Vendor)+"): SEV-SNP needs AMD EPYC", "use an AMD EPYC Milan or newer host, or a TDX platform on Intel", ev...)
 			}
-			line := snpLine(f.CPU.ProductLine)
-			if line == "" {
+			line, ok := platform.ProductLineOfCPU(f.CPU.ProductLine)
+			if !ok {
 				return check.Failed("CPU "+orDefault(f.CPU.ProductLine, orDefault(f.CPU.ModelName, "unknown model"))+" has no SEV-SNP (needs EPYC Milan or newer)", "use an AMD EPYC Milan, Genoa or Turin host", ev...)
 			}
-			if want := p.ProductLine(); want != platform.AnyProductLine && want.String() != line {
+			if want := p.ProductLine(); want.Pinned() && want != line {
 				return check.Failed("platform is pinned to "+want.String()+" but this CPU is "+f.CPU.ProductLine,
-					"choose the "+line+" variant of the platform", ev...)
+					"choose the "+line.String()+" variant of the platform", ev...)
 			}
 			return check.Ok("EPYC "+f.CPU.ProductLine, ev...)
 		},

@@ -14,10 +14,10 @@ const sriovRemedy = "bind the virtual functions meant for Kata pods to vfio-pci 
 
 // canPassPCI holds for hypervisors with VFIO device passthrough:
 // Firecracker has none, so a VF cannot reach a kata-fc sandbox.
-func canPassPCI(p platform.Platform) bool { return p.Hypervisor() != platform.Firecracker }
+func canPassPCI(p platform.Platform) bool { return p.Hypervisor().PassesPCI() }
 
 func sriovChecks() []check.Check {
-	return []check.Check{{
+	return nodeArea([]check.Check{{
 		ID:    "sriov.vf.vfio",
 		Title: "if SR-IOV virtual functions are bound for passthrough",
 		Why: "A Kata sandbox takes a NIC virtual function through VFIO, so the VF must be bound to vfio-pci; a VF left on the " +
@@ -57,7 +57,7 @@ func sriovChecks() []check.Check {
 			}
 			return check.Failed(fmt.Sprintf("no virtual function is bound to vfio-pci: %s", strings.Join(other, ", ")), sriovRemedy, ev...)
 		},
-	}}
+	}})
 }
 
 // isVFIO accepts vfio-pci and its vendor variants (mlx5_vfio_pci ...).

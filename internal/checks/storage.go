@@ -39,24 +39,6 @@ const (
 // default and kata-deploy's.
 func prefixPaths() []string { return []string{"opt/berth", "opt/kata"} }
 
-// runtimeRoot is the container runtime's root on a distribution: where
-// images, snapshots and block-snapshotter layer files are written.
-func runtimeRoot(d platform.Distribution) string {
-	switch d {
-	case platform.K3s:
-		return "var/lib/rancher/k3s/agent/containerd"
-	case platform.RKE2:
-		return "var/lib/rancher/rke2/agent/containerd"
-	case platform.K0s:
-		return "var/lib/k0s/containerd"
-	case platform.MicroK8s:
-		return "var/snap/microk8s/common/var/lib/containerd"
-	case platform.OpenShift:
-		return "var/lib/containers/storage"
-	}
-	return "var/lib/containerd"
-}
-
 func filesystem(f *facts.Facts, path string) (facts.Filesystem, bool) {
 	for _, fs := range f.Storage.Filesystems {
 		if fs.Path == path {
@@ -85,8 +67,7 @@ func fsEvidence(fs facts.Filesystem) check.Evidence {
 // usesBlockPool holds for platforms whose sandboxes' disks come from a
 // devmapper thin pool or blockfile scratch files.
 func usesBlockPool(p platform.Platform) bool {
-	s := p.Snapshotter()
-	return isContainerd(p) && (s == platform.Devmapper || s == platform.Blockfile)
+	return isContainerd(p) && p.Snapshotter().Pooled()
 }
 
 func storageChecks() []check.Check {
@@ -137,17 +118,17 @@ func storageChecks() []check.Check {
 			"free space under the container runtime's root (crictl rmi --prune) or move it to a larger file system",
 			"with erofs or blockfile, keep at least one writable layer (10 GiB) free, or lower default_size in the snapshotter's config",
 		},
-		Applies: check.Always(check.Blocking),
+		Applies: onNode(check.Always(check.Blocking)),
 		Key:     check.ByDistribution | check.BySnapshotter,
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
-			root := runtimeRoot(p.Distribution())
+			root := p.Distribution().RuntimeRoot()
 			fs, ok := filesystem(f, root)
 			if !ok {
 				return check.Unsure("/"+root+" (the "+p.Distribution().String()+" runtime root) does not exist on this host", check.Ev("storage.filesystems", len(f.Storage.Filesystems)))
 			}
 			ev := fsEvidence(fs)
 			s := p.Snapshotter()
-			if (s == platform.Erofs || s == platform.Blockfile) && fs.FreeBytes < rwLayerBytes {
+			if s.LayerFiles() && fs.FreeBytes < rwLayerBytes {
 				return check.Failed(fmt.Sprintf("only %s free under /%s: less than one %s writable layer (%s)", gib(fs.FreeBytes), root, s, gib(rwLayerBytes)),
 					"free space under /"+root+" or lower default_size of the "+s.String()+" snapshotter", ev)
 			}
@@ -177,7 +158,7 @@ func storageChecks() []check.Check {
 				ok   bool
 				ev   []check.Evidence
 			)
-			if p.Snapshotter() == platform.Devmapper {
+			if p.Snapshotter().ThinPool() {
 				pool := ""
 				if c := f.Runtimes.Containerd; c != nil {
 					pool = c.DevmapperPool
@@ -198,7 +179,7 @@ func storageChecks() []check.Check {
 				}
 				what = "devmapper pool " + pool
 			} else {
-				root := runtimeRoot(p.Distribution())
+				root := p.Distribution().RuntimeRoot()
 				fs, found := filesystem(f, root)
 				if !found || fs.Device == "" {
 					return check.Unsure("no block device found under /"+root, check.Ev("storage.filesystems", len(f.Storage.Filesystems)))
@@ -221,7 +202,7 @@ func storageChecks() []check.Check {
 
 // poolReads are the facts storage.pool.remote reads on p.
 func poolReads(p platform.Platform) []string {
-	if p.Snapshotter() == platform.Devmapper {
+	if p.Snapshotter().ThinPool() {
 		return []string{"runtimes.containerd.devmapperPool"}
 	}
 	return []string{"storage.filesystems"}

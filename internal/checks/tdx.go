@@ -11,7 +11,10 @@ import (
 const tdxBIOSRemedy = "in the BIOS enable Memory Encryption (TME), Total Memory Encryption Multi-Tenant (TME-MT), TDX, the SEAM loader and a TME-MT/TDX key split > 0"
 
 func tdxChecks() []check.Check {
-	tdx := check.When(check.Blocking, isTDX)
+	// The CPU generation is the node's; the rest is the host side of TDX
+	// on KVM.
+	tdxCPU := onNode(check.When(check.Blocking, isTDX))
+	tdx := onKVMHost(check.When(check.Blocking, isTDX))
 	return []check.Check{{
 		ID:        "tdx.cpu.generation",
 		Title:     "for a TDX capable Intel Xeon",
@@ -20,7 +23,7 @@ func tdxChecks() []check.Check {
 		Reads:     []string{"cpu.vendor", "cpu.productLine"},
 		Platforms: "tdx platforms",
 		Remedies:  []string{"use an Intel Xeon Emerald Rapids, Granite Rapids or a TDX-enabled Sapphire Rapids SKU"},
-		Applies:   tdx,
+		Applies:   tdxCPU,
 		Run: func(f *facts.Facts) check.Result {
 			ev := []check.Evidence{check.Ev("cpu.vendor", f.CPU.Vendor), check.Ev("cpu.productLine", f.CPU.ProductLine)}
 			switch {
@@ -185,7 +188,7 @@ func tdxChecks() []check.Check {
 		Reads:     []string{"tee.sgx"},
 		Platforms: "tdx platforms (warning)",
 		Remedies:  []string{"enable SGX in the BIOS (with a PRMRR size), then install the Intel SGX DCAP quote generation service and register the platform"},
-		Applies:   check.When(check.Warning, isTDX),
+		Applies:   onKVMHost(check.When(check.Warning, isTDX)),
 		Run: func(f *facts.Facts) check.Result {
 			s := f.TEE.SGX
 			ev := []check.Evidence{check.Ev("tee.sgx.enclave", s.Enclave), check.Ev("tee.sgx.provision", s.Provision)}

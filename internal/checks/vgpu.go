@@ -29,7 +29,7 @@ func vgpuMode(g facts.GPU) string {
 }
 
 func vgpuChecks() []check.Check {
-	return []check.Check{{
+	return nodeArea([]check.Check{{
 		ID:    "gpu.vgpu",
 		Title: "if the GPU is not split into vGPUs",
 		Why: "The Kata GPU platforms give each sandbox a whole physical GPU through vfio-pci. A GPU the NVIDIA vGPU host driver has " +
@@ -64,7 +64,7 @@ func vgpuChecks() []check.Check {
 			// Only virtual functions: the physical GPU was not listed.
 			return check.Failed("only vGPU virtual functions found ("+strings.Join(vfs, ", ")+"), no whole GPU", vgpuRemedy, ev...)
 		},
-	}}
+	}})
 }
 
 // gpuChecksWithVGPU is the GPU area with gpu.vgpu before gpu.vfio: whether

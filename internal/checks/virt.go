@@ -49,7 +49,7 @@ func virtChecks() []check.Check {
 			"bare metal: enable Intel VT-x (\"Virtualization Technology\") or AMD-V (\"SVM Mode\") in the BIOS/UEFI setup",
 			"in a VM: run on bare metal, or enable nested virtualisation on the host that runs this VM (kvm_intel.nested=1 / kvm_amd.nested=1, or the cloud's nested-virtualisation instance type)",
 		},
-		Applies: check.Always(check.Blocking),
+		Applies: onNode(check.Always(check.Blocking)),
 		Run: func(f *facts.Facts) check.Result {
 			ev := []check.Evidence{check.Ev("cpu.flags", hwFlagsSeen(f)), check.Ev("virt.guest", f.Virt.Guest)}
 			if flag, ok := hwVirtFlag(f); ok {
@@ -100,7 +100,7 @@ func virtChecks() []check.Check {
 		Reads:     []string{"virt.guest"},
 		Platforms: "non-confidential platforms (warning)",
 		Remedies:  []string{"prefer bare-metal nodes for production sandboxes"},
-		Applies:   check.When(check.Warning, func(p platform.Platform) bool { return !p.Confidential() }),
+		Applies:   onNode(check.When(check.Warning, func(p platform.Platform) bool { return !p.Confidential() })),
 		Run: func(f *facts.Facts) check.Result {
 			ev := []check.Evidence{check.Ev("virt.guest", f.Virt.Guest), check.Ev("virt.hypervisor", f.Virt.Hypervisor)}
 			if yes(f.Virt.Guest) {
@@ -117,7 +117,7 @@ func virtChecks() []check.Check {
 		Reads:     []string{"virt.guest"},
 		Platforms: "confidential platforms (snp, tdx)",
 		Remedies:  []string{"run confidential platforms on bare-metal hosts (or cloud bare-metal instances such as EC2 .metal)"},
-		Applies:   check.When(check.Blocking, isConfidential),
+		Applies:   onKVMHost(check.When(check.Blocking, isConfidential)),
 		Run: func(f *facts.Facts) check.Result {
 			ev := []check.Evidence{check.Ev("virt.guest", f.Virt.Guest), check.Ev("virt.hypervisor", f.Virt.Hypervisor)}
 			if yes(f.Virt.Guest) {

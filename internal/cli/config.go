@@ -76,7 +76,7 @@ func (c *customFlags) add(cmd *cobra.Command) {
 // known.
 func (c customFlags) layout(p platform.Platform) (*platform.Layout, error) {
 	given := c.containerdConfig != "" || c.crioConfig != "" || c.unit != "" || c.socket != ""
-	if p.Distribution() != platform.Custom {
+	if !p.Distribution().UserLayout() {
 		if given {
 			return nil, UsageErr(fmt.Errorf("--containerd-config, --crio-config, --runtime-unit and --runtime-socket are for the custom distribution; %s keeps its runtime at known paths", p.Distribution()))
 		}

@@ -396,7 +396,7 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 		}
 	}
 	layoutOf := func(p platform.Platform) *platform.Layout {
-		if p.Distribution() == platform.Custom {
+		if p.Distribution().UserLayout() {
 			return custom
 		}
 		return nil
@@ -501,7 +501,7 @@ type restarter struct {
 func (r restarter) Restart(_ context.Context, p platform.Platform, res *configure.Result) error {
 	if !r.restart {
 		l, _ := p.Distribution().Layout()
-		if p.Distribution() == platform.Custom && r.custom != nil {
+		if p.Distribution().UserLayout() && r.custom != nil {
 			l = *r.custom
 		}
 		return r.g.reportNoRestart(res, l, p, "applied")

@@ -188,7 +188,7 @@ func explainText(w io.Writer, v explainView) error {
 	row("Hypervisor", fmt.Sprintf("%s - %s", v.Hypervisor, v.Hypervisor.Description()))
 	row("Kata runtime", fmt.Sprintf("%s - %s", v.KataRuntime, v.KataRuntime.Description()))
 	row("TEE", fmt.Sprintf("%s - %s", v.TEE, v.TEE.Description()))
-	if v.TEE == platform.SNP {
+	if v.TEE.HasProductLines() {
 		pl := v.ProductLine.String()
 		if pl == "" {
 			pl = "any"
@@ -217,7 +217,7 @@ func explainText(w io.Writer, v explainView) error {
 	row("Guest memory", fmt.Sprintf("%d MiB (default_memory)", v.DefaultMemoryMiB))
 	row("Shared fs", v.SharedFS)
 	pull := yesNo(v.GuestPull)
-	if v.GuestPull && v.Snapshotter == platform.Overlayfs {
+	if v.GuestPull && !v.Snapshotter.PullsInGuest() {
 		pull += " (experimental_force_guest_pull)"
 	}
 	row("Guest pull", pull)

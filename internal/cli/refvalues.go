@@ -93,7 +93,7 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 	if !p.Confidential() {
 		return UsageErr(fmt.Errorf("platform %s has no TEE: reference values exist only for SNP and TDX platforms (e.g. %s-qemu-snp or %s-qemu-tdx)", p, p.Distribution(), p.Distribution()))
 	}
-	if p.Hypervisor() != platform.QEMU {
+	if !p.MeasuredLaunch() {
 		return UsageErr(fmt.Errorf("platform %s uses %s: berth models the launch measurement of QEMU guests only", p, p.Hypervisor()))
 	}
 	changed := cmd.Flags().Changed
@@ -178,14 +178,7 @@ func snpRequest(f *refvaluesFlags, in bootInputs, line platform.ProductLine) (re
 	if req.GuestPolicy, err = refvalues.ParseHex(f.policy); err != nil {
 		return req, fmt.Errorf("--policy: %w", err)
 	}
-	switch line {
-	case platform.Milan:
-		req.ProductLine = refvalues.Milan
-	case platform.Genoa:
-		req.ProductLine = refvalues.Genoa
-	case platform.Turin:
-		req.ProductLine = refvalues.Turin
-	}
+	req.ProductLine = refvalues.ProductLineOf(line)
 	if f.vcpuType != "" {
 		vt, err := refvalues.ParseVCPUType(f.vcpuType)
 		if err != nil {
@@ -244,7 +237,7 @@ func manifestInputs(g *Globals, f *refvaluesFlags, p platform.Platform) (bootInp
 	if in.firmware, err = find("firmware", boot.Firmware); err != nil {
 		return in, err
 	}
-	if p.TEE() != platform.SNP {
+	if !p.TEE().MeasuresDirectBoot() {
 		return in, nil
 	}
 	if in.kernel, err = find("kernel", boot.Kernel); err != nil {

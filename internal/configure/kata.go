@@ -31,10 +31,7 @@ type Paths struct {
 // runtime's in bin/, the Rust runtime's in runtime-rs/bin/ (runtime-rs's
 // Makefile BINDIR, as in the kata-static release).
 func (ps Paths) Shim(p platform.Platform) string {
-	if p.KataRuntime() == platform.RustRuntime {
-		return path.Join(ps.Prefix, "runtime-rs/bin/containerd-shim-kata-v2")
-	}
-	return path.Join(ps.Prefix, "bin/containerd-shim-kata-v2")
+	return path.Join(ps.Prefix, p.KataRuntime().ShimPath())
 }
 
 // KataConfig is the Kata configuration file of platform p (one per
@@ -116,23 +113,10 @@ func kataTable(p platform.Platform, table string) []string {
 	return parts
 }
 
-// templateShimOf is the kata-deploy shim whose template p's configuration
-// starts from. Confidential AKS (Microsoft's kata-cc, no kata-deploy shim)
-// starts from the Hyper-V Cloud Hypervisor shim of the same runtime.
-func templateShimOf(p platform.Platform) string {
-	if s := p.Shim(); s != "" {
-		return s
-	}
-	if p.KataRuntime() == platform.RustRuntime {
-		return "clh-azure-runtime-rs"
-	}
-	return "clh-azure"
-}
-
 // kataKeys returns the keys KataConfig writes for p, in template order.
 func kataKeys(p platform.Platform, ps Paths) []kataKey {
 	keys := templateBase(p.KataRuntime())
-	set, drop := templateShim(templateShimOf(p))
+	set, drop := templateShim(p.TemplateShim())
 	keys = slices.DeleteFunc(keys, func(k kataKey) bool { return slices.Contains(drop, k.table+"."+k.key) })
 	keys = setKeys(keys, set)
 	keys = setKeys(keys, berthOverrides(p, ps, keys))
@@ -209,6 +193,16 @@ func berthOverrides(p platform.Platform, ps Paths, keys []kataKey) []kataKey {
 		set("hypervisor", "confidential_guest", true)
 		set("hypervisor", "sev_snp_guest", true)
 		set("hypervisor", "igvm", path.Join(prefixToken, "share/kata-containers/kata-containers-igvm.img"))
+		// As Contrast renders AKS-CLH-SNP (edgelesssys/contrast
+		// node-installer/internal/constants/constants.go, and
+		// platforms.go DefaultMemoryInMegaBytes): the VM is sized
+		// statically, 256 MiB for the guest plus the containers' limits,
+		// or the default workload memory when they set none; the tardev
+		// snapshotter shares nothing over virtio-fs.
+		set("hypervisor", "default_memory", p.DefaultMemoryMiB())
+		set("hypervisor", "shared_fs", p.SharedFS())
+		set("runtime", "static_sandbox_resource_mgmt", true)
+		set("runtime", "static_sandbox_default_workload_mem", p.StaticWorkloadMemoryMiB())
 	}
 	if p.Local() && p.Snapshotter() != p.DefaultSnapshotter() {
 		if v, ok := lookup(keys, "hypervisor", "shared_fs"); ok && v != p.SharedFS() {
@@ -218,7 +212,7 @@ func berthOverrides(p platform.Platform, ps Paths, keys []kataKey) []kataKey {
 			set("hypervisor", "shared_fs", p.SharedFS())
 		}
 	}
-	if p.GuestPull() && p.Snapshotter() != platform.Nydus {
+	if p.ForcedGuestPull() {
 		set("runtime", "experimental_force_guest_pull", true)
 	}
 	if p.Debug() {

@@ -145,7 +145,7 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 		return nil, fmt.Errorf("Kata configuration directory %q: expected an absolute path", d)
 	}
 	r := &Rendered{Platform: p, Handler: p.Handler()}
-	if p.Distribution() == platform.Custom {
+	if p.Distribution().UserLayout() {
 		l := t.Layout
 		r.Layout = &l
 	}

@@ -68,8 +68,10 @@ func TestKataConfigEveryPlatform(t *testing.T) {
 			for _, k := range keys {
 				// Confidential AKS runs Microsoft's Kata fork (kata-cc),
 				// which reads the SNP keys upstream's Cloud Hypervisor
-				// templates do not set.
-				forkKey := p.Shim() == "" && slices.Contains([]string{"confidential_guest", "sev_snp_guest", "igvm"}, k)
+				// templates do not set, and sizes its VMs with
+				// static_sandbox_default_workload_mem (as Contrast's
+				// AKS-CLH-SNP configuration does).
+				forkKey := p.Shim() == "" && slices.Contains([]string{"confidential_guest", "sev_snp_guest", "igvm", "static_sandbox_default_workload_mem"}, k)
 				if !slices.Contains(allowed, k) && !forkKey {
 					t.Errorf("%s: key %s.%s is not in Kata's configuration templates", p, table, k)
 				}
@@ -84,6 +86,15 @@ func TestKataConfigEveryPlatform(t *testing.T) {
 		}
 		if got := hv["default_memory"]; got != int64(p.DefaultMemoryMiB()) {
 			t.Errorf("%s: default_memory %v, want %d", p, got, p.DefaultMemoryMiB())
+		}
+		// Statically sized VMs (confidential AKS, as Contrast renders
+		// AKS-CLH-SNP) get the default workload memory on top.
+		if w := p.StaticWorkloadMemoryMiB(); w > 0 {
+			rt, _ := doc["runtime"].(map[string]any)
+			if rt["static_sandbox_resource_mgmt"] != true || rt["static_sandbox_default_workload_mem"] != int64(w) {
+				t.Errorf("%s: static_sandbox_resource_mgmt %v, static_sandbox_default_workload_mem %v, want true, %d",
+					p, rt["static_sandbox_resource_mgmt"], rt["static_sandbox_default_workload_mem"], w)
+			}
 		}
 		if got, _ := hv["confidential_guest"].(bool); got != p.Confidential() {
 			t.Errorf("%s: confidential_guest %v", p, got)

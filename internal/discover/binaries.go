@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io/fs"
@@ -19,9 +20,10 @@ import (
 // pathDirs are the PATH directories of a host, in the usual order.
 var pathDirs = []string{"usr/local/sbin", "usr/local/bin", "usr/sbin", "usr/bin", "sbin", "bin"}
 
-// kataDirs are the install prefixes of kata-deploy and the CoCo operator,
-// which bring their own hypervisors and shims.
-var kataDirs = []string{"opt/kata/bin", "opt/confidential-containers/bin"}
+// kataDirs are the install prefixes of berth install, kata-deploy and the
+// CoCo operator, which bring their own hypervisors and shims: the binaries
+// a platform's rendered configuration runs.
+var kataDirs = []string{"opt/berth/bin", "opt/kata/bin", "opt/confidential-containers/bin"}
 
 // distributionBinDirs are where distributions keep the containerd they
 // bundle, keyed by distribution name as in platform.Layouts.
@@ -48,6 +50,9 @@ type binarySpec struct {
 	// packages are the Debian packages that ship the component, tried in
 	// order.
 	packages []string
+	// versionFlag is the flag that prints the version, when it is not
+	// --version (StratoVirt's own argument parser takes -V).
+	versionFlag string
 }
 
 // versionParser extracts the version, and the distributor build when the
@@ -88,6 +93,12 @@ func binarySpecs(distribution string) []binarySpec {
 		{name: "cloud-hypervisor", files: in(kataPath, "cloud-hypervisor"), parse: parseCloudHypervisorVersion,
 			packages: []string{"cloud-hypervisor"}},
 		{name: "firecracker", files: in(kataPath, "firecracker"), parse: parseFirecrackerVersion},
+		// Kata's Makefiles point StratoVirt and OpenVMM at /usr/bin
+		// (STRATOVIRTPATH, OPENVMMPATH under PREFIXDEPS); kata-deploy and
+		// berth install them with the rest of the payload.
+		{name: "stratovirt", files: in(kataPath, "stratovirt"), parse: parseStratoVirtVersion,
+			versionFlag: "-V", packages: []string{"stratovirt"}},
+		{name: "openvmm", files: in(kataPath, "openvmm"), parse: parseOpenVMMVersion},
 		{name: "virtiofsd", files: append([]string{"usr/libexec/virtiofsd", "usr/lib/qemu/virtiofsd",
 			"opt/kata/libexec/virtiofsd", "opt/confidential-containers/libexec/virtiofsd"},
 			in(kataPath, "virtiofsd")...), parse: parseVirtiofsdVersion,
@@ -180,7 +191,7 @@ func binaryVersion(ctx context.Context, root hostfs.Root, lookup *staticLookup, 
 		return ""
 	}
 	parse := fb.spec.parse
-	argv := []string{b.Path, "--version"}
+	argv := []string{b.Path, cmp.Or(fb.spec.versionFlag, "--version")}
 	res, err := root.Run(ctx, argv...)
 	cmd := strings.Join(argv, " ")
 	switch {
@@ -214,6 +225,11 @@ func binaryVersion(ctx context.Context, root hostfs.Root, lookup *staticLookup, 
 // the root, or loops.
 func resolveInRoot(fsys hostfs.FS, p string) (string, bool) {
 	const maxHops = 40
+	// Most candidates do not exist: one resolution in the kernel says so
+	// for the price of one component's Lstat (what fails there fails below).
+	if _, err := fsys.Stat(p); err != nil {
+		return "", false
+	}
 	parts := strings.Split(p, "/")
 	cur := ""
 	hops := 0
@@ -273,6 +289,8 @@ var (
 	kataRtRe   = lazyre.New(`(?m)^kata-runtime\s*:\s*` + numVersion)
 	kataShimRe = lazyre.New(`Kata Containers containerd shim.*?version:\s*` + numVersion)
 	nydusRe    = lazyre.New(`(?m)^\s*Version:\s*` + numVersion)
+	stratoRe   = lazyre.New(`(?m)^StratoVirt\s+` + numVersion)
+	openvmmRe  = lazyre.New(`(?m)^openvmm\s+` + numVersion)
 )
 
 // parseQEMUVersion reads "QEMU emulator version 8.2.2 (Debian
@@ -293,6 +311,19 @@ func parseCloudHypervisorVersion(out string) (string, string, bool) {
 // parseFirecrackerVersion reads "Firecracker v1.10.1".
 func parseFirecrackerVersion(out string) (string, string, bool) {
 	return firstGroup(fcRe, out)
+}
+
+// parseStratoVirtVersion reads "StratoVirt 2.4.0", what StratoVirt's
+// argument parser prints for -V (util/src/arg_parser.rs show_version:
+// the program name, a space, the version).
+func parseStratoVirtVersion(out string) (string, string, bool) {
+	return firstGroup(stratoRe, out)
+}
+
+// parseOpenVMMVersion reads "openvmm 0.1.0" (clap's version line: the
+// program name and its version, with or without a leading v).
+func parseOpenVMMVersion(out string) (string, string, bool) {
+	return firstGroup(openvmmRe, out)
 }
 
 // parseVirtiofsdVersion reads the Rust virtiofsd's "virtiofsd backend

@@ -22,6 +22,8 @@ var versionParsers = []struct {
 	{"crio", parseCRIOVersion},
 	{"kata", parseKataVersion},
 	{"nydus", parseNydusVersion},
+	{"stratovirt", parseStratoVirtVersion},
+	{"openvmm", parseOpenVMMVersion},
 }
 
 func TestParseVersions(t *testing.T) {
@@ -54,6 +56,9 @@ func TestParseVersions(t *testing.T) {
 		{"kata shim go", parseKataVersion, `Kata Containers containerd shim (Golang): id: "io.containerd.kata.v2", version: 3.13.0, commit: 0e9b5f2` + "\n", "3.13.0", "", true},
 		{"kata shim rust", parseKataVersion, "Kata Containers containerd shim (Rust): id: io.containerd.kata.v2, version: 3.16.0, commit: abc\n", "3.16.0", "", true},
 		{"nydus", parseNydusVersion, "Version: \tv0.15.0\nRevision: \t2c5ae0a\nGo version: \tgo1.22.5\n", "0.15.0", "", true},
+		{"stratovirt -V", parseStratoVirtVersion, "StratoVirt 2.4.0\n", "2.4.0", "", true},
+		{"stratovirt help text", parseStratoVirtVersion, "A light kvm-based hypervisor.\n", "", "", false},
+		{"openvmm", parseOpenVMMVersion, "openvmm 0.1.0\n", "0.1.0", "", true},
 		{"empty", parseNydusVersion, "", "", "", false},
 	}
 	for _, tt := range tests {

@@ -58,7 +58,7 @@ func canonical(key, v string) (string, error) {
 		return t.String(), err
 	case "productLine":
 		p, err := platform.ParseProductLine(v)
-		if err == nil && p == platform.AnyProductLine {
+		if err == nil && !p.Pinned() {
 			return "", fmt.Errorf("%q is not a product line: list milan, genoa or turin, or leave productLine out to serve all", v)
 		}
 		return p.String(), err

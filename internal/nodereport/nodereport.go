@@ -251,11 +251,8 @@ func Labels(r *v1alpha1.Report) map[string]string {
 // select on), for clusters that run those classes without NFD. Empty
 // without a TEE.
 func KataDeployLabels(r *v1alpha1.Report) map[string]string {
-	switch TEE(r) {
-	case "snp":
-		return map[string]string{platform.SNP.NFDLabel(): "true"}
-	case "tdx":
-		return map[string]string{platform.TDX.NFDLabel(): "true"}
+	if t, err := platform.ParseTEE(TEE(r)); err == nil && t.NFDLabel() != "" {
+		return map[string]string{t.NFDLabel(): "true"}
 	}
 	return map[string]string{}
 }

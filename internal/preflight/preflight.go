@@ -72,22 +72,14 @@ func HostPlatforms(f *facts.Facts, all bool) []platform.Platform {
 	if all {
 		return platform.All()
 	}
-	dist := platform.Kubeadm
+	dist := platform.DefaultDistribution()
 	if d, err := platform.ParseDistribution(f.Distribution.Name); err == nil && f.Distribution.Name != "" {
 		dist = d
 	}
-	line := ""
-	switch f.CPU.ProductLine {
-	case "milan":
-		line = "milan"
-	case "genoa", "bergamo", "siena":
-		line = "genoa"
-	case "turin":
-		line = "turin"
-	}
+	line, _ := platform.ProductLineOfCPU(f.CPU.ProductLine)
 	var out []platform.Platform
 	for _, p := range platform.AllFor(dist) {
-		if pl := p.ProductLine(); pl != platform.AnyProductLine && pl.String() != line {
+		if pl := p.ProductLine(); pl.Pinned() && pl != line {
 			continue
 		}
 		if p.Snapshotter() != p.DefaultSnapshotter() {

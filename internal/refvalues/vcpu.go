@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"berth.dev/berth/platform"
 )
 
 // VCPUType is a QEMU CPU model as given to -cpu, with the CPUID signature
@@ -59,19 +61,39 @@ func ParseVCPUType(s string) (VCPUType, error) {
 	return VCPUType{}, fmt.Errorf("unknown vCPU type %q: expected one of %s, or a CPUID signature in hex (0x...)", s, strings.Join(names, ", "))
 }
 
-// ProductLine is an AMD EPYC generation with SEV-SNP. It decides the vCPU
-// signature and the layout of the TCB version.
+// ProductLine is an AMD EPYC generation with SEV-SNP, spelled as AMD
+// spells it in reference-value documents ("Milan"). It decides the vCPU
+// signature and the layout of the TCB version. The product lines
+// themselves are platform's (platform.ProductLine): this is their name in
+// the document.
 type ProductLine string
 
-// The SNP product lines.
+// The SNP product lines, for callers that name one.
 const (
 	Milan ProductLine = "Milan"
 	Genoa ProductLine = "Genoa"
 	Turin ProductLine = "Turin"
 )
 
+// ProductLineOf returns the document name of a platform product line, ""
+// for platform.AnyProductLine (one set of values per product line).
+func ProductLineOf(p platform.ProductLine) ProductLine { return ProductLine(p.Display()) }
+
 // ProductLines lists every SNP product line in release order.
-func ProductLines() []ProductLine { return []ProductLine{Milan, Genoa, Turin} }
+func ProductLines() []ProductLine {
+	var out []ProductLine
+	for _, p := range platform.ProductLines() {
+		out = append(out, ProductLineOf(p))
+	}
+	return out
+}
+
+// platformLine is the platform product line of p (AnyProductLine when p
+// names none).
+func (p ProductLine) platformLine() platform.ProductLine {
+	pl, _ := platform.ParseProductLine(string(p))
+	return pl
+}
 
 // VCPUType is the QEMU CPU model a guest on this product line is started
 // with by default.
@@ -92,7 +114,7 @@ type TCBField struct {
 // firmware ABI, TCB_VERSION structure): reading a Turin report with the
 // Milan layout silently yields wrong numbers.
 func (p ProductLine) TCBLayout() []TCBField {
-	if p == Turin {
+	if p.platformLine().TCBHasFMC() {
 		return []TCBField{{"fmc", 0}, {"bootloader", 1}, {"tee", 2}, {"snp", 3}, {"microcode", 7}}
 	}
 	return []TCBField{{"bootloader", 0}, {"tee", 1}, {"snp", 6}, {"microcode", 7}}

@@ -44,11 +44,8 @@ func WriteNFD(w io.Writer, r *Report, f *facts.Facts, expiry time.Time) error {
 	// its RuntimeClasses select on them; NFD accepts the
 	// *.feature.node.kubernetes.io namespaces without configuration, so
 	// nodes labelled by berth schedule kata-deploy's classes too.
-	switch tee {
-	case "snp":
-		fmt.Fprintf(&b, "%s=true\n", platform.SNP.NFDLabel())
-	case "tdx":
-		fmt.Fprintf(&b, "%s=true\n", platform.TDX.NFDLabel())
+	if t, err := platform.ParseTEE(tee); err == nil && t.NFDLabel() != "" {
+		fmt.Fprintf(&b, "%s=true\n", t.NFDLabel())
 	}
 	fmt.Fprintf(&b, "%skvm=%t\n", LabelPrefix, kvm)
 	if f.Virt.Guest != nil {

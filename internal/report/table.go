@@ -251,7 +251,7 @@ func family(p platform.Platform) string {
 	if p.Confidential() {
 		name += " + " + p.TEE().Display()
 	}
-	if p.Distribution() != platform.Kubeadm {
+	if p.Distribution() != platform.DefaultDistribution() {
 		name = p.Distribution().String() + ": " + name
 	}
 	return name
