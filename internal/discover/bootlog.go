@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"bytes"
 	"strings"
 
 	"berth.dev/berth/internal/hostfs"
@@ -69,6 +70,11 @@ func (s *session) bootLogCandidates() []string {
 // text, stripped of their timestamp or record header, at most maxBootLines.
 func filterBootLog(text string) []string {
 	var out []string
+	var low []byte // the line in lower case, reused: a kmsg holds thousands
+	keywords := make([][]byte, len(bootLogKeywords))
+	for i, k := range bootLogKeywords {
+		keywords[i] = []byte(k)
+	}
 	for len(text) > 0 && len(out) < maxBootLines {
 		var l string
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
@@ -81,7 +87,11 @@ func filterBootLog(text string) []string {
 			continue
 		}
 		l = strings.TrimSpace(stripLogPrefix(strings.TrimRight(l, "\r")))
-		if l == "" || !interestingBootLine(l) {
+		if l == "" {
+			continue
+		}
+		low = appendLowerASCII(low[:0], l)
+		if !interestingBootLine(low, keywords) {
 			continue
 		}
 		out = append(out, l)
@@ -89,34 +99,31 @@ func filterBootLog(text string) []string {
 	return out
 }
 
-// interestingBootLine reports whether l mentions one of bootLogKeywords,
-// ignoring case, without allocating for ASCII lines.
-func interestingBootLine(l string) bool {
-	for _, k := range bootLogKeywords {
-		if containsFold(l, k) {
+// interestingBootLine reports whether low, a line with ASCII letters in
+// lower case, mentions one of keywords (bootLogKeywords). Matching the
+// lowered line with bytes.Contains (vectorised) is several times faster
+// than a case-folding scan per keyword.
+func interestingBootLine(low []byte, keywords [][]byte) bool {
+	for _, k := range keywords {
+		if bytes.Contains(low, k) {
 			return true
 		}
 	}
 	return false
 }
 
-// containsFold is strings.Contains ignoring ASCII case; k is lower case.
-func containsFold(s, k string) bool {
-	n := len(k)
-outer:
-	for i := 0; i+n <= len(s); i++ {
-		for j := 0; j < n; j++ {
-			c := s[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != k[j] {
-				continue outer
-			}
+// appendLowerASCII appends s to dst with ASCII letters lowered; other
+// bytes (UTF-8 included) are kept as they are, so that only ASCII case is
+// ignored.
+func appendLowerASCII(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
 		}
-		return true
+		dst = append(dst, c)
 	}
-	return false
+	return dst
 }
 
 // stripLogPrefix removes a leading "[   12.345678] " dmesg timestamp, a

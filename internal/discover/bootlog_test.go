@@ -17,7 +17,10 @@ func TestFilterBootLog(t *testing.T) {
 		// keyword but must be kept (arch/x86/kernel/cpu/amd.c, feat_ctl.c).
 		"[    0.093507] SVM disabled (by BIOS) in MSR_VM_CR\n" +
 		"[    0.021000] x86/cpu: VMX (outside TXT) disabled by BIOS\n" +
-		"[    0.100000] smpboot: CPU0: AMD EPYC 7763 64-Core Processor\n"
+		"[    0.100000] smpboot: CPU0: AMD EPYC 7763 64-Core Processor\n" +
+		// Only ASCII case is ignored; other UTF-8 is kept as it is.
+		"[    0.200000] gerät: Kvm bereit\n" +
+		"[    0.300000] \u212aVM is a Kelvin sign, not a K\n"
 	got := filterBootLog(in)
 	want := []string{
 		"ccp 0000:01:00.5: SEV-SNP API:1.55 build:38",
@@ -26,6 +29,7 @@ func TestFilterBootLog(t *testing.T) {
 		"Jan  1 00:00:00 host kernel: virt/tdx: module initialized",
 		"SVM disabled (by BIOS) in MSR_VM_CR",
 		"x86/cpu: VMX (outside TXT) disabled by BIOS",
+		"gerät: Kvm bereit",
 	}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("got %q\nwant %q", got, want)

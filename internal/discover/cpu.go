@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/klauspost/cpuid/v2"
 
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/hostfs"
@@ -22,13 +19,6 @@ var cpuFlagsOfInterest = []string{
 	"avic", "ept", "ept_ad", "flexpriority", "hypervisor", "npt", "nrip_save",
 	"pdpe1gb", "sev", "sev_es", "sev_snp", "sgx", "sgx_lc", "sme",
 	"svm", "tdx_guest", "tdx_host_platform", "tme", "vmx", "vnmi", "vpid", "x2apic",
-}
-
-// cpuidFeaturesOfInterest are the CPUID features berth reports, by the
-// name cpuid/v2 gives them.
-var cpuidFeaturesOfInterest = []cpuid.FeatureID{
-	cpuid.HYPERVISOR, cpuid.SEV, cpuid.SEV_ES, cpuid.SEV_SNP, cpuid.SGX, cpuid.SGXLC,
-	cpuid.SME, cpuid.SVM, cpuid.TDX_GUEST, cpuid.TME, cpuid.VMX,
 }
 
 // cpuInfo is what parseCPUInfo extracts from proc/cpuinfo.
@@ -170,17 +160,12 @@ func (s *session) procCPUInfo() (cpuInfo, bool) {
 func (s *session) cpuidView() *facts.CPUID {
 	s.cpuidOnce.Do(func() {
 		if s.root.Live() {
-			if runtime.GOARCH != "amd64" && runtime.GOARCH != "386" {
+			if !haveCPUID {
 				s.unknownf("cpu.cpuid", "%s: no CPUID on %s", facts.ReasonMissing, runtime.GOARCH)
 				return
 			}
-			c := &facts.CPUID{HypervisorVendor: strings.TrimRight(cpuid.CPU.HypervisorVendorString, "\x00")}
-			for _, id := range cpuidFeaturesOfInterest {
-				if cpuid.CPU.Supports(id) {
-					c.Features = append(c.Features, id.String())
-				}
-			}
-			slices.Sort(c.Features)
+			c := &facts.CPUID{}
+			c.HypervisorVendor, c.Features = readCPUID()
 			hostfs.RecordProbe(s.root, "cpuid", c)
 			s.cpuid = c
 			return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -238,10 +239,18 @@ func gunzip(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer zr.Close()
-	out, err := io.ReadAll(io.LimitReader(zr, maxConfigSize+1))
-	if err != nil {
+	// The gzip trailer holds the size (modulo 2^32): one allocation
+	// instead of a buffer doubled a dozen times.
+	var buf bytes.Buffer
+	if len(b) >= 4 {
+		if size := binary.LittleEndian.Uint32(b[len(b)-4:]); size <= maxConfigSize {
+			buf.Grow(int(size) + bytes.MinRead)
+		}
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(zr, maxConfigSize+1)); err != nil {
 		return nil, err
 	}
+	out := buf.Bytes()
 	if len(out) > maxConfigSize {
 		return nil, fmt.Errorf("decompressed config larger than %d bytes", maxConfigSize)
 	}
@@ -257,18 +266,27 @@ func parseKernelConfig(b []byte) (map[string]string, error) {
 	for _, o := range configOfInterest {
 		cfg[o] = "n"
 	}
-	for n, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(strings.TrimRight(line, "\r"))
-		if line == "" || line[0] == '#' {
+	// Line by line over the bytes, converting only the values kept: a
+	// config has thousands of lines and berth wants a few dozen.
+	for n := 1; len(b) > 0; n++ {
+		var line []byte
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			line, b = b, nil
+		}
+		line = bytes.TrimSpace(bytes.TrimRight(line, "\r"))
+		if len(line) == 0 || line[0] == '#' {
 			continue
 		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || !strings.HasPrefix(k, "CONFIG_") || len(k) == len("CONFIG_") {
-			return nil, &lineError{line: n + 1, msg: "expected CONFIG_NAME=value"}
+		k, v, ok := bytes.Cut(line, []byte("="))
+		if !ok || !bytes.HasPrefix(k, []byte("CONFIG_")) || len(k) == len("CONFIG_") {
+			return nil, &lineError{line: n, msg: "expected CONFIG_NAME=value"}
 		}
 		name := k[len("CONFIG_"):]
-		if _, want := cfg[name]; want {
-			cfg[name] = strings.Trim(v, "\"")
+		// Indexing with string(bytes) does not allocate.
+		if _, want := cfg[string(name)]; want {
+			cfg[string(name)] = string(bytes.Trim(v, "\""))
 		}
 	}
 	return cfg, nil

@@ -118,3 +118,34 @@ func FuzzParseKernelConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestParseKernelConfig(t *testing.T) {
+	for _, tc := range []struct {
+		text    string
+		want    map[string]string // options of interest checked
+		wantErr string
+	}{
+		{"CONFIG_KVM=y\r\n# CONFIG_KVM_INTEL is not set\n\n  CONFIG_KVM_AMD=m  \nCONFIG_OTHER=\"x\"",
+			map[string]string{"KVM": "y", "KVM_INTEL": "n", "KVM_AMD": "m", "VFIO": "n"}, ""},
+		{"CONFIG_X86_SGX=\"quoted\"\nCONFIG_TUN=", map[string]string{"X86_SGX": "quoted", "TUN": ""}, ""},
+		{"CONFIG_KVM=y\n\nnot a config line\n", nil, "line 3: expected CONFIG_NAME=value"},
+		{"CONFIG_=y\n", nil, "line 1: expected CONFIG_NAME=value"},
+	} {
+		cfg, err := parseKernelConfig([]byte(tc.text))
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: error %v, want %q", tc.text, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.text, err)
+			continue
+		}
+		for k, v := range tc.want {
+			if cfg[k] != v {
+				t.Errorf("%q: %s = %q, want %q", tc.text, k, cfg[k], v)
+			}
+		}
+	}
+}

@@ -108,14 +108,37 @@ type confinedFS struct {
 	// says are not what the host had: truncated, or a FIFO, socket or
 	// device stored as an empty file. Reading them returns the error.
 	marked map[fileID]error
+	// noPseudo turns the kernel pseudo-file-system reads off (tests).
+	noPseudo bool
+	// pseudo holds the sys and proc directories of the root when they
+	// are the kernel's sysfs and procfs (see readPseudo).
+	pseudo [len(pseudoTops)]pseudoAnchor
+}
+
+// pseudoTops are the top directories of a root that a live host mounts
+// kernel pseudo file systems on, with the magic of each.
+var pseudoTops = [...]struct {
+	name  string
+	magic int64
+}{
+	{"sys", unix.SYSFS_MAGIC},
+	{"proc", unix.PROC_SUPER_MAGIC},
+}
+
+// pseudoAnchor is a directory handle of one of pseudoTops, opened on
+// first use; fd is -1 when the directory is not that pseudo file system.
+type pseudoAnchor struct {
+	once sync.Once
+	fd   int
 }
 
 type fileID struct{ dev, ino uint64 }
 
 // confineOptions choose the mechanisms; tests force the fallbacks.
 type confineOptions struct {
-	walk   bool
-	noProc bool
+	walk     bool
+	noProc   bool
+	noPseudo bool
 }
 
 var forced struct {
@@ -175,15 +198,27 @@ func newConfinedFS(dir string) (*confinedFS, error) {
 	opt := forced.opt
 	forced.Unlock()
 	return &confinedFS{
-		root:    f,
-		walk:    opt.walk || !haveOpenat2(),
-		noProc:  opt.noProc || procSelfFd() < 0,
-		maxFile: DefaultMaxFile,
+		root:     f,
+		walk:     opt.walk || !haveOpenat2(),
+		noProc:   opt.noProc || procSelfFd() < 0,
+		noPseudo: opt.noPseudo,
+		maxFile:  DefaultMaxFile,
 	}, nil
 }
 
-// close releases the root handle.
-func (c *confinedFS) close() error { return c.root.Close() }
+// close releases the root handle and the pseudo file-system anchors.
+func (c *confinedFS) close() error {
+	for i := range c.pseudo {
+		a := &c.pseudo[i]
+		// Mark the anchor used, so that a late read cannot open it again.
+		a.once.Do(func() { a.fd = -1 })
+		if a.fd >= 0 {
+			unix.Close(a.fd)
+			a.fd = -1
+		}
+	}
+	return c.root.Close()
+}
 
 // resolver names the mechanism in use, for tests and logs.
 func (c *confinedFS) resolver() string {
@@ -516,11 +551,24 @@ func (c *confinedFS) Lstat(name string) (fs.FileInfo, error) {
 // ReadLink implements fs.ReadLinkFS: the link's text as the host has it
 // (resolving it is the caller's business, inside the root).
 func (c *confinedFS) ReadLink(name string) (string, error) {
-	fd, fi, err := c.lookup("readlink", name, false)
+	if !validPath(name) {
+		return "", pathErr("readlink", name, fs.ErrInvalid)
+	}
+	fd, err := c.open(name, unix.O_PATH|unix.O_NOFOLLOW)
 	if err != nil {
-		return "", err
+		return "", pathErr("readlink", name, err)
 	}
 	defer unix.Close(fd)
+	// readlinkat on the handle answers for a symlink at once (PCI
+	// discovery reads two links per function); only what is not one is
+	// stat'ed, to say what it is.
+	if t, err := readlinkFd(fd); err == nil {
+		return t, nil
+	}
+	fi, err := fstatInfo(fd, name)
+	if err != nil {
+		return "", pathErr("readlink", name, err)
+	}
 	if fi.format() != syscall.S_IFLNK {
 		return "", pathErr("readlink", name, syscall.EINVAL)
 	}
@@ -618,12 +666,135 @@ func (c *confinedFS) ReadFileLimit(name string, limit int64) ([]byte, error) {
 	if limit <= 0 {
 		limit = c.maxFile
 	}
+	if b, ok, err := c.readPseudo(name, limit); ok {
+		return b, err
+	}
 	fd, fi, err := c.openRegularFd(name)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	return readLimited(fdReader(fd), name, fi.Size(), limit)
+	return readLimited(&fileReader{fd: fd, size: fi.Size()}, name, fi.Size(), limit)
+}
+
+// pseudoAnchorFd returns the handle of the directory i of pseudoTops, or
+// -1 when the root's directory of that name is not that pseudo file
+// system (a fixture, a snapshot, a host without it mounted). It is
+// resolved inside the root like any path, once per root.
+func (c *confinedFS) pseudoAnchorFd(i int) int {
+	a := &c.pseudo[i]
+	a.once.Do(func() {
+		a.fd = -1
+		fd, err := c.open(pseudoTops[i].name, unix.O_PATH|unix.O_DIRECTORY)
+		if err != nil {
+			return
+		}
+		var st unix.Statfs_t
+		if unix.Fstatfs(fd, &st) != nil || int64(st.Type) != pseudoTops[i].magic {
+			unix.Close(fd)
+			return
+		}
+		a.fd = fd
+	})
+	return a.fd
+}
+
+// readPseudo reads a file below the root's sys or proc when that is the
+// kernel's sysfs or procfs, in four system calls instead of seven: most
+// of discovery's reads are sysfs attributes of a few bytes.
+//
+// The file is opened for reading directly, without the O_PATH lookup and
+// fstat that keep devices and FIFOs from being opened, because none can
+// be reached: sysfs and procfs hold only directories, regular files and
+// symlinks, and openat2 with RESOLVE_BENEATH|RESOLVE_NO_XDEV resolves
+// below the anchor and inside its mount only (RESOLVE_NO_MAGICLINKS as
+// everywhere). O_NONBLOCK keeps a proc file that waits for data (kmsg)
+// from blocking. A path that would leave the mount (a file system mounted
+// below, as cgroup2 on sys/fs/cgroup, or a symlink out) fails with EXDEV
+// and is read the general way, so results are those of the general way.
+// ok is false when the fast path does not apply.
+func (c *confinedFS) readPseudo(name string, limit int64) (b []byte, ok bool, err error) {
+	if c.walk || c.noPseudo || len(c.marked) > 0 || !validPath(name) {
+		return nil, false, nil
+	}
+	top, rest, found := strings.Cut(name, "/")
+	if !found || rest == "" {
+		return nil, false, nil
+	}
+	i := -1
+	for j := range pseudoTops {
+		if pseudoTops[j].name == top {
+			i = j
+		}
+	}
+	if i < 0 {
+		return nil, false, nil
+	}
+	anchor := c.pseudoAnchorFd(i)
+	if anchor < 0 {
+		return nil, false, nil
+	}
+	how := unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	var fd int
+	for n := 0; ; n++ {
+		fd, err = unix.Openat2(anchor, rest, &how)
+		if err == unix.EINTR || (err == unix.EAGAIN && n < 64) {
+			continue
+		}
+		break
+	}
+	switch {
+	case err == unix.EXDEV:
+		return nil, false, nil
+	case err != nil:
+		return nil, true, pathErr("open", name, err)
+	}
+	defer unix.Close(fd)
+	r := &fileReader{fd: fd, sysfs: pseudoTops[i].magic == unix.SYSFS_MAGIC}
+	// One page first: a sysfs attribute is at most a page.
+	b, err = readLimitedCap(r, name, sysfsPage, limit)
+	if errors.Is(err, syscall.EISDIR) {
+		// As the general way says it (read, not open).
+		return nil, true, pathErr("read", name, syscall.EISDIR)
+	}
+	return b, true, err
+}
+
+// sysfsPage is the read size below which sysfs answers a file whole.
+const sysfsPage = 4096
+
+// fileReader reads a file opened for reading, saving the read that would
+// only return the end where the first read says it has read the whole
+// file: it returned less than it asked for, and either the file is a
+// sysfs attribute asked for at most a page (sysfs makes an attribute's
+// text whole with one call of its show function and hands it out as one
+// record; a binary attribute is read at most a page at a time), or the
+// file's size as fstat gave it (a regular file of a disk or tmpfs; proc,
+// sysfs and cgroup files give 0 or 4096 whatever they hold, and a read
+// that stops at 4096 with room for more is not taken for the end unless
+// it is sysfs).
+type fileReader struct {
+	fd    int
+	size  int64 // from fstat; 0 when unknown
+	sysfs bool
+	reads int
+	done  bool
+}
+
+func (r *fileReader) Read(p []byte) (int, error) {
+	if r.done {
+		return 0, io.EOF
+	}
+	n, err := fdReader(r.fd).Read(p)
+	r.reads++
+	if err == nil && r.reads == 1 && n > 0 && n < len(p) &&
+		((r.sysfs && len(p) <= sysfsPage) || (r.size > 0 && r.size != sysfsPage && int64(n) == r.size)) {
+		r.done = true
+	}
+	return n, err
 }
 
 // fdReader reads a raw descriptor (what os.File would do, without its
@@ -648,12 +819,17 @@ func (r fdReader) Read(p []byte) (int, error) {
 // readLimited reads r to its end, failing once it has more than limit
 // bytes; size is the size stat reported (a hint).
 func readLimited(r io.Reader, name string, size, limit int64) ([]byte, error) {
-	tooLarge := pathErr("read", name, &TooLargeError{Limit: limit})
 	if size > limit {
-		return nil, tooLarge
+		return nil, pathErr("read", name, &TooLargeError{Limit: limit})
 	}
+	return readLimitedCap(r, name, max(size+512, 512), limit)
+}
+
+// readLimitedCap is readLimited starting with a buffer of first bytes.
+func readLimitedCap(r io.Reader, name string, first, limit int64) ([]byte, error) {
+	tooLarge := pathErr("read", name, &TooLargeError{Limit: limit})
 	most := limit + 1
-	buf := make([]byte, 0, min(most, max(size+512, 512)))
+	buf := make([]byte, 0, min(most, first))
 	for {
 		if len(buf) == cap(buf) {
 			nb := make([]byte, len(buf), min(most, 2*int64(cap(buf))))

@@ -484,3 +484,153 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// TestPseudoFSReads compares reads below the live root's sys and proc,
+// which take the sysfs/procfs fast path when they are those file systems,
+// with the general way: the same bytes or the same error, magic links
+// refused, a file system mounted below (cgroup2 on sys/fs/cgroup) read
+// the general way. A fixture's plain sys directory never takes it.
+func TestPseudoFSReads(t *testing.T) {
+	var mounted [len(pseudoTops)]bool
+	for i, top := range pseudoTops {
+		var st unix.Statfs_t
+		mounted[i] = unix.Statfs("/"+top.name, &st) == nil && int64(st.Type) == top.magic
+	}
+	t.Logf("sysfs at /sys: %v, procfs at /proc: %v", mounted[0], mounted[1])
+	paths := []string{
+		"proc/sys/kernel/osrelease", "proc/cmdline", "proc/sys", "proc/nope",
+		"proc/self/fd/0", "proc/1/root/etc/os-release", "proc/self/cwd/x",
+		"sys/kernel", "sys/nope/x", "sys/devices/system/cpu/online",
+		"sys/kernel/mm/transparent_hugepage/enabled", "sys/fs/cgroup/cgroup.controllers",
+		"sys/module/kvm/parameters/nx_huge_pages", "sys/bus/pci/devices",
+		// Binary attributes, read a page at a time (DSDT is larger).
+		"sys/firmware/acpi/tables/DSDT", "sys/firmware/acpi/tables/FACP",
+		"proc/modules",
+	}
+	if devs, err := os.ReadDir("/sys/bus/pci/devices"); err == nil && len(devs) > 0 {
+		paths = append(paths, "sys/bus/pci/devices/"+devs[0].Name()+"/config",
+			"sys/bus/pci/devices/"+devs[0].Name()+"/vendor")
+	}
+	read := func(opt confineOptions) (map[string]string, *confinedFS) {
+		old := forceOptions(opt)
+		c, err := newConfinedFS("/")
+		forceOptions(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, p := range paths {
+			b, err := c.ReadFile(p)
+			if err != nil {
+				out[p] = "error: " + err.Error()
+			} else {
+				out[p] = string(b)
+			}
+		}
+		return out, c
+	}
+	fast, c := read(confineOptions{})
+	defer c.close()
+	general, g := read(confineOptions{noPseudo: true})
+	g.close()
+	for _, p := range paths {
+		if fast[p] != general[p] {
+			t.Errorf("%s: fast path %q, general way %q", p, fast[p], general[p])
+		}
+	}
+	for _, p := range []string{"proc/self/fd/0", "proc/1/root/etc/os-release"} {
+		// ELOOP, or EACCES before the link is reached.
+		if !strings.HasPrefix(fast[p], "error: ") {
+			t.Errorf("%s: magic link followed: %q", p, fast[p])
+		}
+	}
+	for i, top := range pseudoTops {
+		if got := c.pseudoAnchorFd(i) >= 0; got != mounted[i] && haveOpenat2() {
+			t.Errorf("%s: anchored %v, want %v (the kernel's pseudo file system is there)", top.name, got, mounted[i])
+		}
+	}
+	if mounted[1] && haveOpenat2() {
+		if _, ok, err := c.readPseudo("proc/sys/kernel/osrelease", 4096); !ok || err != nil {
+			t.Errorf("proc/sys/kernel/osrelease: fast path ok=%v err=%v, want it taken", ok, err)
+		}
+	}
+	var sysSt, cgSt unix.Stat_t
+	if mounted[0] && haveOpenat2() && unix.Stat("/sys", &sysSt) == nil && unix.Stat("/sys/fs/cgroup", &cgSt) == nil && sysSt.Dev != cgSt.Dev {
+		if _, ok, _ := c.readPseudo("sys/fs/cgroup/cgroup.controllers", 4096); ok {
+			t.Error("sys/fs/cgroup/cgroup.controllers: read through the sysfs anchor across a mount")
+		}
+	}
+
+	// A fixture's sys is a plain directory.
+	dir := t.TempDir()
+	mkTree(t, dir, map[string]string{"sys/kernel/x": "plain", "proc/cmdline": "quiet"})
+	fc, err := newConfinedFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.close()
+	for _, p := range []string{"sys/kernel/x", "proc/cmdline"} {
+		if _, ok, _ := fc.readPseudo(p, 4096); ok {
+			t.Errorf("%s of a plain directory root took the pseudo file-system path", p)
+		}
+		if b, err := fc.ReadFile(p); err != nil || (string(b) != "plain" && string(b) != "quiet") {
+			t.Errorf("%s: %q, %v", p, b, err)
+		}
+	}
+}
+
+// TestFileReader checks that the read of the end is saved only after a
+// short first read that is known to be the whole file (a sysfs attribute
+// of at most a page, or the size fstat gave), and that other files are
+// read to their end.
+func TestFileReader(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name        string
+		size, limit int
+		statSize    int64 // what the reader is told fstat said
+		sysfs       bool
+		reads       int
+	}{
+		{name: "sysfs short", size: 10, limit: 1 << 20, sysfs: true, reads: 1},
+		{name: "sysfs page-1", size: 4095, limit: 1 << 20, sysfs: true, reads: 1},
+		{name: "sysfs full page", size: 4096, limit: 1 << 20, sysfs: true, reads: 2},
+		{name: "sysfs binary", size: 9000, limit: 1 << 20, sysfs: true, reads: 4},
+		{name: "sysfs empty", size: 0, limit: 1 << 20, sysfs: true, reads: 1},
+		{name: "sysfs too large", size: 100, limit: 50, sysfs: true, reads: 1},
+		{name: "sized", size: 300, limit: 1 << 20, statSize: 300, reads: 1},
+		{name: "sized large", size: 70000, limit: 1 << 20, statSize: 70000, reads: 1},
+		{name: "grew after fstat", size: 300, limit: 1 << 20, statSize: 200, reads: 2},
+		{name: "proc-like size 0", size: 300, limit: 1 << 20, statSize: 0, reads: 2},
+		{name: "sysfs-like 4096", size: 300, limit: 1 << 20, statSize: 4096, reads: 2},
+	} {
+		p := filepath.Join(dir, tc.name)
+		want := bytes.Repeat([]byte("x"), tc.size)
+		if err := os.WriteFile(p, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := unix.Open(p, unix.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &fileReader{fd: fd, size: tc.statSize, sysfs: tc.sysfs}
+		var got []byte
+		if tc.sysfs {
+			got, err = readLimitedCap(r, "f", sysfsPage, int64(tc.limit))
+		} else {
+			got, err = readLimited(r, "f", tc.statSize, int64(tc.limit))
+		}
+		unix.Close(fd)
+		switch {
+		case tc.size > tc.limit:
+			if !errors.Is(err, ErrTooLarge) {
+				t.Errorf("%s: %v, want too large", tc.name, err)
+			}
+		case err != nil || !bytes.Equal(got, want):
+			t.Errorf("%s: %d bytes, %v", tc.name, len(got), err)
+		}
+		if r.reads != tc.reads {
+			t.Errorf("%s: %d reads, want %d", tc.name, r.reads, tc.reads)
+		}
+	}
+}

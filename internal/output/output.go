@@ -3,7 +3,6 @@
 package output
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -79,20 +78,17 @@ func render(w io.Writer, f Format, v any, table func(io.Writer) error, sgr bool)
 	}
 	switch f {
 	case JSON:
-		// What json.Encoder with SetIndent writes, but json.Indent sizes
-		// its buffer from the compact JSON at once, where the encoder
-		// grows it by doubling: for the 0.7 MB of `berth check --all` the
-		// copies cost as much as the indenting.
+		// What json.Encoder with SetIndent writes, indented by
+		// indentJSON into a buffer sized from the compact JSON at once
+		// (the encoder grows its buffer by doubling, and json.Indent
+		// validates every byte again).
 		b, err := json.Marshal(v)
 		if err != nil {
 			return err
 		}
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, b, "", "  "); err != nil {
-			return err
-		}
-		buf.WriteByte('\n')
-		_, err = w.Write(escapeJSONish(buf.Bytes()))
+		out := indentJSON(make([]byte, 0, 2*len(b)+1), b, "  ")
+		out = append(out, '\n')
+		_, err = w.Write(escapeJSONish(out))
 		return err
 	case YAML:
 		b, err := MarshalYAML(v)

@@ -9,6 +9,7 @@ package pciids
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -64,21 +65,24 @@ func Resolve(r io.Reader, want []ID) (Names, error) {
 	if len(wantVen) == 0 {
 		return n, nil
 	}
-	sc := bufio.NewScanner(r)
-	// 64 KiB reads: the database is 1.3 MB, read through the confined
-	// host root one system call per buffer.
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	lr := lineReader{r: r, buf: make([]byte, 64<<10)}
 	var (
 		cur    string // current vendor when it is wanted, else ""
 		key    [8]byte
 		seen   int // wanted vendors whose block has started
 		lineNo int
 	)
-	for sc.Scan() {
+	for {
+		if cur == "" {
+			// Device and subsystem lines of an unwanted vendor are most
+			// of the file: skipped without looking at them.
+			lineNo += lr.skipIndented()
+		}
+		line, ok := lr.next()
+		if !ok {
+			break
+		}
 		lineNo++
-		// Bytes, not Text: most of the 37k lines are skipped, and
-		// allocating a string for each costs more than the scan.
-		line := sc.Bytes()
 		if len(line) == 0 || line[0] == '#' {
 			continue
 		}
@@ -118,10 +122,101 @@ func Resolve(r io.Reader, want []ID) (Names, error) {
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return n, fmt.Errorf("pci.ids:%d: %w", lineNo+1, err)
+	if lr.err != nil {
+		return n, fmt.Errorf("pci.ids:%d: %w", lineNo+1, lr.err)
 	}
 	return n, nil
+}
+
+// lineReader splits a stream into lines in a buffer of its own, reading
+// more only when no whole line is left: a bufio.Scanner's call per line
+// was most of the time of a scan through the 37k lines.
+type lineReader struct {
+	r        io.Reader
+	buf      []byte
+	start    int // unread bytes are buf[start:end]
+	end      int
+	eof      bool
+	err      error // a read error, or bufio.ErrTooLong
+	lastLine bool  // the text does not end in a newline: the rest is a line
+}
+
+// fill reads more after the unread bytes, moving them to the front; it
+// reports whether anything was added.
+func (l *lineReader) fill() bool {
+	if l.eof || l.err != nil {
+		return false
+	}
+	if l.start > 0 {
+		l.end = copy(l.buf, l.buf[l.start:l.end])
+		l.start = 0
+	}
+	if l.end == len(l.buf) {
+		l.err = bufio.ErrTooLong // a line longer than maxLine
+		return false
+	}
+	for range 100 {
+		k, err := l.r.Read(l.buf[l.end:])
+		l.end += k
+		if err == io.EOF {
+			l.eof = true
+		} else if err != nil {
+			l.err = err
+		}
+		if k > 0 || l.eof || l.err != nil {
+			return k > 0
+		}
+	}
+	l.err = io.ErrNoProgress
+	return false
+}
+
+// next returns the next line without its newline (and a trailing "\r"),
+// valid until the following call; ok is false at the end of the text or
+// on an error (in l.err).
+func (l *lineReader) next() (line []byte, ok bool) {
+	for {
+		rest := l.buf[l.start:l.end]
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			l.start += i + 1
+			return bytes.TrimSuffix(rest[:i], []byte{'\r'}), true
+		}
+		if !l.fill() {
+			if l.err == nil && l.end > l.start {
+				// The last line, without a newline.
+				line = bytes.TrimSuffix(l.buf[l.start:l.end], []byte{'\r'})
+				l.start = l.end
+				return line, true
+			}
+			return nil, false
+		}
+	}
+}
+
+// skipIndented passes the lines that start with a tab and returns how
+// many it passed.
+func (l *lineReader) skipIndented() int {
+	n := 0
+	for {
+		rest := l.buf[l.start:l.end]
+		for len(rest) > 0 && rest[0] == '\t' {
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
+				break
+			}
+			rest = rest[i+1:]
+			n++
+		}
+		l.start = l.end - len(rest)
+		if len(rest) > 0 && rest[0] != '\t' {
+			return n
+		}
+		// An indented line continues past the buffer, or the buffer is
+		// used up: read on.
+		if !l.fill() {
+			return n
+		}
+	}
 }
 
 // entryID returns the lower-cased id that starts a vendor or device line
