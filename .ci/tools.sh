@@ -24,6 +24,11 @@ command -v qemu-system-x86_64 >/dev/null || pkgs+=(qemu-system-x86)
 # mount(8) sets up the private mount namespace containerd runs in for the
 # runtime configuration tests (internal/cri/critest.StartOnRoot).
 command -v mount >/dev/null || pkgs+=(mount)
+# The real node of internal/testnode: runc, the CNI bridge/host-local
+# plugins, ip(8) to delete its bridge.
+command -v runc >/dev/null || pkgs+=(runc)
+[ -x /usr/lib/cni/bridge ] || pkgs+=(containernetworking-plugins)
+command -v ip >/dev/null || pkgs+=(iproute2)
 if ((${#pkgs[@]})); then
   if [ "$(id -u)" != 0 ]; then
     echo "tools.sh: need root to install: ${pkgs[*]}" >&2; exit 1
@@ -90,9 +95,13 @@ echo "export BERTH_CONTAINERDS=\"$ctrs\"" >> "$envtmp"
 echo "export BERTH_CONTAINERD1=/usr/bin/containerd" >> "$envtmp"
 echo "export BERTH_CONTAINERD2=$ctr2" >> "$envtmp"
 
-# Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
-# kubectl) for the cluster-mode tests, built from tools/k8s; writes
+# Kubernetes control plane and node (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet, kubectl, and the runc
+# shim of the newest containerd 2.x) for the cluster-mode tests, built from tools/k8s; writes
 # KUBEBUILDER_ASSETS. See .ci/k8s.sh.
 BERTH_CACHE="$cache" bash .ci/k8s.sh "$envtmp"
+# Helm v4 for the chart tests (deploy/helm_test.go), built from tools/helm;
+# writes BERTH_HELM. See .ci/helm.sh.
+BERTH_CACHE="$cache" bash .ci/helm.sh "$envtmp"
 cp "$envtmp" "$envfile.tmp.$$"
 mv "$envfile.tmp.$$" "$envfile"

@@ -1,8 +1,10 @@
 // Package testenv starts a real Kubernetes control plane for integration
 // tests: etcd and kube-apiserver (and optionally kube-controller-manager for
-// garbage collection), built from source by `make tools` into the directory
-// KUBEBUILDER_ASSETS names, and run on loopback through controller-runtime's
-// envtest. The NodeReport CRD from deploy/ is installed before tests run.
+// garbage collection, and kube-scheduler and the node lifecycle controller
+// for the real nodes of internal/testnode), built from source by `make
+// tools` into the directory KUBEBUILDER_ASSETS names, and run on loopback
+// through controller-runtime's envtest. The NodeReport CRD from deploy/ is
+// installed before tests run.
 //
 // Start one control plane per test package from TestMain with Main: it is
 // ready in a few seconds but costs ~300 MB. A missing binary is a loud
@@ -19,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +58,15 @@ type Options struct {
 	// so ownerReferences cascade, namespaces finish terminating and
 	// ValidatingAdmissionPolicies get their type-checking status.
 	ControllerManager bool
+	// Workloads makes pods of workload controllers run as in a real
+	// cluster (implies ControllerManager): kube-controller-manager also
+	// runs the DaemonSet and Job controllers, the ServiceAccount
+	// controller (each namespace's default ServiceAccount) and the root CA
+	// publisher (the kube-root-ca.crt ConfigMap), and the API server's
+	// ServiceAccount admission plugin mounts every pod's token, so that a
+	// chart's DaemonSets, hook Jobs and their API clients run on a real
+	// node.
+	Workloads bool
 	// Log receives the control plane's output; nil discards it. Set
 	// KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT=true to see it on stdout.
 	Log io.Writer
@@ -68,11 +80,19 @@ type Env struct {
 	Assets string
 	// Kubeconfig is the path of a kubeconfig file for Admin (for kubectl).
 	Kubeconfig string
+	// KubeletClientCA is the path of the CA certificate that signs the
+	// client certificate the API server presents to kubelets: a kubelet
+	// trusting it (authentication.x509.clientCAFile) serves the API
+	// server's log and exec requests.
+	KubeletClientCA string
 
-	env    *envtest.Environment
-	tmp    string
-	kcm    *exec.Cmd
-	kcmErr chan error
+	env *envtest.Environment
+	tmp string
+	kcm *process
+
+	mu      sync.Mutex // guards sched and nodeCtl
+	sched   *process   // kube-scheduler, for real nodes
+	nodeCtl *process   // kube-controller-manager's node lifecycle controller
 }
 
 // Main starts a control plane, stores it in *env, runs the package's tests
@@ -152,6 +172,10 @@ func New(opts Options) (*Env, error) {
 		return nil, fmt.Errorf("creating the control plane's directory: %w", err)
 	}
 	e := &Env{Assets: assets, tmp: tmp}
+	if e.KubeletClientCA, err = kubeletClientCert(tmp); err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
 	// envtest logs through controller-runtime's logger, which otherwise
 	// prints a warning with a stack trace after 30 s.
 	crlog.SetLogger(logr.Discard())
@@ -178,8 +202,19 @@ func New(opts Options) (*Env, error) {
 	// NodeRestriction admission plugin. No controller creates default
 	// ServiceAccounts, so the ServiceAccount admission plugin stays off.
 	args.Set("authorization-mode", "Node", "RBAC")
-	args.Set("enable-admission-plugins", "NodeRestriction")
-	args.Set("disable-admission-plugins", "ServiceAccount")
+	if opts.Workloads {
+		args.Set("enable-admission-plugins", "NodeRestriction", "ServiceAccount")
+		// envtest's default disables it.
+		args.Disable("disable-admission-plugins")
+	} else {
+		args.Set("enable-admission-plugins", "NodeRestriction")
+		args.Set("disable-admission-plugins", "ServiceAccount")
+	}
+	args.Set("kubelet-client-certificate", filepath.Join(tmp, kubeletClientCertFile))
+	args.Set("kubelet-client-key", filepath.Join(tmp, kubeletClientKeyFile))
+	// A test node's hostname is its unique name, which no DNS resolves:
+	// logs and exec go to its address.
+	args.Set("kubelet-preferred-address-types", "InternalIP")
 	e.env = te
 
 	start := time.Now()
@@ -199,8 +234,8 @@ func New(opts Options) (*Env, error) {
 		_ = e.Stop()
 		return nil, fmt.Errorf("writing the admin kubeconfig: %w", err)
 	}
-	if opts.ControllerManager {
-		if err := e.startControllerManager(opts.Log); err != nil {
+	if opts.ControllerManager || opts.Workloads {
+		if err := e.startControllerManager(opts.Log, opts.Workloads); err != nil {
 			_ = e.Stop()
 			return nil, err
 		}
@@ -210,51 +245,90 @@ func New(opts Options) (*Env, error) {
 }
 
 // startControllerManager runs kube-controller-manager with just the
-// garbage collector and namespace controllers and waits until it serves.
-func (e *Env) startControllerManager(log io.Writer) error {
+// garbage collector and namespace controllers (and, for workloads, those
+// of Options.Workloads) and waits until it serves.
+func (e *Env) startControllerManager(log io.Writer, workloads bool) error {
 	if log == nil {
 		log = io.Discard
 	}
-	cmd := exec.Command(filepath.Join(e.Assets, "kube-controller-manager"),
-		"--kubeconfig="+e.Kubeconfig,
-		"--authentication-kubeconfig="+e.Kubeconfig,
-		"--authorization-kubeconfig="+e.Kubeconfig,
-		// The garbage collector cascades ownerReferences, the namespace
-		// controller finishes deletions, and the admission policy status
-		// controller reports CEL type-checking warnings of policies.
-		"--controllers=garbage-collector-controller,namespace-controller,validatingadmissionpolicy-status-controller",
+	// The garbage collector cascades ownerReferences, the namespace
+	// controller finishes deletions, and the admission policy status
+	// controller reports CEL type-checking warnings of policies.
+	controllers := "garbage-collector-controller,namespace-controller,validatingadmissionpolicy-status-controller"
+	args := []string{
+		"--kubeconfig=" + e.Kubeconfig,
+		"--authentication-kubeconfig=" + e.Kubeconfig,
+		"--authorization-kubeconfig=" + e.Kubeconfig,
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
 		"--concurrent-gc-syncs=5",
-	)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting kube-controller-manager: %w", err)
 	}
-	e.kcm = cmd
-	e.kcmErr = make(chan error, 1)
-	go func() { e.kcmErr <- cmd.Wait() }()
+	if workloads {
+		controllers += ",daemonset-controller,job-controller,serviceaccount-controller,root-ca-certificate-publisher-controller"
+		// The publisher copies this CA into every namespace's
+		// kube-root-ca.crt, which pods trust as the API server's.
+		ca := filepath.Join(e.tmp, "apiserver-ca.crt")
+		if err := os.WriteFile(ca, e.Admin.CAData, 0o644); err != nil {
+			return fmt.Errorf("writing the API server's CA: %w", err)
+		}
+		args = append(args, "--root-ca-file="+ca)
+	}
+	cmd := exec.Command(filepath.Join(e.Assets, "kube-controller-manager"), append(args, "--controllers="+controllers)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	p, err := startProcess(cmd, "kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	e.kcm = p
+	return nil
+}
+
+// process is a control plane component envtest does not manage.
+type process struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startProcess starts cmd and gives it half a second to fail on its flags.
+func startProcess(cmd *exec.Cmd, name string) (*process, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
 	select {
-	case err := <-e.kcmErr:
-		e.kcm = nil
-		return fmt.Errorf("kube-controller-manager exited at start: %v", err)
+	case err := <-p.done:
+		return nil, fmt.Errorf("%s exited at start: %v", name, err)
 	case <-time.After(500 * time.Millisecond):
-		return nil
+		return p, nil
+	}
+}
+
+// stop interrupts the process and kills it if it has not exited after 10 s.
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
 	}
 }
 
 // Stop stops the control plane and removes its files.
 func (e *Env) Stop() error {
 	var errs []error
-	if e.kcm != nil {
-		_ = e.kcm.Process.Signal(os.Interrupt)
-		select {
-		case <-e.kcmErr:
-		case <-time.After(10 * time.Second):
-			_ = e.kcm.Process.Kill()
-			<-e.kcmErr
+	e.mu.Lock()
+	for _, p := range []**process{&e.sched, &e.nodeCtl} {
+		if *p != nil {
+			(*p).stop()
+			*p = nil
 		}
+	}
+	e.mu.Unlock()
+	if e.kcm != nil {
+		e.kcm.stop()
 		e.kcm = nil
 	}
 	if e.env != nil {
