@@ -1,5 +1,5 @@
 // Command berth-cluster is berth with the commands that talk to a Kubernetes
-// API server or a CRI socket: agent (the DaemonSet), fleet, verify and
+// API server or a CRI socket: agent (the DaemonSet), node-installer, fleet, verify and
 // runtimeclasses, besides every host command. berth runs it for those
 // commands; the agent's image ships it as /berth.
 package main

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"berth.dev/berth/api/v1alpha1"
+	"berth.dev/berth/internal/nodelabels"
 	"berth.dev/berth/internal/nodereport"
 	"berth.dev/berth/internal/preflight"
 )
@@ -252,7 +253,7 @@ func (a *Agent) syncOnce(ctx context.Context, d *desired) error {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, node); err != nil {
 		return fmt.Errorf("decoding node %s: %w", name, err)
 	}
-	if labelsDiffer(node.Labels, d.labels, ownedLabels(node)) {
+	if nodelabels.Differ(node.Labels, d.labels, nodelabels.Owned(node, v1alpha1.FieldManager), isOwnLabel) {
 		labels := make(map[string]any, len(d.labels))
 		for k, v := range d.labels {
 			labels[k] = v
@@ -305,51 +306,6 @@ func (a *Agent) wrote(what string) {
 	if m := a.cfg.Metrics; m != nil {
 		m.Publishes.WithLabelValues(what).Inc()
 	}
-}
-
-// labelsDiffer reports whether the node lacks a desired label value, or
-// still carries a berth.dev/ label that this agent applied earlier and no
-// longer wants (a platform dropped from the evaluation): applying without
-// it removes it. A label someone else set is not the agent's to remove (an
-// apply would leave it, and comparing on it would write every interval).
-func labelsDiffer(have, want map[string]string, owned map[string]bool) bool {
-	for k, v := range want {
-		if hv, ok := have[k]; !ok || hv != v {
-			return true
-		}
-	}
-	for k := range have {
-		if _, ok := want[k]; !ok && owned[k] && isOwnLabel(k) {
-			return true
-		}
-	}
-	return false
-}
-
-// ownedLabels are the labels the agent's field manager owns on the node
-// (from managedFields), i.e. those its next apply removes when it omits
-// them.
-func ownedLabels(node *corev1.Node) map[string]bool {
-	owned := map[string]bool{}
-	for _, mf := range node.ManagedFields {
-		if mf.Manager != v1alpha1.FieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
-			continue
-		}
-		var f struct {
-			Metadata struct {
-				Labels map[string]json.RawMessage `json:"f:labels"`
-			} `json:"f:metadata"`
-		}
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &f); err != nil {
-			continue
-		}
-		for k := range f.Metadata.Labels {
-			if name, ok := strings.CutPrefix(k, "f:"); ok {
-				owned[name] = true
-			}
-		}
-	}
-	return owned
 }
 
 func isOwnLabel(k string) bool {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"berth.dev/berth/api/v1alpha1"
+	"berth.dev/berth/internal/nodelabels"
 	"berth.dev/berth/internal/nodereport"
 )
 
@@ -61,8 +62,8 @@ func TestLabelsDiffer(t *testing.T) {
 		{"kata-deploy label set by NFD", withWant("intel.feature.node.kubernetes.io/tdx"), false},
 	} {
 		owned := map[string]bool{nodereport.PlatformLabelPrefix + "gone": true, "amd.feature.node.kubernetes.io/snp": true}
-		if got := labelsDiffer(tc.have, want, owned); got != tc.diff {
-			t.Errorf("%s: labelsDiffer = %v, want %v", tc.name, got, tc.diff)
+		if got := nodelabels.Differ(tc.have, want, owned, isOwnLabel); got != tc.diff {
+			t.Errorf("%s: Differ = %v, want %v", tc.name, got, tc.diff)
 		}
 	}
 }
@@ -74,7 +75,7 @@ func TestOwnedLabels(t *testing.T) {
 		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate,
 			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:berth.dev/platform.x":{}}}}`)}},
 	}}}
-	got := ownedLabels(node)
+	got := nodelabels.Owned(node, v1alpha1.FieldManager)
 	if len(got) != 2 || !got["berth.dev/tee"] || !got["berth.dev/kvm"] {
 		t.Errorf("owned %v", got)
 	}

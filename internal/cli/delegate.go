@@ -20,6 +20,7 @@ import (
 var delegated = []struct{ name, short string }{
 	{"agent", "Run as the node agent (DaemonSet): publish this node's report to the cluster"},
 	{"fleet", "Show every node's platforms from the agents' reports"},
+	{"node-installer", "Install the chosen platforms on this node, or clean them up (DaemonSet)"},
 	{"runtimeclasses", "Print the RuntimeClass objects of platforms"},
 	{"verify", "Prove a platform's runtime handler is live over CRI (and on the Node)"},
 }

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -67,17 +66,7 @@ func runUninstall(ctx context.Context, g *Globals, fl installFlags, purgeCache, 
 		defer c.Close()
 		cache = c
 	}
-	var plats []string
-	for _, r := range []*install.Record{st.Current, st.Previous} {
-		if r == nil {
-			continue
-		}
-		for _, p := range r.Platforms {
-			if !slices.Contains(plats, p) {
-				plats = append(plats, p)
-			}
-		}
-	}
+	plats := st.Platforms()
 	if !keepConfig && len(plats) > 0 {
 		e, closeEditor, err := g.openConfigEditor()
 		defer closeEditor()

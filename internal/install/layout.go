@@ -34,6 +34,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -262,6 +263,24 @@ type Status struct {
 	Prefix   string  `json:"prefix"`
 	Current  *Record `json:"current,omitempty"`
 	Previous *Record `json:"previous,omitempty"`
+}
+
+// Platforms are the platforms the current and the previous installation
+// serve, each once: what an uninstall must remove the runtime
+// configuration of, since a rollback may have left either in use.
+func (s *Status) Platforms() []string {
+	var out []string
+	for _, r := range []*Record{s.Current, s.Previous} {
+		if r == nil {
+			continue
+		}
+		for _, p := range r.Platforms {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // Status reads current and previous; a missing installation is nil. A

@@ -1,5 +1,5 @@
 // Package clustercmd holds the commands that talk to a Kubernetes API server
-// or a CRI socket: agent, fleet, verify and runtimeclasses. Only the
+// or a CRI socket: agent, node-installer, fleet, verify and runtimeclasses. Only the
 // berth-cluster binary links it, so that berth's host commands start without
 // client-go and gRPC.
 package clustercmd
@@ -17,7 +17,7 @@ import (
 // install verify in-process.
 func Wiring() cli.Wiring {
 	return cli.Wiring{
-		Commands: []func(*cli.Globals) *cobra.Command{newAgentCmd, newFleetCmd, newRuntimeClassesCmd, newVerifyCmd},
+		Commands: []func(*cli.Globals) *cobra.Command{newAgentCmd, newFleetCmd, newNodeInstallerCmd, newRuntimeClassesCmd, newVerifyCmd},
 		Verify: func(ctx context.Context, g *cli.Globals, p platform.Platform) error {
 			v := newVerifyCmd(g)
 			v.SetArgs([]string{"--platform", p.String()})

@@ -1,0 +1,344 @@
+package nodeinstall
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"berth.dev/berth/internal/manifest"
+	"berth.dev/berth/internal/testenv"
+	"berth.dev/berth/internal/treetest"
+	"berth.dev/berth/internal/upstreamtest"
+)
+
+// env is the package's control plane (a real etcd and kube-apiserver).
+var env *testenv.Env
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{}, &env)) }
+
+func dynClient(t *testing.T) dynamic.Interface {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(env.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dyn
+}
+
+// The RBAC the agreed interface grants (deploy/ must grant no less): the
+// node-installer's and the teardown Job's. Tests run them with exactly
+// these rules, so a call the chart would forbid fails here too.
+var (
+	installerRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+	}
+	teardownRules = []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}},
+	}
+)
+
+// clientAs is a client for user, who may do exactly what rules allow
+// (a ClusterRole bound to the user; RBAC takes a moment to apply, so it
+// waits until a first allowed request passes).
+func clientAs(t *testing.T, user string, rules []rbacv1.PolicyRule) dynamic.Interface {
+	t.Helper()
+	ctx := context.Background()
+	cs := testenv.Clientset(t, env.Admin)
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rules[0]
+	gvr := schema.GroupVersionResource{Group: r.APIGroups[0], Version: "v1", Resource: r.Resources[0]}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		if r.Verbs[0] == "get" {
+			_, err = dyn.Resource(gvr).Namespace("").Get(ctx, "no-such-object", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				err = nil
+			}
+		} else {
+			_, err = dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		}
+		if err == nil {
+			return dyn
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("RBAC for %s not in effect: %v", user, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// createNode creates a Node object with the given labels (set by the
+// test's own field manager).
+func createNode(t *testing.T, dyn dynamic.Interface, name string, labels map[string]string) {
+	t.Helper()
+	node := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}, ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(nodesResource).Create(context.Background(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{FieldManager: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dyn.Resource(nodesResource).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+func nodeLabels(t *testing.T, dyn dynamic.Interface, name string) map[string]string {
+	t.Helper()
+	u, err := dyn.Resource(nodesResource).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.GetLabels()
+}
+
+func nodeAnnotations(t *testing.T, dyn dynamic.Interface, name string) map[string]string {
+	t.Helper()
+	u, err := dyn.Resource(nodesResource).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.GetAnnotations()
+}
+
+// nodeEvents are the Events recorded on the node, by reason.
+func nodeEvents(t *testing.T, dyn dynamic.Interface, node string) map[string][]corev1.Event {
+	t.Helper()
+	l, err := dyn.Resource(eventsResource).Namespace(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]corev1.Event{}
+	for _, u := range l.Items {
+		var ev corev1.Event
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ev); err != nil {
+			t.Fatal(err)
+		}
+		out[ev.Reason] = append(out[ev.Reason], ev)
+	}
+	return out
+}
+
+// copyFixture copies a fixture host into a fresh directory under the
+// temporary directory (not under /etc, /var, /run or /opt, which the test
+// containerd's namespace hides).
+func copyFixture(t *testing.T, name string) string {
+	t.Helper()
+	root := shortDir(t)
+	treetest.Copy(t, filepath.Join(upstreamtest.RepoRoot(t), "testdata/hosts", name), root)
+	return root
+}
+
+// contentTree describes every entry under dir by content, not time: a
+// file's mode and SHA-256, a symlink's target, a directory's mode. Equal
+// trees hold the same bytes at the same paths: what "restored byte for
+// byte" means (a restored file is rewritten, so its mtime is new).
+func contentTree(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			lines = append(lines, fmt.Sprintf("%s %v -> %s", rel, fi.Mode(), target))
+		case fi.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(data)
+			lines = append(lines, fmt.Sprintf("%s %v %x", rel, fi.Mode(), sum[:8]))
+		default:
+			lines = append(lines, fmt.Sprintf("%s %v", rel, fi.Mode()))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// diffLines lists the lines only in a and only in b.
+func diffLines(a, b string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	ma, mb := in(a), in(b)
+	var out []string
+	for l := range ma {
+		if !mb[l] {
+			out = append(out, "- "+l)
+		}
+	}
+	for l := range mb {
+		if !ma[l] {
+			out = append(out, "+ "+l)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+// testRelease is a generated release: the files a Kata install of QEMU
+// (with and without SNP) takes, with real digests. The manifest's own URLs
+// lead to a closed port; the files are on a loopback in-cluster mirror
+// (UseMirror), by name and by sha256/<hex>, which counts requests.
+type testRelease struct {
+	files    map[string][]byte
+	manifest *manifest.Manifest
+	requests atomic.Int64
+	// byDigest counts requests by sha256/<hex>.
+	byDigest atomic.Int64
+	url      string
+}
+
+func newTestRelease(t *testing.T) *testRelease { return newTestReleaseVersion(t, "1.0.0") }
+
+// newTestReleaseVersion is release version ver: other bytes, other digests.
+func newTestReleaseVersion(t *testing.T, ver string) *testRelease {
+	t.Helper()
+	r := &testRelease{files: map[string][]byte{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.requests.Add(1)
+		name := strings.TrimPrefix(req.URL.Path, "/")
+		if hexSum, ok := strings.CutPrefix(name, "sha256/"); ok {
+			r.byDigest.Add(1)
+			for n, data := range r.files {
+				if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) == hexSum {
+					name = n
+				}
+			}
+		}
+		data, ok := r.files[name]
+		if !ok {
+			http.NotFound(w, req)
+			return
+		}
+		http.ServeContent(w, req, req.URL.Path, time.Time{}, bytes.NewReader(data))
+	}))
+	t.Cleanup(srv.Close)
+	r.url = srv.URL
+	blob := func(name string, n int) []byte {
+		seed := sha256.Sum256([]byte(name + "@" + ver))
+		var b []byte
+		for len(b) < n {
+			seed = sha256.Sum256(seed[:])
+			b = append(b, seed[:]...)
+		}
+		return b[:n]
+	}
+	var y strings.Builder
+	fmt.Fprintf(&y, "apiVersion: berth.dev/manifest/v1\nname: kata-node-test\nversion: %q\ncomponents:\n", ver)
+	add := func(name, serves, rest string, data []byte) {
+		r.files[name] = data
+		sum := sha256.Sum256(data)
+		fmt.Fprintf(&y, "  - name: %s\n    version: \"1\"\n    sources: [http://127.0.0.1:9/unplugged/%s]\n    sha256: %s\n    size: %d\n%s", name, name, hex.EncodeToString(sum[:]), len(data), rest)
+		if serves != "" {
+			fmt.Fprintf(&y, "    serves: %s\n", serves)
+		}
+	}
+	add("containerd-shim-kata-v2", "", "    path: bin/containerd-shim-kata-v2\n    mode: \"0755\"\n", blob("shim", 120_000))
+	add("qemu", "{hypervisor: qemu}", "    path: bin/qemu-system-x86_64\n    mode: \"0755\"\n", blob("qemu", 90_000))
+	add("kernel", "{tee: none}", "    role: kernel\n    path: share/kata-containers/vmlinuz.container\n    mode: \"0644\"\n", blob("kernel", 50_000))
+	add("ovmf-amdsev", "{hypervisor: qemu, tee: snp}", "    role: firmware\n    path: share/ovmf/AMDSEV.fd\n    mode: \"0644\"\n", blob("ovmf", 40_000))
+	add("kernel-confidential", "{tee: [snp, tdx]}", "    role: kernel\n    path: share/kata-containers/vmlinuz-confidential.container\n    mode: \"0644\"\n", blob("kconf", 50_000))
+	var raw bytes.Buffer
+	tw := tar.NewWriter(&raw)
+	cfg := blob("config", 2000)
+	tw.WriteHeader(&tar.Header{Name: "./opt/kata/share/defaults/kata-containers/configuration-qemu.toml", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(cfg))})
+	tw.Write(cfg)
+	tw.Close()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(raw.Bytes())
+	zw.Close()
+	add("kata-configs", "", "    archive:\n      type: tar.gz\n      members:\n        - {name: ./opt/kata/share/defaults/kata-containers/configuration-qemu.toml, path: share/defaults/kata-containers/configuration-qemu.toml, mode: \"0644\"}\n", gz.Bytes())
+	m, err := manifest.Parse([]byte(y.String()), "kata-node-test.yaml")
+	if err != nil {
+		t.Fatalf("test manifest: %v\n%s", err, y.String())
+	}
+	UseMirror(m, srv.URL+"/")
+	r.manifest = m
+	return r
+}
+
+// applyLabelsObj is a server-side apply configuration of a Node's labels.
+func applyLabelsObj(name string, labels map[string]string) *unstructured.Unstructured {
+	l := map[string]any{}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Node",
+		"metadata": map[string]any{"name": name, "labels": l},
+	}}
+}
+
+// applyAs applies as another field manager (kata-deploy, say).
+func applyAs(manager string) metav1.ApplyOptions {
+	return metav1.ApplyOptions{FieldManager: manager, Force: true}
+}
+
+// treetestListing is the strict listing (mtimes included) of a root that
+// must not have been touched at all.
+func treetestListing(t *testing.T, dir string) string { return treetest.Listing(t, dir) }
