@@ -101,6 +101,15 @@ func TestKubectlDryRun(t *testing.T) {
 		"validatingadmissionpolicy.admissionregistration.k8s.io/berth-agent",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/berth-agent",
 		"daemonset.apps/berth-agent",
+		"serviceaccount/berth-node-installer",
+		"clusterrole.rbac.authorization.k8s.io/berth-node-installer",
+		"clusterrolebinding.rbac.authorization.k8s.io/berth-node-installer",
+		"configmap/berth-node-installer",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/berth-node-installer",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/berth-node-installer",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/berth-node-installer-events",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/berth-node-installer-events",
+		"daemonset.apps/berth-node-installer",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl apply --dry-run=server -k deploy/ did not report %s:\n%s", want, out)

@@ -1,0 +1,131 @@
+package deploy_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"berth.dev/berth/internal/testenv"
+)
+
+// nodeEvent creates, as cfg, an Event in default about Node about, the way
+// the node-installer reports a platform that is not ready.
+func nodeEvent(c context.Context, cfg *rest.Config, name, about string) error {
+	_, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Events(metav1.NamespaceDefault).Create(c, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: name},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: about, UID: types.UID("uid-" + about)},
+		Reason:         "BerthPlatformNotReady",
+		Message:        "k3s-qemu-tdx: tee.tdx.cpu failed",
+		Type:           corev1.EventTypeWarning,
+		Source:         corev1.EventSource{Component: "berth-node-installer", Host: about},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+// TestNodeInstallerConfinement checks the node-installer's RBAC and its
+// ValidatingAdmissionPolicy together: the node-installer on node A may set
+// and remove its installed labels on A and report Events about A, nothing
+// else, although its RBAC is cluster-wide.
+func TestNodeInstallerConfinement(t *testing.T) {
+	installBase(t)
+	admin := testenv.Clientset(t, env.Admin)
+	nodeA := createNode(t, admin, "ni-a", map[string]string{"kubernetes.io/hostname": "ni-a", "berth.dev/platform.k3s-qemu-tdx": "true"})
+	createNode(t, admin, "ni-b", map[string]string{"kubernetes.io/hostname": "ni-b"})
+	const sa = "berth-node-installer"
+	onA := env.AsServiceAccount(testenv.AgentNamespace, sa, "ni-a")
+	noNode := env.AsServiceAccount(testenv.AgentNamespace, sa, "")
+	probe := env.AsServiceAccount(testenv.AgentNamespace, sa, "policy-probe")
+	waitPolicy(t, sa, func(c context.Context) error {
+		return mergePatchNode(c, probe, "ni-b", `{"metadata":{"labels":{"berth.dev/installed.probe":"true"}}}`)
+	})
+	waitPolicy(t, sa+"-events", func(c context.Context) error { return nodeEvent(c, probe, "ni-b.berth-probe", "ni-b") })
+
+	tests := []struct {
+		name    string
+		do      func(context.Context) error
+		allowed bool
+		why     string // part of the refusal message
+	}{
+		{"set own installed labels", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"labels":{"berth.dev/installed.k3s-qemu-tdx":"true","berth.dev/installed.k3s-qemu-snp":"no"}}}`)
+		}, true, ""},
+		{"set kata-deploy's label", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"labels":{"katacontainers.io/kata-runtime":"true"}}}`)
+		}, true, ""},
+		{"server-side apply of own labels", func(c context.Context) error {
+			return applyNodeLabels(c, onA, "ni-a", map[string]string{"berth.dev/installed.k3s-qemu-none": "true"})
+		}, true, ""},
+		{"remove own installed labels (cleanup)", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"labels":{"berth.dev/installed.k3s-qemu-snp":null,"katacontainers.io/kata-runtime":null}}}`)
+		}, true, ""},
+		{"report an Event about own node", func(c context.Context) error { return nodeEvent(c, onA, "ni-a.berth-1", "ni-a") }, true, ""},
+		// Events are create-only: the installer names an Event after its
+		// node, reason and message, so a rerun's create finds it there.
+		{"update own Event", func(c context.Context) error {
+			events := kubernetes.NewForConfigOrDie(onA).CoreV1().Events(metav1.NamespaceDefault)
+			ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "ni-a.berth-1", Namespace: metav1.NamespaceDefault},
+				InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "ni-b"}, Reason: "BerthPlatformNotReady"}
+			_, err := events.Update(c, ev, metav1.UpdateOptions{})
+			return err
+		}, false, "cannot update resource"},
+		{"label another node", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-b", `{"metadata":{"labels":{"berth.dev/installed.k3s-qemu-tdx":"true"}}}`)
+		}, false, "may only update the node named ni-a, not update ni-b"},
+		{"change the agent's readiness label", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"labels":{"berth.dev/platform.k3s-qemu-tdx":"false"}}}`)
+		}, false, "only add, change or remove the node labels berth.dev/installed.*"},
+		{"add another label", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"labels":{"node-role.kubernetes.io/tee":""}}}`)
+		}, false, "only add, change or remove the node labels berth.dev/installed.*"},
+		{"taint own node", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"spec":{"taints":[{"key":"k","effect":"NoSchedule"}]}}`)
+		}, false, "spec, annotations, finalizers and owners must not change"},
+		{"annotate own node", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"annotations":{"berth.dev/x":"y"}}}`)
+		}, false, "spec, annotations, finalizers and owners must not change"},
+		{"report an Event about another node", func(c context.Context) error { return nodeEvent(c, onA, "ni-b.berth-1", "ni-b") }, false, "may only create or update Events about Node ni-a"},
+		{"token without node binding", func(c context.Context) error {
+			return mergePatchNode(c, noNode, "ni-a", `{"metadata":{"labels":{"berth.dev/installed.k3s-qemu-tdx":"no"}}}`)
+		}, false, "node-bound service-account token"},
+		{"delete own node", func(c context.Context) error {
+			return kubernetes.NewForConfigOrDie(onA).CoreV1().Nodes().Delete(c, "ni-a", metav1.DeleteOptions{})
+		}, false, "cannot delete resource"},
+		{"write a NodeReport", func(c context.Context) error { return applyReport(c, onA, "ni-a", nodeA) }, false, "cannot patch resource"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.do(ctx(t))
+			switch {
+			case tt.allowed && err != nil:
+				t.Errorf("want allowed, got %v", err)
+			case !tt.allowed && err == nil:
+				t.Errorf("want forbidden, but the request succeeded")
+			case !tt.allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tt.why)):
+				t.Errorf("want Forbidden because %q, got %v", tt.why, err)
+			}
+		})
+	}
+
+	n, err := admin.CoreV1().Nodes().Get(ctx(t), "ni-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"kubernetes.io/hostname": "ni-a", "berth.dev/platform.k3s-qemu-tdx": "true",
+		"berth.dev/installed.k3s-qemu-tdx": "true", "berth.dev/installed.k3s-qemu-none": "true"}
+	if len(n.Labels) != len(want) {
+		t.Errorf("ni-a labels = %v, want %v", n.Labels, want)
+	}
+	for k, v := range want {
+		if n.Labels[k] != v {
+			t.Errorf("ni-a labels = %v, want %v", n.Labels, want)
+			break
+		}
+	}
+}
