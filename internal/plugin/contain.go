@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"berth.dev/berth/internal/mountinfo"
 )
 
 // Isolation says how the processes of a check are contained, so that
@@ -71,7 +73,7 @@ func findCgroupBase() (string, error) {
 		if len(f) < 5 {
 			continue
 		}
-		mnt, mntRoot = unescapeMount(f[4]), unescapeMount(f[3])
+		mnt, mntRoot = mountinfo.Unescape(f[4]), mountinfo.Unescape(f[3])
 		break
 	}
 	if mnt == "" {
@@ -106,25 +108,6 @@ func findCgroupBase() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("berth is not listed in %s/cgroup.procs", base)
-}
-
-// unescapeMount undoes the octal escapes of /proc/self/mountinfo.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // cgroup is the cgroup of one check.

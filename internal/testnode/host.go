@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"berth.dev/berth/internal/mountinfo"
 )
 
 // What a test node changes outside its own directory, and how it is put
@@ -330,32 +332,13 @@ func mountsUnder(dir string) ([]string, error) {
 		if len(fields) < 5 {
 			continue
 		}
-		mp := unescapeMount(fields[4])
+		mp := mountinfo.Unescape(fields[4])
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {
 			out = append(out, mp)
 		}
 	}
 	slices.Reverse(out)
 	return out, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // unmountAll unmounts everything at or under dir, lazily when a mount is
@@ -408,7 +391,7 @@ func cgroupMounts() ([]string, error) {
 		}
 		fstype, _, _ := strings.Cut(post, " ")
 		if fstype == "cgroup" || fstype == "cgroup2" {
-			out = append(out, unescapeMount(strings.Fields(line)[4]))
+			out = append(out, mountinfo.Unescape(strings.Fields(line)[4]))
 		}
 	}
 	return out, sc.Err()

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"berth.dev/berth/internal/cri"
+	"berth.dev/berth/internal/mountinfo"
 	"berth.dev/berth/internal/testenv"
 )
 
@@ -287,7 +288,7 @@ func snapshotMachine(t *testing.T) machine {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if fields := strings.Fields(sc.Text()); len(fields) > 4 {
-			m.mounts[unescapeMount(fields[4])] = true
+			m.mounts[mountinfo.Unescape(fields[4])] = true
 		}
 	}
 	mps, err := cgroupMounts()
