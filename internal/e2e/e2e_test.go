@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -44,6 +43,7 @@ import (
 	"berth.dev/berth/internal/testenv"
 	"berth.dev/berth/internal/testnode"
 	"berth.dev/berth/internal/testsystemd"
+	"berth.dev/berth/internal/treetest"
 	"berth.dev/berth/internal/upstreamtest"
 	"berth.dev/berth/platform"
 )
@@ -151,7 +151,7 @@ func TestHelmChartOnRealNode(t *testing.T) {
 			"interval":    "1m",
 		},
 		"nodeInstaller": map[string]any{
-			"manifest":         rel.ManifestRef,
+			"manifest":         rel.Ref,
 			"mirror":           rel.URL,
 			"prefix":           prefix,
 			"containerdConfig": n.ContainerdConfig,
@@ -414,7 +414,7 @@ func snapshotNode(t *testing.T, cs *kubernetes.Clientset, n *testnode.Node, host
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := nodeState{config: fmt.Sprintf("%x", sha256.Sum256(data)), hostTree: contentTree(t, hostRoot)}
+	s := nodeState{config: fmt.Sprintf("%x", sha256.Sum256(data)), hostTree: treetest.Content(t, hostRoot)}
 	ents, err := os.ReadDir(filepath.Dir(n.ContainerdConfig))
 	if err != nil {
 		t.Fatal(err)
@@ -462,45 +462,6 @@ func (s nodeState) diff(b nodeState) string {
 		out = append(out, fmt.Sprintf("machine-wide paths %q -> %q", s.machinePaths, b.machinePaths))
 	}
 	return strings.Join(out, "\n")
-}
-
-// contentTree describes every entry under dir by content: a file's mode
-// and SHA-256, a symlink's target, a directory's mode.
-func contentTree(t *testing.T, dir string) string {
-	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			lines = append(lines, fmt.Sprintf("%s %v -> %s", rel, fi.Mode(), target))
-		case fi.Mode().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			lines = append(lines, fmt.Sprintf("%s %v %x", rel, fi.Mode(), sha256.Sum256(data)))
-		default:
-			lines = append(lines, fmt.Sprintf("%s %v", rel, fi.Mode()))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
 }
 
 func nodeLabels(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, name string) map[string]string {

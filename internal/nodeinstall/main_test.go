@@ -1,21 +1,11 @@
 package nodeinstall
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io/fs"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,8 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"berth.dev/berth/internal/manifest"
 	"berth.dev/berth/internal/testenv"
+	"berth.dev/berth/internal/testrelease"
 	"berth.dev/berth/internal/treetest"
 	"berth.dev/berth/internal/upstreamtest"
 )
@@ -172,48 +162,6 @@ func copyFixture(t *testing.T, name string) string {
 	return root
 }
 
-// contentTree describes every entry under dir by content, not time: a
-// file's mode and SHA-256, a symlink's target, a directory's mode. Equal
-// trees hold the same bytes at the same paths: what "restored byte for
-// byte" means (a restored file is rewritten, so its mtime is new).
-func contentTree(t *testing.T, dir string) string {
-	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			lines = append(lines, fmt.Sprintf("%s %v -> %s", rel, fi.Mode(), target))
-		case fi.Mode().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(data)
-			lines = append(lines, fmt.Sprintf("%s %v %x", rel, fi.Mode(), sum[:8]))
-		default:
-			lines = append(lines, fmt.Sprintf("%s %v", rel, fi.Mode()))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
-}
-
 // diffLines lists the lines only in a and only in b.
 func diffLines(a, b string) string {
 	in := func(s string) map[string]bool {
@@ -239,86 +187,17 @@ func diffLines(a, b string) string {
 	return strings.Join(out, "\n")
 }
 
-// testRelease is a generated release: the files a Kata install of QEMU
-// (with and without SNP) takes, with real digests. The manifest's own URLs
-// lead to a closed port; the files are on a loopback in-cluster mirror
-// (UseMirror), by name and by sha256/<hex>, which counts requests.
-type testRelease struct {
-	files    map[string][]byte
-	manifest *manifest.Manifest
-	requests atomic.Int64
-	// byDigest counts requests by sha256/<hex>.
-	byDigest atomic.Int64
-	url      string
-}
+// testRelease is the generated release of internal/testrelease, its
+// manifest pointed at the loopback mirror (UseMirror).
+type testRelease = testrelease.Release
 
 func newTestRelease(t *testing.T) *testRelease { return newTestReleaseVersion(t, "1.0.0") }
 
 // newTestReleaseVersion is release version ver: other bytes, other digests.
 func newTestReleaseVersion(t *testing.T, ver string) *testRelease {
 	t.Helper()
-	r := &testRelease{files: map[string][]byte{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.requests.Add(1)
-		name := strings.TrimPrefix(req.URL.Path, "/")
-		if hexSum, ok := strings.CutPrefix(name, "sha256/"); ok {
-			r.byDigest.Add(1)
-			for n, data := range r.files {
-				if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) == hexSum {
-					name = n
-				}
-			}
-		}
-		data, ok := r.files[name]
-		if !ok {
-			http.NotFound(w, req)
-			return
-		}
-		http.ServeContent(w, req, req.URL.Path, time.Time{}, bytes.NewReader(data))
-	}))
-	t.Cleanup(srv.Close)
-	r.url = srv.URL
-	blob := func(name string, n int) []byte {
-		seed := sha256.Sum256([]byte(name + "@" + ver))
-		var b []byte
-		for len(b) < n {
-			seed = sha256.Sum256(seed[:])
-			b = append(b, seed[:]...)
-		}
-		return b[:n]
-	}
-	var y strings.Builder
-	fmt.Fprintf(&y, "apiVersion: berth.dev/manifest/v1\nname: kata-node-test\nversion: %q\ncomponents:\n", ver)
-	add := func(name, serves, rest string, data []byte) {
-		r.files[name] = data
-		sum := sha256.Sum256(data)
-		fmt.Fprintf(&y, "  - name: %s\n    version: \"1\"\n    sources: [http://127.0.0.1:9/unplugged/%s]\n    sha256: %s\n    size: %d\n%s", name, name, hex.EncodeToString(sum[:]), len(data), rest)
-		if serves != "" {
-			fmt.Fprintf(&y, "    serves: %s\n", serves)
-		}
-	}
-	add("containerd-shim-kata-v2", "", "    path: bin/containerd-shim-kata-v2\n    mode: \"0755\"\n", blob("shim", 120_000))
-	add("qemu", "{hypervisor: qemu}", "    path: bin/qemu-system-x86_64\n    mode: \"0755\"\n", blob("qemu", 90_000))
-	add("kernel", "{tee: none}", "    role: kernel\n    path: share/kata-containers/vmlinuz.container\n    mode: \"0644\"\n", blob("kernel", 50_000))
-	add("ovmf-amdsev", "{hypervisor: qemu, tee: snp}", "    role: firmware\n    path: share/ovmf/AMDSEV.fd\n    mode: \"0644\"\n", blob("ovmf", 40_000))
-	add("kernel-confidential", "{tee: [snp, tdx]}", "    role: kernel\n    path: share/kata-containers/vmlinuz-confidential.container\n    mode: \"0644\"\n", blob("kconf", 50_000))
-	var raw bytes.Buffer
-	tw := tar.NewWriter(&raw)
-	cfg := blob("config", 2000)
-	tw.WriteHeader(&tar.Header{Name: "./opt/kata/share/defaults/kata-containers/configuration-qemu.toml", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(cfg))})
-	tw.Write(cfg)
-	tw.Close()
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	zw.Write(raw.Bytes())
-	zw.Close()
-	add("kata-configs", "", "    archive:\n      type: tar.gz\n      members:\n        - {name: ./opt/kata/share/defaults/kata-containers/configuration-qemu.toml, path: share/defaults/kata-containers/configuration-qemu.toml, mode: \"0644\"}\n", gz.Bytes())
-	m, err := manifest.Parse([]byte(y.String()), "kata-node-test.yaml")
-	if err != nil {
-		t.Fatalf("test manifest: %v\n%s", err, y.String())
-	}
-	UseMirror(m, srv.URL+"/")
-	r.manifest = m
+	r := testrelease.Serve(t, testrelease.Options{Name: "kata-node-test", Version: ver})
+	UseMirror(r.Manifest, r.URL)
 	return r
 }
 

@@ -20,6 +20,7 @@ import (
 	"berth.dev/berth/internal/fetch"
 	"berth.dev/berth/internal/hostfs"
 	"berth.dev/berth/internal/testsystemd"
+	"berth.dev/berth/internal/treetest"
 	"berth.dev/berth/platform"
 )
 
@@ -106,7 +107,7 @@ func (n *node) installer(t *testing.T, plats []platform.Platform, kataDeploy boo
 		HostDir:          n.root,
 		Platforms:        plats,
 		Prefix:           "/opt/berth",
-		Manifest:         n.rel.manifest,
+		Manifest:         n.rel.Manifest,
 		Fetcher:          fetch.New(nil, ""),
 		Discover:         discover.Options{Now: time.Now},
 		Runtime:          RuntimeFinder(sd, func(platform.Layout) string { return n.dirs.Sock }, nil),
@@ -155,7 +156,7 @@ func TestInstallAndCleanup(t *testing.T) {
 	if _, err := dyn.Resource(nodesResource).Apply(ctx, n.name, applyLabelsObj(n.name, map[string]string{KataDeployLabel: "true"}), applyAs("kata-deploy")); err != nil {
 		t.Fatal(err)
 	}
-	before := contentTree(t, n.root)
+	before := treetest.Content(t, n.root)
 	plats := mustPlatforms(t, "kubeadm-qemu-none", "kubeadm-qemu-snp")
 	if hs := n.handlers(t); len(hs) == 0 || hs["kata-qemu"].RuntimeType != "" {
 		t.Fatalf("containerd before the install: %v", hs)
@@ -209,7 +210,7 @@ func TestInstallAndCleanup(t *testing.T) {
 		"share/defaults/kata-containers/configuration-qemu.toml": "",
 	} {
 		got, err := os.ReadFile(filepath.Join(n.root, "opt/berth", rel))
-		if err != nil || want != "" && string(got) != string(n.rel.files[want]) {
+		if err != nil || want != "" && string(got) != string(n.rel.Files[want]) {
 			t.Errorf("%s not installed from the release: %v", rel, err)
 		}
 	}
@@ -226,8 +227,8 @@ func TestInstallAndCleanup(t *testing.T) {
 			t.Errorf("label %s = %q, want %q (labels %v)", k, labels[k], v, labels)
 		}
 	}
-	if n.rel.byDigest.Load() == 0 || n.rel.byDigest.Load() != n.rel.requests.Load() {
-		t.Errorf("the mirror served %d of %d requests by digest; want all", n.rel.byDigest.Load(), n.rel.requests.Load())
+	if n.rel.ByDigest.Load() == 0 || n.rel.ByDigest.Load() != n.rel.Requests.Load() {
+		t.Errorf("the mirror served %d of %d requests by digest; want all", n.rel.ByDigest.Load(), n.rel.Requests.Load())
 	}
 	// The prefix's parent did not exist on this host: the prefix records
 	// that the installer created it, for the cleanup.
@@ -245,8 +246,8 @@ func TestInstallAndCleanup(t *testing.T) {
 	if ev.Type != "Warning" || ev.InvolvedObject.Kind != "Node" || !strings.Contains(ev.Message, "kubeadm-qemu-snp") || !strings.Contains(ev.Message, "snp.cpu.generation") || !strings.Contains(ev.Message, "remedy: ") {
 		t.Errorf("not-ready event: %s %s %q", ev.Type, ev.InvolvedObject.Kind, ev.Message)
 	}
-	installed := contentTree(t, n.root)
-	served := n.rel.requests.Load()
+	installed := treetest.Content(t, n.root)
+	served := n.rel.Requests.Load()
 
 	t.Run("second run changes nothing", func(t *testing.T) {
 		rep, err := n.installer(t, plats, true).Run(ctx, ModeInstall)
@@ -256,10 +257,10 @@ func TestInstallAndCleanup(t *testing.T) {
 		if rep.Installed || len(rep.Changed) != 0 || rep.Restarts != 0 || rep.LabelsChanged || n.sup.Restarts("containerd.service") != 1 {
 			t.Errorf("second run: installed %v, changed %v, restarts %d, labels changed %v", rep.Installed, rep.Changed, rep.Restarts, rep.LabelsChanged)
 		}
-		if got := n.rel.requests.Load(); got != served {
+		if got := n.rel.Requests.Load(); got != served {
 			t.Errorf("second run fetched: %d requests, %d before", got, served)
 		}
-		if d := diffLines(installed, contentTree(t, n.root)); d != "" {
+		if d := diffLines(installed, treetest.Content(t, n.root)); d != "" {
 			t.Errorf("second run changed the host:\n%s", d)
 		}
 		if evs := nodeEvents(t, dyn, n.name)[ReasonNotReady]; len(evs) != 1 || evs[0].Count != 1 {
@@ -277,7 +278,7 @@ func TestInstallAndCleanup(t *testing.T) {
 		// not restarted (running pods keep their shim).
 		up := newTestReleaseVersion(t, "1.1.0")
 		in := n.installer(t, plats, true)
-		in.cfg.Manifest = up.manifest
+		in.cfg.Manifest = up.Manifest
 		rep, err := in.Run(ctx, ModeInstall)
 		if err != nil {
 			t.Fatal(err)
@@ -286,7 +287,7 @@ func TestInstallAndCleanup(t *testing.T) {
 			t.Errorf("upgrade: installed %v, changed %v, restarts %d", rep.Installed, rep.Changed, rep.Restarts)
 		}
 		got, err := os.ReadFile(filepath.Join(n.root, "opt/berth/bin/containerd-shim-kata-v2"))
-		if err != nil || string(got) != string(up.files["containerd-shim-kata-v2"]) {
+		if err != nil || string(got) != string(up.Files["containerd-shim-kata-v2"]) {
 			t.Errorf("the shim is not the new release's: %v", err)
 		}
 		if _, err := os.Readlink(filepath.Join(n.root, "opt/berth/previous")); err != nil {
@@ -309,7 +310,7 @@ func TestInstallAndCleanup(t *testing.T) {
 		if readyz(t, in) != http.StatusOK {
 			t.Error("/readyz not ok after cleanup")
 		}
-		if d := diffLines(before, contentTree(t, n.root)); d != "" {
+		if d := diffLines(before, treetest.Content(t, n.root)); d != "" {
 			t.Errorf("cleanup left the host root different from before the install:\n%s", d)
 		}
 		hs := n.handlers(t)
@@ -357,7 +358,7 @@ func TestNotReadyNodeGetsNothing(t *testing.T) {
 	in, err := New(Config{
 		NodeName: "ni-cloud", Root: hostRoot, HostDir: root, Prefix: "/opt/berth",
 		Platforms: mustPlatforms(t, "kubeadm-qemu-none"),
-		Manifest:  rel.manifest, Fetcher: fetch.New(nil, ""),
+		Manifest:  rel.Manifest, Fetcher: fetch.New(nil, ""),
 		Discover: discover.Options{Now: time.Now},
 		Runtime: func(context.Context, platform.Layout) (configure.Runtime, error) {
 			t.Error("the runtime was looked for on a node where nothing is installed")
@@ -377,8 +378,8 @@ func TestNotReadyNodeGetsNothing(t *testing.T) {
 	if after := treetestListing(t, root); after != before {
 		t.Errorf("the host root changed:\n%s", diffLines(before, after))
 	}
-	if rel.requests.Load() != 0 {
-		t.Errorf("%d downloads for a node that is not ready", rel.requests.Load())
+	if rel.Requests.Load() != 0 {
+		t.Errorf("%d downloads for a node that is not ready", rel.Requests.Load())
 	}
 	if got := nodeLabels(t, dyn, "ni-cloud")["berth.dev/installed.kubeadm-qemu-none"]; got != "no" {
 		t.Errorf("label = %q, want no", got)
@@ -420,7 +421,7 @@ func TestNoRuntimeNoInstall(t *testing.T) {
 	if after := treetestListing(t, n.root); after != before {
 		t.Errorf("the host root changed:\n%s", diffLines(before, after))
 	}
-	if got := n.rel.requests.Load(); got != 0 {
+	if got := n.rel.Requests.Load(); got != 0 {
 		t.Errorf("%d downloads before the runtime was found", got)
 	}
 	if evs := nodeEvents(t, dyn, n.name)[ReasonInstallFailed]; len(evs) != 1 || !strings.Contains(evs[0].Message, "kubeadm-qemu-none") {

@@ -4,6 +4,7 @@
 package treetest
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io/fs"
 	"os"
@@ -38,6 +39,48 @@ func Listing(t testing.TB, dir string) string {
 		lines = append(lines, l)
 		return nil
 	})
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// Content describes every entry under dir by content, not time: a
+// file's mode and SHA-256, a symlink's target, a directory's mode. Equal
+// trees hold the same bytes at the same paths: what "restored byte for
+// byte" means (a restored file is rewritten, so its mtime is new).
+func Content(t testing.TB, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			lines = append(lines, fmt.Sprintf("%s %v -> %s", rel, fi.Mode(), target))
+		case fi.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum := sha256.Sum256(data)
+			lines = append(lines, fmt.Sprintf("%s %v %x", rel, fi.Mode(), sum[:8]))
+		default:
+			lines = append(lines, fmt.Sprintf("%s %v", rel, fi.Mode()))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
