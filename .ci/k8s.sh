@@ -3,8 +3,8 @@
 # (kube-apiserver, kube-controller-manager, kubectl and etcd) and the node the
 # real-node tests run (kube-scheduler and kubelet) from the Go modules pinned
 # in tools/k8s, into ${BERTH_CACHE}/bin/k8s-<version>/, and appends
-# KUBEBUILDER_ASSETS (the directory envtest reads) to .ci/tools.env; and
-# the runc shim of containerd 2.x for that node (BERTH_CONTAINERD2_SHIM).
+# KUBEBUILDER_ASSETS (the directory envtest reads) to .ci/tools.env. The
+# node's runc shim is built with its containerd by .ci/tools.sh.
 # Binaries already present are not rebuilt: a cold build of kube-apiserver
 # takes 10-15 minutes on two cores (2.5 GB peak while linking); kubelet and
 # kube-scheduler share most of its packages and add about 3 minutes
@@ -48,35 +48,3 @@ build kubectl k8s.io/kubernetes/cmd/kubectl "$kldflags"
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$kldflags"
 build kubelet k8s.io/kubernetes/cmd/kubelet "$kldflags"
 echo "export KUBEBUILDER_ASSETS=$dir" >> "$envfile"
-
-# containerd-shim-runc-v2 of the newest containerd 2.x in
-# tools/containerd-versions (the BERTH_CONTAINERD2 that .ci/tools.sh builds),
-# for the real node of internal/testnode: Debian's 1.6 shim cannot start
-# tasks for containerd 2.x ("failed to start shim: ... not found"). Built
-# from the module as the proxy serves it, copied to a writable folder, as
-# tools.sh builds containerd, and static (CGO_ENABLED=0) as upstream's
-# Makefile builds shims. About 40 s of CPU on a warm Go cache.
-ctrver=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' tools/containerd-versions | grep '^2\.' | sort -V | tail -n1)
-shim="$cache/bin/containerd-shim-runc-v2-$ctrver"
-if [ ! -x "$shim" ]; then
-  cmod=github.com/containerd/containerd/v2
-  echo "k8s.sh: building containerd-shim-runc-v2 from $cmod@v$ctrver" >&2
-  start=$SECONDS
-  work=$(mktemp -d "${TMPDIR:-/tmp}/berth-shim-$ctrver.XXXXXX")
-  # Outside any module, so that no go.mod/go.sum is consulted.
-  json=$(cd "$work" && go mod download -json "$cmod@v$ctrver")
-  src=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")
-  if [ -z "$src" ] || [ ! -d "$src" ]; then
-    echo "k8s.sh: go mod download $cmod@v$ctrver gave no directory:" >&2
-    echo "$json" >&2; rm -rf "$work"; exit 1
-  fi
-  cp -R "$src" "$work/src"
-  chmod -R u+w "$work/src"
-  (cd "$work/src" && CGO_ENABLED=0 go build -buildvcs=false -mod=mod -trimpath -tags "urfave_cli_no_docs no_btrfs" \
-    -ldflags "-s -w -X $cmod/version.Version=v$ctrver -X $cmod/version.Package=github.com/containerd/containerd" \
-    -o "$shim.tmp" ./cmd/containerd-shim-runc-v2)
-  mv "$shim.tmp" "$shim"
-  rm -rf "$work"
-  echo "k8s.sh: containerd-shim-runc-v2 $ctrver built in $((SECONDS - start))s" >&2
-fi
-echo "export BERTH_CONTAINERD2_SHIM=$shim" >> "$envfile"

@@ -53,11 +53,18 @@ echo "export BERTH_CACHE=$cache" >> "$envtmp"
 # minutes on two cores: see the timings printed.
 exec 8>"$cache/bin/.containerd.lock"
 flock 8   # concurrent tools.sh runs wait here instead of building twice
-build_containerd() { # VERSION -> path on stdout
-  local ver=$1 out="$cache/bin/containerd-$1" mod=github.com/containerd/containerd major=${1%%.*}
-  if [ ! -x "$out" ]; then
+build_containerd() { # VERSION [shim] -> path on stdout
+  # With "shim", containerd-shim-runc-v2 of the same source is built too
+  # (static, -trimpath, as upstream's Makefile builds shims), for the real
+  # node of internal/testnode: Debian's 1.6 shim cannot start tasks for
+  # containerd 2.x ("failed to start shim: ... not found").
+  local ver=$1 out="$cache/bin/containerd-$1" shim="$cache/bin/containerd-shim-runc-v2-$1"
+  local mod=github.com/containerd/containerd major=${1%%.*} want=()
+  [ -x "$out" ] || want+=(containerd)
+  [ "${2:-}" != shim ] || [ -x "$shim" ] || want+=(shim)
+  if ((${#want[@]})); then
     ((major < 2)) || mod+="/v$major"
-    echo "tools.sh: building containerd $ver from $mod@v$ver (slow on a cold cache)" >&2
+    echo "tools.sh: building ${want[*]} $ver from $mod@v$ver (slow on a cold cache)" >&2
     local start=$SECONDS work json dir
     work=$(mktemp -d "${TMPDIR:-/tmp}/berth-containerd-$ver.XXXXXX")
     # Outside any module, so that berth's go.mod/go.sum are not consulted.
@@ -69,12 +76,19 @@ build_containerd() { # VERSION -> path on stdout
     fi
     cp -R "$dir" "$work/src"
     chmod -R u+w "$work/src"
-    (cd "$work/src" && go build -buildvcs=false -mod=mod -tags "urfave_cli_no_docs no_btrfs" \
-      -ldflags "-X $mod/version.Version=v$ver -X $mod/version.Package=github.com/containerd/containerd" \
-      -o "$out.tmp" ./cmd/containerd)
-    mv "$out.tmp" "$out"
+    local ldflags="-X $mod/version.Version=v$ver -X $mod/version.Package=github.com/containerd/containerd"
+    if [[ " ${want[*]} " == *" containerd "* ]]; then
+      (cd "$work/src" && go build -buildvcs=false -mod=mod -tags "urfave_cli_no_docs no_btrfs" \
+        -ldflags "$ldflags" -o "$out.tmp" ./cmd/containerd)
+      mv "$out.tmp" "$out"
+    fi
+    if [[ " ${want[*]} " == *" shim "* ]]; then
+      (cd "$work/src" && CGO_ENABLED=0 go build -buildvcs=false -mod=mod -trimpath -tags "urfave_cli_no_docs no_btrfs" \
+        -ldflags "-s -w $ldflags" -o "$shim.tmp" ./cmd/containerd-shim-runc-v2)
+      mv "$shim.tmp" "$shim"
+    fi
     rm -rf "$work"
-    echo "tools.sh: containerd $ver built in $((SECONDS - start))s" >&2
+    echo "tools.sh: ${want[*]} $ver built in $((SECONDS - start))s" >&2
   fi
   echo "$out"
 }
@@ -83,10 +97,15 @@ debver=$(dpkg-query -W -f '${Version}' containerd)
 debver=${debver%%[~+-]*}
 ctrs="$debver=/usr/bin/containerd"
 mapfile -t vers < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' tools/containerd-versions)
+newest2=$(printf '%s\n' "${vers[@]}" | grep '^2\.' | sort -V | tail -n1)
 for ver in "${vers[@]}"; do
-  ctrs+=" $ver=$(build_containerd "$ver")"
+  if [ "$ver" = "$newest2" ]; then
+    ctrs+=" $ver=$(build_containerd "$ver" shim)"
+  else
+    ctrs+=" $ver=$(build_containerd "$ver")"
+  fi
 done
-ctr2=$cache/bin/containerd-$(printf '%s\n' "${vers[@]}" | grep '^2\.' | sort -V | tail -n1)
+ctr2=$cache/bin/containerd-$newest2
 exec 8>&-
 # BERTH_CONTAINERDS: space-separated VERSION=PATH, Debian's first, then
 # tools/containerd-versions in order (paths must not contain spaces).
@@ -94,10 +113,12 @@ echo "export BERTH_CONTAINERDS=\"$ctrs\"" >> "$envtmp"
 # One 1.x and one 2.x, for the tests that need just one of each.
 echo "export BERTH_CONTAINERD1=/usr/bin/containerd" >> "$envtmp"
 echo "export BERTH_CONTAINERD2=$ctr2" >> "$envtmp"
+# Its runc shim, for the real node of internal/testnode.
+echo "export BERTH_CONTAINERD2_SHIM=$cache/bin/containerd-shim-runc-v2-$newest2" >> "$envtmp"
 
 # Kubernetes control plane and node (etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubelet, kubectl, and the runc
-# shim of the newest containerd 2.x) for the cluster-mode tests, built from tools/k8s; writes
+# kube-controller-manager, kube-scheduler, kubelet, kubectl) for the
+# cluster-mode tests and the real node, built from tools/k8s; writes
 # KUBEBUILDER_ASSETS. See .ci/k8s.sh.
 BERTH_CACHE="$cache" bash .ci/k8s.sh "$envtmp"
 # Helm v4 for the chart tests (deploy/helm_test.go), built from tools/helm;
