@@ -32,6 +32,36 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, testenv.Options{ControllerManager: true}, &env))
 }
 
+// accessCase is one request made with some identity's credentials and
+// whether RBAC and the admission policies must let it through; why is part
+// of the refusal message expected otherwise.
+type accessCase struct {
+	name    string
+	do      func(context.Context) error
+	allowed bool
+	why     string
+}
+
+// runAccessCases runs each case as a subtest against the real API server.
+func runAccessCases(t *testing.T, tests []accessCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.do(ctx(t))
+			switch {
+			case tt.allowed && err != nil:
+				t.Errorf("want allowed, got %v", err)
+			case !tt.allowed && err == nil:
+				t.Errorf("want forbidden, but the request succeeded")
+			case !tt.allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tt.why)):
+				t.Errorf("want Forbidden because %q, got %v", tt.why, err)
+			case !tt.allowed:
+				t.Logf("refused: %v", err)
+			}
+		})
+	}
+}
+
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -381,12 +411,7 @@ func TestAgentConfinement(t *testing.T) {
 	stranger := env.AsServiceAccount(testenv.AgentNamespace, "someone-else", "node-a")
 	dynA := dynamic.NewForConfigOrDie(agentA).Resource(v1alpha1.GroupVersionResource)
 
-	tests := []struct {
-		name    string
-		do      func(context.Context) error
-		allowed bool
-		why     string // part of the refusal message
-	}{
+	tests := []accessCase{
 		{"apply own NodeReport", func(c context.Context) error { return applyReport(c, agentA, "node-a", nodeA) }, true, ""},
 		{"apply own NodeReport again (update)", func(c context.Context) error { return applyReport(c, agentA, "node-a", nodeA) }, true, ""},
 		{"apply own berth.dev/ labels", func(c context.Context) error {
@@ -433,21 +458,7 @@ func TestAgentConfinement(t *testing.T) {
 		{"another service account", func(c context.Context) error { return applyReport(c, stranger, "node-a", nodeA) }, false, "cannot patch resource"},
 		{"delete own NodeReport", func(c context.Context) error { return dynA.Delete(c, "node-a", metav1.DeleteOptions{}) }, true, ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.do(ctx(t))
-			switch {
-			case tt.allowed && err != nil:
-				t.Errorf("want allowed, got %v", err)
-			case !tt.allowed && err == nil:
-				t.Errorf("want forbidden, but the request succeeded")
-			case !tt.allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tt.why)):
-				t.Errorf("want Forbidden because %q, got %v", tt.why, err)
-			case !tt.allowed:
-				t.Logf("refused: %v", err)
-			}
-		})
-	}
+	runAccessCases(t, tests)
 
 	// What the agent did to node-a: only its own labels, manager berth-agent.
 	n, err := admin.CoreV1().Nodes().Get(ctx(t), "node-a", metav1.GetOptions{})

@@ -2,11 +2,9 @@ package deploy_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -47,12 +45,7 @@ func TestNodeInstallerConfinement(t *testing.T) {
 	})
 	waitPolicy(t, sa+"-events", func(c context.Context) error { return nodeEvent(c, probe, "ni-b.berth-probe", "ni-b") })
 
-	tests := []struct {
-		name    string
-		do      func(context.Context) error
-		allowed bool
-		why     string // part of the refusal message
-	}{
+	tests := []accessCase{
 		{"set own installed labels", func(c context.Context) error {
 			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"labels":{"berth.dev/installed.k3s-qemu-tdx":"true","berth.dev/installed.k3s-qemu-snp":"no"}}}`)
 		}, true, ""},
@@ -99,19 +92,7 @@ func TestNodeInstallerConfinement(t *testing.T) {
 		}, false, "cannot delete resource"},
 		{"write a NodeReport", func(c context.Context) error { return applyReport(c, onA, "ni-a", nodeA) }, false, "cannot patch resource"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.do(ctx(t))
-			switch {
-			case tt.allowed && err != nil:
-				t.Errorf("want allowed, got %v", err)
-			case !tt.allowed && err == nil:
-				t.Errorf("want forbidden, but the request succeeded")
-			case !tt.allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tt.why)):
-				t.Errorf("want Forbidden because %q, got %v", tt.why, err)
-			}
-		})
-	}
+	runAccessCases(t, tests)
 
 	n, err := admin.CoreV1().Nodes().Get(ctx(t), "ni-a", metav1.GetOptions{})
 	if err != nil {

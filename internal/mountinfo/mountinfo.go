@@ -1,6 +1,6 @@
-// Package mountinfo reads the fields of /proc/<pid>/mountinfo, which the
-// plug-in runner (to find its cgroup mounts) and the test node (to find
-// and undo the kubelet's mounts) both parse.
+// Package mountinfo parses /proc/<pid>/mountinfo for the plug-in runner
+// (to find its cgroup v2 mount) and the test node (to find and undo the
+// kubelet's mounts).
 package mountinfo
 
 import (

@@ -48,33 +48,25 @@ const (
 // their cgroups; empty with the reason when there is none berth can use.
 var cgroupBase = sync.OnceValues(findCgroupBase)
 
-// cgroupSeq numbers the cgroups of one berth process.
-var cgroupSeq atomic.Int64
-
-// cgroupKillFile is cgroup.kill; tests rename it to take the path of
-// kernels without it (before 5.14): freeze, then kill every member.
-var cgroupKillFile = "cgroup.kill"
-
 // findCgroupBase finds the cgroup v2 mount (/sys/fs/cgroup on a unified
 // host, /sys/fs/cgroup/unified on a hybrid one) and berth's own cgroup in
 // it, and checks that berth is really listed there.
 func findCgroupBase() (string, error) {
-	mi, err := os.ReadFile("/proc/self/mountinfo")
+	mi, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	ms, err := mountinfo.Parse(mi)
+	mi.Close()
 	if err != nil {
 		return "", err
 	}
 	var mnt, mntRoot string
-	for line := range strings.SplitSeq(string(mi), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
-			continue
+	for _, m := range ms {
+		if m.FSType == "cgroup2" {
+			mnt, mntRoot = m.Point, m.Root
+			break
 		}
-		f := strings.Fields(pre)
-		if len(f) < 5 {
-			continue
-		}
-		mnt, mntRoot = mountinfo.Unescape(f[4]), mountinfo.Unescape(f[3])
-		break
 	}
 	if mnt == "" {
 		return "", errors.New("no cgroup v2 hierarchy is mounted")
@@ -114,23 +106,31 @@ func findCgroupBase() (string, error) {
 type cgroup struct {
 	dir string
 	fd  int // an O_PATH descriptor of dir, for CLONE_INTO_CGROUP
+	// killFile is "cgroup.kill"; tests give another name to take the path
+	// of kernels without it (before 5.14): freeze, then kill every member.
+	killFile string
 }
 
 // newCgroup creates an empty cgroup for one check under berth's own. It
 // fails when the hierarchy is missing or not writable (a container
 // without a delegated cgroup, an unprivileged user), or when the kernel
 // has neither cgroup.kill (5.14) nor cgroup.freeze (5.2).
-func newCgroup() (*cgroup, error) {
+func newCgroup(killFile string) (*cgroup, error) {
 	base, err := cgroupBase()
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(base, fmt.Sprintf("berth-check-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if killFile == "" {
+		killFile = "cgroup.kill"
+	}
+	// A unique name per check, also across berth processes sharing a
+	// cgroup (the agent and a node-installer in one pod).
+	dir, err := os.MkdirTemp(base, fmt.Sprintf("berth-check-%d-", os.Getpid()))
+	if err != nil {
 		return nil, err
 	}
-	cg := &cgroup{dir: dir, fd: -1}
-	if !cg.has(cgroupKillFile) && !cg.has("cgroup.freeze") {
+	cg := &cgroup{dir: dir, fd: -1, killFile: killFile}
+	if !cg.has(killFile) && !cg.has("cgroup.freeze") {
 		cg.remove()
 		return nil, fmt.Errorf("%s has neither cgroup.kill nor cgroup.freeze", dir)
 	}
@@ -175,7 +175,7 @@ func (cg *cgroup) populated() (bool, error) {
 // kill kills every process in the cgroup and waits until none is left or
 // the deadline passes; it returns the pids that survive.
 func (cg *cgroup) kill(deadline time.Time) []int {
-	killFile := filepath.Join(cg.dir, cgroupKillFile)
+	killFile := filepath.Join(cg.dir, cg.killFile)
 	useKill := os.WriteFile(killFile, []byte("1"), 0) == nil
 	if !useKill {
 		// Frozen processes cannot fork; SIGKILL still ends them.

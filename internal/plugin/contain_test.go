@@ -54,7 +54,7 @@ func runOne(t *testing.T, body string, opt Options) (Result, time.Duration) {
 func TestRunChecksDoubleFork(t *testing.T) {
 	// Usable means a cgroup can be made here, not only found: in a
 	// container the hierarchy is often mounted read-only.
-	cg, cgErr := newCgroup()
+	cg, cgErr := newCgroup("")
 	if cgErr != nil {
 		t.Logf("no usable cgroup v2 here (%v): the default is the subreaper", cgErr)
 	} else {
@@ -72,13 +72,13 @@ func TestRunChecksDoubleFork(t *testing.T) {
 		{"subreaper", IsolateSubreaper, IsolateSubreaper, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			killFile := ""
 			if tc.freeze {
 				if cgErr != nil {
 					t.Skip("no cgroup v2")
 				}
 				// As on kernels before 5.14: freeze, kill each member.
-				cgroupKillFile = "cgroup.kill-absent"
-				defer func() { cgroupKillFile = "cgroup.kill" }()
+				killFile = "cgroup.kill-absent"
 			}
 			tmp := t.TempDir()
 			// The plug-in exits at once with its output; the daemon holds
@@ -86,7 +86,7 @@ func TestRunChecksDoubleFork(t *testing.T) {
 			marker := "7778.1" + strconv.Itoa(i) + "1"
 			pidFile := filepath.Join(tmp, "exits.pid")
 			r, took := runOne(t, doubleFork(marker, pidFile)+`echo '{"schemaVersion":1,"findings":[{"id":"site.daemon.ok","status":"pass","title":"daemon started"}]}'`,
-				Options{Timeout: 5 * time.Second, Isolation: tc.iso})
+				Options{Timeout: 5 * time.Second, Isolation: tc.iso, cgroupKillFile: killFile})
 			checkNothingLeft(t, r, marker, pidFile, tc.want)
 			if r.Err != nil || len(r.Output.Findings) != 1 {
 				t.Errorf("exiting plug-in: err=%v output=%+v", r.Err, r.Output)

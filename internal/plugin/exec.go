@@ -48,6 +48,9 @@ type Options struct {
 	// Isolation says how the processes of a check are contained: a
 	// cgroup when one can be made (the default), or the subreaper.
 	Isolation Isolation
+
+	// cgroupKillFile replaces cgroup.kill in tests (see cgroup.killFile).
+	cgroupKillFile string
 }
 
 func (o Options) withDefaults() Options {
@@ -283,7 +286,7 @@ func run(ctx context.Context, exe string, opt Options, r *Result) {
 	iso := opt.Isolation
 	var cg *cgroup
 	if iso != IsolateSubreaper {
-		if cg, err = newCgroup(); err != nil {
+		if cg, err = newCgroup(opt.cgroupKillFile); err != nil {
 			cg = nil
 		}
 	}

@@ -1,7 +1,6 @@
 package testnode
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -319,26 +318,28 @@ func removeEmptyTree(dir string) error {
 // mountsUnder lists the mount points at or under dir, deepest (last
 // mounted) first.
 func mountsUnder(dir string) ([]string, error) {
+	var out []string
+	err := eachMount(func(m mountinfo.Mount) {
+		if m.Point == dir || strings.HasPrefix(m.Point, dir+"/") {
+			out = append(out, m.Point)
+		}
+	})
+	slices.Reverse(out)
+	return out, err
+}
+
+// eachMount calls fn for each of this process's mounts, in mount order.
+func eachMount(fn func(mountinfo.Mount)) error {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := mountinfo.Unescape(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
+	ms, err := mountinfo.Parse(f)
+	for _, m := range ms {
+		fn(m)
 	}
-	slices.Reverse(out)
-	return out, sc.Err()
+	return err
 }
 
 // unmountAll unmounts everything at or under dir, lazily when a mount is
@@ -375,26 +376,13 @@ func unmountAll(dir string) ([]string, error) {
 // controllers and named hierarchies, and cgroup2 whether unified or the
 // hybrid /sys/fs/cgroup/unified).
 func cgroupMounts() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		_, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
+	err := eachMount(func(m mountinfo.Mount) {
+		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
+			out = append(out, m.Point)
 		}
-		fstype, _, _ := strings.Cut(post, " ")
-		if fstype == "cgroup" || fstype == "cgroup2" {
-			out = append(out, mountinfo.Unescape(strings.Fields(line)[4]))
-		}
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }
 
 // cgroup2Unified tells whether /sys/fs/cgroup is a cgroup v2 hierarchy.
