@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -51,6 +52,8 @@ type Wiring struct {
 	// Verify runs `verify --platform p`, as install does after installing
 	// on a live root; nil when the binary cannot verify.
 	Verify func(ctx context.Context, g *Globals, p platform.Platform) error
+	// ForceAfter replaces defaultForceAfter (tests); zero keeps it.
+	ForceAfter time.Duration
 }
 
 // Run executes the CLI with args and returns the process exit code; tests
@@ -66,7 +69,7 @@ type Wiring struct {
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, w Wiring) int {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	life := newLifecycle(ctx)
+	life := newLifecycle(ctx, testForceAfter(getenv, w.ForceAfter))
 	cmd := newRootCmd(&env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, args: args, life: life}, w)
 	cmd.SetArgs(args)
 	own := false

@@ -19,11 +19,11 @@ const (
 	ExitBrokenPipe  = 128 + int(syscall.SIGPIPE) // 141
 )
 
-// forceAfter is how long berth waits, after SIGINT or SIGTERM, for the
-// command to return on its own (its context is cancelled) before it
+// defaultForceAfter is how long berth waits, after SIGINT or SIGTERM, for
+// the command to return on its own (its context is cancelled) before it
 // removes what it created and exits anyway; a second signal does not wait.
 // Commands annotated with AnnotationOwnSignals are waited for.
-var forceAfter = 10 * time.Second
+const defaultForceAfter = 10 * time.Second
 
 // AnnotationOwnSignals marks a command (cobra.Command.Annotations) for
 // which SIGINT and SIGTERM are its normal way to stop, such as the agent:
@@ -45,16 +45,20 @@ func (c signalCause) Error() string { return "received " + c.sig.String() }
 // defer the cleanups they get as usual; Run also calls them all when a
 // signal cuts the run short, and a cleanup runs only once.
 type lifecycle struct {
-	ctx      context.Context
-	mu       sync.Mutex
-	idle     *sync.Cond // signalled when opening drops to 0
-	opening  int        // roots being opened: their cleanup is not known yet
-	closed   bool
-	cleanups []func()
+	ctx        context.Context
+	forceAfter time.Duration // see defaultForceAfter
+	mu         sync.Mutex
+	idle       *sync.Cond // signalled when opening drops to 0
+	opening    int        // roots being opened: their cleanup is not known yet
+	closed     bool
+	cleanups   []func()
 }
 
-func newLifecycle(ctx context.Context) *lifecycle {
-	l := &lifecycle{ctx: ctx}
+func newLifecycle(ctx context.Context, forceAfter time.Duration) *lifecycle {
+	if forceAfter <= 0 {
+		forceAfter = defaultForceAfter
+	}
+	l := &lifecycle{ctx: ctx, forceAfter: forceAfter}
 	l.idle = sync.NewCond(&l.mu)
 	return l
 }
@@ -133,7 +137,7 @@ func (l *lifecycle) closeAll() {
 // command. The cleanups of l have all run when it returns.
 //
 //   - SIGINT/SIGTERM cancel the context; the command returns (its deferred
-//     cleanups run). A command that does not return within forceAfter
+//     cleanups run). A command that does not return within l.forceAfter
 //     (unless ownSignals), or a second signal, is not waited for: the
 //     registered cleanups run (after any root being unpacked is complete)
 //     and berth exits.
@@ -161,7 +165,7 @@ func runGuarded(l *lifecycle, cancel context.CancelCauseFunc, ownSignals bool, e
 	cancel(signalCause{sig})
 	var timeout <-chan time.Time
 	if !ownSignals {
-		timer := time.NewTimer(forceAfter)
+		timer := time.NewTimer(l.forceAfter)
 		defer timer.Stop()
 		timeout = timer.C
 	}

@@ -18,9 +18,8 @@ import (
 // an error (143, quietly), ignore the signal (forced after forceAfter,
 // 143, with the registered cleanups run), or own its signals (waited for).
 func TestRunSignalOutcomes(t *testing.T) {
-	defer func(d time.Duration) { forceAfter = d }(forceAfter)
-	forceAfter = 300 * time.Millisecond
-	hold := 2 * forceAfter // a deaf command outlives Run: it must not read forceAfter
+	const forceAfter = 300 * time.Millisecond
+	hold := 2 * forceAfter // a deaf command outlives Run
 	for _, tc := range []struct {
 		name      string
 		own       bool
@@ -36,7 +35,7 @@ func TestRunSignalOutcomes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var finished, cleaned atomic.Bool
-			w := Wiring{Commands: []func(*Globals) *cobra.Command{func(g *Globals) *cobra.Command {
+			w := Wiring{ForceAfter: forceAfter, Commands: []func(*Globals) *cobra.Command{func(g *Globals) *cobra.Command {
 				c := &cobra.Command{Use: "hold", RunE: func(cmd *cobra.Command, _ []string) error {
 					g.life.add(func() { cleaned.Store(true) })
 					syscall.Kill(syscall.Getpid(), syscall.SIGTERM)

@@ -2,6 +2,12 @@
 
 package cli
 
+import "time"
+
 // afterOpenRoot is a test hook (build tag berthtest): the real binary
 // does nothing here.
 func afterOpenRoot(*Globals, string) {}
+
+// testForceAfter is a test hook (build tag berthtest): the real binary
+// waits as its wiring says.
+func testForceAfter(_ func(string) string, d time.Duration) time.Duration { return d }

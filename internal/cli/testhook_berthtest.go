@@ -33,10 +33,11 @@ func afterOpenRoot(g *Globals, root string) {
 	}
 }
 
-// BERTH_TEST_FORCE_AFTER shortens how long berth waits for a command that
-// does not return after a signal.
-func init() {
-	if d, err := time.ParseDuration(os.Getenv("BERTH_TEST_FORCE_AFTER")); err == nil {
-		forceAfter = d
+// testForceAfter lets BERTH_TEST_FORCE_AFTER shorten how long berth waits
+// for a command that does not return after a signal.
+func testForceAfter(getenv func(string) string, d time.Duration) time.Duration {
+	if e, err := time.ParseDuration(getenv("BERTH_TEST_FORCE_AFTER")); err == nil {
+		return e
 	}
+	return d
 }
