@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
 	"berth.dev/berth/internal/configure"
@@ -686,65 +684,4 @@ func writeInstallSummary(w io.Writer, s installSummary) error {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// barProgress draws a progress bar per component and one for the total.
-type barProgress struct {
-	mu      sync.Mutex
-	p       *mpb.Progress
-	total   *mpb.Bar
-	bars    map[string]*mpb.Bar
-	counted map[string]int64
-	sum     int64
-}
-
-func newBarProgress(w io.Writer, total int64) *barProgress {
-	b := &barProgress{p: mpb.New(mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithAutoRefresh()), bars: map[string]*mpb.Bar{}, counted: map[string]int64{}}
-	b.total = b.p.AddBar(total, mpb.BarPriority(1<<30),
-		mpb.PrependDecorators(decor.Name("total", decor.WC{W: 30, C: decor.DindentRight})),
-		mpb.AppendDecorators(decor.CountersKibiByte("% .1f / % .1f"), decor.Name(" "), decor.Percentage()))
-	return b
-}
-
-func (b *barProgress) event(e fetch.Event) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	bar := b.bars[e.Component]
-	if bar == nil {
-		bar = b.p.AddBar(e.Total,
-			mpb.PrependDecorators(decor.Name(e.Component, decor.WC{W: 30, C: decor.DindentRight})),
-			mpb.AppendDecorators(decor.OnComplete(decor.CountersKibiByte("% .1f / % .1f"), "verified")))
-		b.bars[e.Component] = bar
-	}
-	switch e.Phase {
-	case fetch.PhaseProgress, fetch.PhaseRetry:
-		bar.SetCurrent(e.Bytes)
-	case fetch.PhaseDone:
-		bar.SetCurrent(e.Total)
-	default:
-		return
-	}
-	cur := min(e.Bytes, e.Total)
-	if e.Phase == fetch.PhaseDone {
-		cur = e.Total
-	}
-	b.sum += cur - b.counted[e.Component]
-	b.counted[e.Component] = cur
-	b.total.SetCurrent(b.sum)
-}
-
-// finish stops the bars (aborting those a failure left incomplete) and
-// waits for the last frame.
-func (b *barProgress) finish() {
-	b.mu.Lock()
-	for _, bar := range b.bars {
-		if !bar.Completed() {
-			bar.Abort(false)
-		}
-	}
-	if !b.total.Completed() {
-		b.total.Abort(false)
-	}
-	b.mu.Unlock()
-	b.p.Wait()
 }

@@ -16,8 +16,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"berth.dev/berth/internal/fetch"
 )
 
 // cliRelease is a small release for the CLI tests: the shim, QEMU, SNP
@@ -260,29 +258,5 @@ func TestInstallCLIRefusals(t *testing.T) {
 				t.Errorf("exit %d (want %d), stderr %s", code, tc.code, errOut)
 			}
 		})
-	}
-}
-
-func TestBarProgress(t *testing.T) {
-	for _, fail := range []bool{false, true} {
-		var buf bytes.Buffer
-		b := newBarProgress(&buf, 300)
-		b.event(fetch.Event{Component: "qemu", Phase: fetch.PhaseStart, Total: 200})
-		b.event(fetch.Event{Component: "qemu", Phase: fetch.PhaseProgress, Bytes: 100, Total: 200})
-		b.event(fetch.Event{Component: "qemu", Phase: fetch.PhaseDone, Bytes: 200, Total: 200})
-		b.event(fetch.Event{Component: "shim", Phase: fetch.PhaseStart, Total: 100})
-		if !fail {
-			b.event(fetch.Event{Component: "shim", Phase: fetch.PhaseDone, Bytes: 100, Total: 100})
-		}
-		done := make(chan struct{})
-		go func() { b.finish(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("finish (fail=%v) hangs", fail)
-		}
-		if out := buf.String(); !strings.Contains(out, "total") || !strings.Contains(out, "qemu") || !strings.Contains(out, "verified") {
-			t.Errorf("fail=%v: bars %q", fail, out)
-		}
 	}
 }
