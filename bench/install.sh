@@ -16,7 +16,8 @@ shm=""
 if [ -d /dev/shm ]; then shm="$(mktemp -d /dev/shm/berth-bench-install.XXXXXX)"; fi
 trap 'rm -rf "$work" ${shm:+"$shm"}' EXIT
 bin="${BERTH_BIN:-$work/berth}"
-[ -n "${BERTH_BIN:-}" ] || go build -o "$bin" ./cmd/berth
+# berth runs berth-cluster (beside it) for install, as a user's does.
+[ -n "${BERTH_BIN:-}" ] || go build -o "$work/" ./cmd/berth ./cmd/berth-cluster
 mkdir -p "$work/empty"
 
 mkdir -p "$work/from"

@@ -11,14 +11,20 @@ import (
 
 // TestNoClusterDependencies keeps client-go, gRPC and the CRI API out of
 // berth: they cost the host commands ~5 ms of start-up and ~7 MiB of RSS
-// (README, "Two binaries"), so they belong to berth-cluster only.
+// (README, "Two binaries"), so they belong to berth-cluster only. So do
+// the HTTP and TLS stack and the zstd decoder (install, bundle, check
+// --network): their initialisation was half of berth's start-up. And the
+// progress-bar library berth replaced, whose initialisation compiled a
+// regular expression.
 func TestNoClusterDependencies(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		for _, banned := range []string{"k8s.io/client-go/", "google.golang.org/grpc", "k8s.io/cri-api/", "berth.dev/berth/internal/cli/clustercmd"} {
+		for _, banned := range []string{"k8s.io/client-go/", "google.golang.org/grpc", "k8s.io/cri-api/", "berth.dev/berth/internal/cli/clustercmd",
+			"net/http", "crypto/tls", "github.com/klauspost/compress", "berth.dev/berth/internal/cli/installcmd", "berth.dev/berth/internal/install",
+			"berth.dev/berth/internal/fetch", "berth.dev/berth/internal/netprobe", "github.com/vbauerster/mpb", "github.com/acarl005/stripansi"} {
 			if strings.HasPrefix(dep+"/", banned) || strings.HasPrefix(dep, banned) {
 				t.Errorf("berth links %s", dep)
 			}
@@ -78,6 +84,20 @@ func TestDelegation(t *testing.T) {
 	code, got, errOut = run(lone, []string{"PATH=" + t.TempDir(), "BERTH_CLUSTER=" + cluster}, args...)
 	if code != 0 || got != want {
 		t.Errorf("BERTH_CLUSTER: exit %d, %s", code, errOut)
+	}
+	// install, uninstall, rollback, bundle and check --network run it too.
+	for _, a := range [][]string{
+		{"install", "--help"},
+		{"bundle", "--help"},
+		{"check", "--root", "../../testdata/hosts/sriov-nic-vgpu-host", "--network", "--registry", "ftp://mirror"},
+		{"check", "--root", "../../testdata/hosts/sriov-nic-vgpu-host", "--network", "-p", "kata-qemu", "-o", "json"},
+	} {
+		pinned := append(env, "SOURCE_DATE_EPOCH=1767225600") // the report's clock
+		wantCode, want, wantErr := run(cluster, pinned, a...)
+		code, got, errOut := run(berth, pinned, a...)
+		if code != wantCode || got != want || errOut != wantErr || got+errOut == "" {
+			t.Errorf("berth %v: exit %d (berth-cluster %d)\n%s%s\nwant\n%s%s", a, code, wantCode, got, errOut, want, wantErr)
+		}
 	}
 	// Host commands never need it.
 	if code, out, errOut := run(lone, []string{"PATH=" + t.TempDir()}, "version"); code != 0 || !strings.Contains(out, "berth") {

@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/discover"
 	"berth.dev/berth/internal/output"
 	"berth.dev/berth/platform"
 )
@@ -52,9 +54,19 @@ type Wiring struct {
 	// Verify runs `verify --platform p`, as install does after installing
 	// on a live root; nil when the binary cannot verify.
 	Verify func(ctx context.Context, g *Globals, p platform.Platform) error
+	// Network makes check --network's probe; nil when the binary links no
+	// HTTP client (berth), which then runs delegateTo for check --network.
+	Network NetworkFunc
 	// ForceAfter replaces defaultForceAfter (tests); zero keeps it.
 	ForceAfter time.Duration
+
+	delegateTo string
 }
+
+// NetworkFunc makes discovery's network probe for check --network: the
+// registries and attestation services given, each probe bounded by
+// timeout. An error is about the flags' values (exit 2).
+type NetworkFunc func(timeout time.Duration, registries, attestation []string) (*discover.NetworkProbe, error)
 
 // Run executes the CLI with args and returns the process exit code; tests
 // call it directly with their own streams and environment.
@@ -123,3 +135,14 @@ func (g *Globals) Root() string { return g.root }
 
 // Verbose is the -v count.
 func (g *Globals) Verbose() int { return g.verbose }
+
+// Log is the command's logger (stderr, at the level -v asked for).
+func (g *Globals) Log() *slog.Logger { return g.log }
+
+// WithStdout is a copy of g whose standard output is w: install's prose
+// goes to stderr when stdout carries JSON.
+func (g *Globals) WithStdout(w io.Writer) *Globals {
+	c := *g
+	c.stdout = w
+	return &c
+}

@@ -33,7 +33,7 @@ type configFlags struct {
 	hypervisor    string
 	kataConfigDir string
 	// custom are the runtime paths of a custom distribution.
-	custom customFlags
+	custom CustomFlags
 	// preview (render) shows a platform whose checks fail, with a
 	// warning, instead of refusing it.
 	preview bool
@@ -56,13 +56,13 @@ unless --force.`,
 	return cmd
 }
 
-// customFlags name the container runtime of a custom distribution, whose
+// CustomFlags name the container runtime of a custom distribution, whose
 // paths berth cannot know: its config file, systemd unit and socket.
-type customFlags struct {
+type CustomFlags struct {
 	containerdConfig, crioConfig, unit, socket string
 }
 
-func (c *customFlags) add(cmd *cobra.Command) {
+func (c *CustomFlags) Add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&c.containerdConfig, "containerd-config", "", "custom distribution: containerd's main config file (berth extends it through an imports drop-in directory conf.d beside it)")
 	f.StringVar(&c.crioConfig, "crio-config", "", "custom distribution: CRI-O's main config file (berth writes a drop-in into <file>.d)")
@@ -74,7 +74,7 @@ func (c *customFlags) add(cmd *cobra.Command) {
 // distribution's, or for custom the one the flags give (nil when p is not
 // custom). Flags for a known distribution are a usage error: its paths are
 // known.
-func (c customFlags) layout(p platform.Platform) (*platform.Layout, error) {
+func (c CustomFlags) Layout(p platform.Platform) (*platform.Layout, error) {
 	given := c.containerdConfig != "" || c.crioConfig != "" || c.unit != "" || c.socket != ""
 	if !p.Distribution().UserLayout() {
 		if given {
@@ -101,7 +101,7 @@ func (c customFlags) layout(p platform.Platform) (*platform.Layout, error) {
 }
 
 func addPlatformFlags(cmd *cobra.Command, fl *configFlags) {
-	fl.custom.add(cmd)
+	fl.custom.Add(cmd)
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to configure (canonical name, Kata runtime class or Contrast name)")
 	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "where Kata's binaries and guest images are installed")
@@ -198,7 +198,7 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	if err != nil {
 		return nil, err
 	}
-	custom, err := fl.custom.layout(p)
+	custom, err := fl.custom.Layout(p)
 	if err != nil {
 		return nil, err
 	}
@@ -218,11 +218,11 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 		fmt.Fprintf(g.stderr, "warning: --force: %s\n", msg)
 	}
 	if !fl.preview {
-		if err := refuseNotReady(f, p, fl.force); err != nil {
+		if err := RefuseNotReady(f, p, fl.force); err != nil {
 			return nil, err
 		}
 	}
-	t, err := targetForLayout(f, p, custom, fl.configVersion)
+	t, err := TargetForLayout(f, p, custom, fl.configVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func notReady(f *facts.Facts, p platform.Platform) (string, bool, error) {
 
 // refuseNotReady refuses a platform whose checks fail on the node, unless
 // force; the error lists the failing checks.
-func refuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
+func RefuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
 	msg, bad, err := notReady(f, p)
 	if err != nil || !bad || force {
 		return err
@@ -277,7 +277,7 @@ func refuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
 // error, a config the runtime cannot read a refusal.
 // targetForLayout is targetFor with a custom distribution's layout (nil
 // for the others).
-func targetForLayout(f *facts.Facts, p platform.Platform, custom *platform.Layout, flagVersion int) (configure.Target, error) {
+func TargetForLayout(f *facts.Facts, p platform.Platform, custom *platform.Layout, flagVersion int) (configure.Target, error) {
 	if custom == nil {
 		return targetFor(f, p, flagVersion)
 	}
@@ -351,7 +351,7 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 }
 
 // writableRoot opens --root for writing; a snapshot cannot be written.
-func (g *Globals) writableRoot() (*configure.OSRoot, error) {
+func (g *Globals) WritableRoot() (*configure.OSRoot, error) {
 	fi, err := os.Stat(g.root)
 	if err != nil || !fi.IsDir() {
 		return nil, UsageErr(fmt.Errorf("--root %s: apply and remove need a directory (a snapshot cannot be written)", g.root))
@@ -369,7 +369,7 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 	if err != nil {
 		return err
 	}
-	w, err := g.writableRoot()
+	w, err := g.WritableRoot()
 	if err != nil {
 		return err
 	}
@@ -379,7 +379,7 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 		l = *r.Layout
 	}
 	if fl.restart {
-		if rt, ok := g.liveRuntime(ctx, root, l, r.Platform); ok {
+		if rt, ok := g.LiveRuntime(ctx, root, l, r.Platform); ok {
 			res, err := configure.ApplyLive(ctx, w, r, rt)
 			return g.reportLive(res, err, "applied")
 		}
@@ -388,7 +388,7 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 	if err != nil {
 		return configErr(err)
 	}
-	return g.reportNoRestart(res, l, r.Platform, "applied")
+	return g.ReportNoRestart(res, l, r.Platform, "applied")
 }
 
 // configEditor is what removing berth's runtime configuration works on: the
@@ -400,6 +400,31 @@ type configEditor struct {
 	state *configure.State
 }
 
+// RemovePlatformConfigs removes the runtime configuration berth applied
+// for each of plats (platform names, as an installation record lists
+// them) that the configuration state still holds, restarting the runtime
+// when restart is set: uninstall's first step.
+func (g *Globals) RemovePlatformConfigs(ctx context.Context, plats []string, restart bool) error {
+	e, closeEditor, err := g.openConfigEditor()
+	defer closeEditor()
+	if err != nil {
+		return err
+	}
+	for _, s := range plats {
+		p, err := platform.Parse(s)
+		if err != nil {
+			return fmt.Errorf("installation record names platform %q: %w", s, err)
+		}
+		if _, ok := e.state.Platforms[p.Handler()]; !ok {
+			continue
+		}
+		if err := e.remove(ctx, g, p.Handler(), p, restart); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // openConfigEditor opens a configEditor on --root. The returned close
 // releases what was opened and must be called even after an error.
 func (g *Globals) openConfigEditor() (*configEditor, func(), error) {
@@ -407,7 +432,7 @@ func (g *Globals) openConfigEditor() (*configEditor, func(), error) {
 	if err != nil {
 		return nil, cleanup, err
 	}
-	w, err := g.writableRoot()
+	w, err := g.WritableRoot()
 	if err != nil {
 		return nil, cleanup, err
 	}
@@ -431,7 +456,7 @@ func (e *configEditor) remove(ctx context.Context, g *Globals, handler string, p
 		l = *st.Layout
 	}
 	if restart {
-		if rt, ok := g.liveRuntime(ctx, e.root, l, p); ok {
+		if rt, ok := g.LiveRuntime(ctx, e.root, l, p); ok {
 			res, err := configure.RemoveLive(ctx, e.w, handler, rt)
 			return g.reportLive(res, err, "removed")
 		}
@@ -440,7 +465,7 @@ func (e *configEditor) remove(ctx context.Context, g *Globals, handler string, p
 	if err != nil {
 		return configErr(err)
 	}
-	return g.reportNoRestart(res, l, p, "removed")
+	return g.ReportNoRestart(res, l, p, "removed")
 }
 
 func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
@@ -510,7 +535,7 @@ func (u unitRuntime) Restart(ctx context.Context) error {
 func (u unitRuntime) Handlers(ctx context.Context) ([]string, error) {
 	deadline := time.Now().Add(u.wait)
 	for {
-		v, err := verifier{g: u.g}.Verify(ctx, u.p)
+		v, err := u.g.VerifyPlatform(ctx, u.p)
 		if err == nil && v.Runtime != "" {
 			return v.Handlers, nil
 		}
@@ -539,7 +564,7 @@ func (u unitRuntime) Log(ctx context.Context) string {
 // liveRuntime is the runtime --restart restarts: the first active unit of
 // the layout on a running system. ok is false (with a warning said) when
 // there is none, and the change is then made without a restart.
-func (g *Globals) liveRuntime(ctx context.Context, root hostfs.Root, l platform.Layout, p platform.Platform) (configure.Runtime, bool) {
+func (g *Globals) LiveRuntime(ctx context.Context, root hostfs.Root, l platform.Layout, p platform.Platform) (configure.Runtime, bool) {
 	if !root.Live() {
 		fmt.Fprintf(g.stderr, "warning: not restarting: --root %s is not a running system\n", root.Path())
 		return nil, false
@@ -564,7 +589,7 @@ func (g *Globals) reportLive(res *configure.LiveResult, err error, verb string) 
 		}
 		return configErr(err)
 	}
-	if g.sayChanged(res.Result, verb) {
+	if g.SayChanged(res.Result, verb) {
 		fmt.Fprintf(g.stdout, "restarted; live handlers: %s\n", strings.Join(res.After, ", "))
 	}
 	return nil
@@ -572,8 +597,8 @@ func (g *Globals) reportLive(res *configure.LiveResult, err error, verb string) 
 
 // reportNoRestart says what changed and the exact commands that load and
 // verify it.
-func (g *Globals) reportNoRestart(res *configure.Result, l platform.Layout, p platform.Platform, verb string) error {
-	if g.sayChanged(res, verb) && len(l.Units) > 0 {
+func (g *Globals) ReportNoRestart(res *configure.Result, l platform.Layout, p platform.Platform, verb string) error {
+	if g.SayChanged(res, verb) && len(l.Units) > 0 {
 		fmt.Fprintf(g.stdout, "to load it: systemctl restart %s && berth verify --platform %s\n(or run again with --restart, which also rolls back if a handler is lost)\n", l.Units[0], p)
 	}
 	return nil
@@ -587,7 +612,7 @@ func (g *Globals) warn(res *configure.Result) {
 
 // sayChanged prints res's warnings and changed files; false when nothing
 // changed.
-func (g *Globals) sayChanged(res *configure.Result, verb string) bool {
+func (g *Globals) SayChanged(res *configure.Result, verb string) bool {
 	g.warn(res)
 	if len(res.Changed) == 0 {
 		fmt.Fprintf(g.stdout, "%s: nothing to change (already %s)\n", res.Handler, verb)

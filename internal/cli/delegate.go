@@ -16,8 +16,13 @@ import (
 )
 
 // delegated are the commands that live in berth-cluster, with the line
-// `berth help` shows for each.
+// `berth help` shows for each: those that talk to Kubernetes or a CRI
+// socket, and those that download or unpack (internal/cli/installcmd).
 var delegated = []struct{ name, short string }{
+	{"install", "Install what a platform needs from a component manifest, configure the runtime and verify it"},
+	{"uninstall", "Remove what berth install installed under the prefix, and the runtime configuration it applied"},
+	{"rollback", "Make the previous installation current again"},
+	{"bundle", "Pack the manifest and every file some platforms need into one tar, for an air-gapped site"},
 	{"agent", "Run as the node agent (DaemonSet): publish this node's report to the cluster"},
 	{"fleet", "Show every node's platforms from the agents' reports"},
 	{"node-installer", "Install the chosen platforms on this node, or clean them up (DaemonSet)"},
@@ -29,7 +34,7 @@ var delegated = []struct{ name, short string }{
 // with the same arguments, so `berth fleet` works as documented while berth
 // itself links neither client-go nor gRPC.
 func Delegate(binary string) Wiring {
-	var w Wiring
+	w := Wiring{delegateTo: binary}
 	for _, d := range delegated {
 		w.Commands = append(w.Commands, func(g *Globals) *cobra.Command {
 			return &cobra.Command{

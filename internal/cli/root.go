@@ -37,6 +37,10 @@ type Globals struct {
 	log     *slog.Logger
 	// verify runs `verify --platform p` for install (Wiring.Verify).
 	verify func(ctx context.Context, g *Globals, p platform.Platform) error
+	// network makes check --network's probe (Wiring.Network).
+	network NetworkFunc
+	// delegateTo is the binary berth runs for what it lacks (Delegate).
+	delegateTo string
 }
 
 // Format parses -o against the formats a command allows (exit 2 when bad).
@@ -51,7 +55,7 @@ func (g *Globals) Format(allowed ...output.Format) (output.Format, error) {
 func (g *Globals) color() bool { return output.ColorEnabled(g.stdout, g.noColor, g.getenv) }
 
 func newRootCmd(e *env, w Wiring) *cobra.Command {
-	g := &Globals{env: *e, verify: w.Verify}
+	g := &Globals{env: *e, verify: w.Verify, network: w.Network, delegateTo: w.delegateTo}
 	cmd := &cobra.Command{
 		Use:   "berth",
 		Short: "Can this node run sandboxed and confidential containers, and on which platform?",
@@ -92,10 +96,6 @@ only what the chosen platform needs.`,
 	cmd.AddCommand(newPlatformsCmd(g))
 	cmd.AddCommand(newManifestCmd(g))
 	cmd.AddCommand(newConfigCmd(g))
-	cmd.AddCommand(newInstallCmd(g))
-	cmd.AddCommand(newUninstallCmd(g))
-	cmd.AddCommand(newRollbackCmd(g))
-	cmd.AddCommand(newBundleCmd(g))
 	for _, c := range w.Commands {
 		cmd.AddCommand(c(g))
 	}

@@ -6,17 +6,20 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"berth.dev/berth/internal/facts"
-	"berth.dev/berth/internal/netprobe"
 )
 
 // NetworkProbe asks discovery to probe services over the network (berth
 // check --network). The targets come from the caller: discovery does not
-// know which platform will use them.
+// know which platform will use them. Probe is the caller's (netprobe, in
+// berth-cluster), so that discovery links no HTTP client.
 type NetworkProbe struct {
-	Prober  netprobe.Prober
-	Targets []netprobe.Target
+	// Probe probes every target and says what each answered.
+	Probe func(ctx context.Context) []facts.Endpoint
+	// Timeout bounds each probe; it is recorded with the result.
+	Timeout time.Duration
 }
 
 // Reasons a reachability probe did not run.
@@ -127,10 +130,7 @@ func (s *session) reachability(ctx context.Context) facts.Reachability {
 		// namespace: a verdict about its network is not the host's.
 		return facts.Reachability{NotChecked: notCheckedMounted}
 	}
-	r := facts.Reachability{Checked: true, TimeoutMS: np.Prober.Timeout.Milliseconds()}
-	if np.Prober.Timeout == 0 {
-		r.TimeoutMS = netprobe.DefaultTimeout.Milliseconds()
-	}
-	r.Targets = np.Prober.ProbeAll(ctx, np.Targets)
+	r := facts.Reachability{Checked: true, TimeoutMS: np.Timeout.Milliseconds()}
+	r.Targets = np.Probe(ctx)
 	return r
 }

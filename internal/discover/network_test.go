@@ -20,7 +20,7 @@ func TestReachabilityNotChecked(t *testing.T) {
 		want string
 	}{
 		{"no --network", nil, "not checked (--network not given)"},
-		{"offline root", &NetworkProbe{Targets: []netprobe.Target{{Role: netprobe.RoleRegistry, URL: "https://registry.k8s.io/v2/"}}}, "not checked (offline root: the network seen from here is not the host's)"},
+		{"offline root", &NetworkProbe{Probe: func(context.Context) []facts.Endpoint { panic("probed an offline root") }}, "not checked (offline root: the network seen from here is not the host's)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,12 +62,14 @@ func TestReachabilityLive(t *testing.T) {
 	defer close(release)
 	s := tempRoot(t, map[string]string{"etc/hostname": "x\n"}, nil)
 	s.root = liveRoot{s.root}
+	prober := netprobe.Prober{Client: netprobe.NewClient(), Timeout: 300 * time.Millisecond}
+	targets := []netprobe.Target{
+		{Role: netprobe.RoleRegistry, URL: ok.URL + "/v2/"},
+		{Role: netprobe.RoleAttestation, URL: hang.URL},
+	}
 	s.opt.Network = &NetworkProbe{
-		Prober: netprobe.Prober{Client: netprobe.NewClient(), Timeout: 300 * time.Millisecond},
-		Targets: []netprobe.Target{
-			{Role: netprobe.RoleRegistry, URL: ok.URL + "/v2/"},
-			{Role: netprobe.RoleAttestation, URL: hang.URL},
-		},
+		Probe:   func(ctx context.Context) []facts.Endpoint { return prober.ProbeAll(ctx, targets) },
+		Timeout: prober.Timeout,
 	}
 	r := s.reachability(context.Background())
 	if !r.Checked || r.NotChecked != "" || r.TimeoutMS != 300 || len(r.Targets) != 2 {

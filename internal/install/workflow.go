@@ -80,7 +80,7 @@ type Restarter interface {
 // verifier binary, say); a runtime that does not answer is a Verification
 // with Error set.
 type Verifier interface {
-	Verify(ctx context.Context, p platform.Platform) (Verification, error)
+	Verify(ctx context.Context, p platform.Platform) (configure.Verification, error)
 }
 
 // Reporter hears of each step of Run as it ends, to tell the user.
@@ -88,23 +88,9 @@ type Reporter interface {
 	// Installed follows the install step, whatever its outcome (err).
 	Installed(res *Result, took time.Duration, err error)
 	// Verified follows each platform's verification.
-	Verified(v Verification)
+	Verified(v configure.Verification)
 	// NotVerified says why no platform is verified.
 	NotVerified(reason string)
-}
-
-// Verification is what the runtime said about one platform's handler.
-type Verification struct {
-	Platform string `json:"platform"`
-	Handler  string `json:"handler"`
-	Live     bool   `json:"live"`
-	// Runtime is the runtime's name and version, when it answered.
-	Runtime string `json:"runtime,omitempty"`
-	Socket  string `json:"socket,omitempty"`
-	// Handlers are the handlers the runtime has, when it answered.
-	Handlers []string `json:"handlers,omitempty"`
-	// Error says why the runtime could not be asked.
-	Error string `json:"error,omitempty"`
 }
 
 // Outcome is what Run did, as far as it got.
@@ -114,7 +100,7 @@ type Outcome struct {
 	// Applied are the runtime configuration changes, per platform.
 	Applied []*configure.Result `json:"applied,omitempty"`
 	// Verified are the verifications, one per platform asked for.
-	Verified []Verification `json:"verified,omitempty"`
+	Verified []configure.Verification `json:"verified,omitempty"`
 }
 
 // InstallError is a failure of the install step itself (fetch, digest,

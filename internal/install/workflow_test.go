@@ -40,19 +40,19 @@ func (s *steps) Restart(_ context.Context, p platform.Platform, res *configure.R
 	return nil
 }
 
-func (s *steps) Verify(_ context.Context, p platform.Platform) (Verification, error) {
+func (s *steps) Verify(_ context.Context, p platform.Platform) (configure.Verification, error) {
 	s.log = append(s.log, "verify "+p.String())
 	if s.verifyErr != nil {
-		return Verification{}, s.verifyErr
+		return configure.Verification{}, s.verifyErr
 	}
-	return Verification{Platform: p.String(), Handler: p.Name(), Live: !s.notLive[p.String()], Runtime: "containerd 2.4.2"}, nil
+	return configure.Verification{Platform: p.String(), Handler: p.Name(), Live: !s.notLive[p.String()], Runtime: "containerd 2.4.2"}, nil
 }
 
 func (s *steps) Installed(res *Result, _ time.Duration, err error) {
 	s.log = append(s.log, fmt.Sprintf("installed %v", err == nil))
 }
 
-func (s *steps) Verified(v Verification) {
+func (s *steps) Verified(v configure.Verification) {
 	s.log = append(s.log, fmt.Sprintf("verified %s %v", v.Platform, v.Live))
 }
 

@@ -557,9 +557,9 @@ type criVerifier struct {
 	handlers map[string][]string
 }
 
-func (v criVerifier) Verify(ctx context.Context, p platform.Platform) (install.Verification, error) {
+func (v criVerifier) Verify(ctx context.Context, p platform.Platform) (configure.Verification, error) {
 	rt := v.runtimes[p.String()]
-	res := install.Verification{Platform: p.String(), Handler: p.Handler(), Runtime: rt.Name()}
+	res := configure.Verification{Platform: p.String(), Handler: p.Handler(), Runtime: rt.Name()}
 	hs, err := rt.Handlers(ctx)
 	if err != nil {
 		res.Runtime, res.Error = "", err.Error()

@@ -1,15 +1,22 @@
 // Package clustercmd holds the commands that talk to a Kubernetes API server
-// or a CRI socket: agent, node-installer, fleet, verify and runtimeclasses. Only the
-// berth-cluster binary links it, so that berth's host commands start without
-// client-go and gRPC.
+// or a CRI socket: agent, node-installer, fleet, verify and runtimeclasses.
+// Its Wiring adds install's commands (installcmd) and check --network's
+// HTTP probe. Only the berth-cluster binary links it, so that berth's host
+// commands start without client-go, gRPC, the HTTP and TLS stack and zstd.
 package clustercmd
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"berth.dev/berth/internal/cli"
+	"berth.dev/berth/internal/cli/installcmd"
+	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/netprobe"
 	"berth.dev/berth/platform"
 )
 
@@ -17,7 +24,9 @@ import (
 // install verify in-process.
 func Wiring() cli.Wiring {
 	return cli.Wiring{
-		Commands: []func(*cli.Globals) *cobra.Command{newAgentCmd, newFleetCmd, newNodeInstallerCmd, newRuntimeClassesCmd, newVerifyCmd},
+		Commands: append([]func(*cli.Globals) *cobra.Command{newAgentCmd, newFleetCmd, newNodeInstallerCmd, newRuntimeClassesCmd, newVerifyCmd},
+			installcmd.Commands()...),
+		Network: networkProbe,
 		Verify: func(ctx context.Context, g *cli.Globals, p platform.Platform) error {
 			v := newVerifyCmd(g)
 			v.SetArgs([]string{"--platform", p.String()})
@@ -26,4 +35,29 @@ func Wiring() cli.Wiring {
 			return v.ExecuteContext(ctx)
 		},
 	}
+}
+
+// networkProbe is check --network's probe: netprobe, with the proxy
+// settings containerd's pulls use.
+func networkProbe(timeout time.Duration, registries, attestation []string) (*discover.NetworkProbe, error) {
+	var targets []netprobe.Target
+	for _, r := range registries {
+		u, err := netprobe.RegistryURL(r)
+		if err != nil {
+			return nil, fmt.Errorf("--registry: %w", err)
+		}
+		targets = append(targets, netprobe.Target{Role: netprobe.RoleRegistry, URL: u})
+	}
+	for _, a := range attestation {
+		u, err := netprobe.ServiceURL(a)
+		if err != nil {
+			return nil, fmt.Errorf("--attestation-url: %w", err)
+		}
+		targets = append(targets, netprobe.Target{Role: netprobe.RoleAttestation, URL: u})
+	}
+	p := netprobe.Prober{Client: netprobe.NewClient(), Timeout: timeout}
+	return &discover.NetworkProbe{
+		Probe:   func(ctx context.Context) []facts.Endpoint { return p.ProbeAll(ctx, targets) },
+		Timeout: timeout,
+	}, nil
 }

@@ -1,6 +1,8 @@
-package cli
+package installcmd
 
 import (
+	"berth.dev/berth/internal/cli"
+
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
@@ -155,7 +157,7 @@ func TestInstallCLIOffline(t *testing.T) {
 	t.Logf("re-run with nothing to do through the CLI (discovery included): %v", took)
 
 	code, _, errOut = runCheckCLI(t, "--root", root, "rollback")
-	if code != ExitNotReady || !strings.Contains(errOut, "no previous installation") {
+	if code != cli.ExitNotReady || !strings.Contains(errOut, "no previous installation") {
 		t.Errorf("rollback: exit %d %s", code, errOut)
 	}
 
@@ -245,12 +247,12 @@ func TestInstallCLIRefusals(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no platform", []string{"install", "-m", mp}, ExitUsage, "--platform is required"},
-		{"no manifest", []string{"install", "-p", "k3s-qemu-snp"}, ExitUsage, "--manifest is required"},
-		{"platform not ready", []string{"--root", filepath.Join(hostsDir, "cloud-vm-no-nested"), "install", "-p", "kubeadm-qemu-snp", "-m", mp, "--from", mirror}, ExitNotReady, "--force"},
-		{"bad --from", []string{"install", "-p", "k3s-qemu-snp", "-m", mp, "--from", "/nonexistent"}, ExitUsage, "--from /nonexistent"},
-		{"relative prefix", []string{"install", "-p", "k3s-qemu-snp", "-m", mp, "--prefix", "opt/berth"}, ExitUsage, "absolute path"},
-		{"bundle without output", []string{"bundle", "-p", "k3s-qemu-snp", "-m", mp}, ExitUsage, "-o bundle.tar"},
+		{"no platform", []string{"install", "-m", mp}, cli.ExitUsage, "--platform is required"},
+		{"no manifest", []string{"install", "-p", "k3s-qemu-snp"}, cli.ExitUsage, "--manifest is required"},
+		{"platform not ready", []string{"--root", filepath.Join(hostsDir, "cloud-vm-no-nested"), "install", "-p", "kubeadm-qemu-snp", "-m", mp, "--from", mirror}, cli.ExitNotReady, "--force"},
+		{"bad --from", []string{"install", "-p", "k3s-qemu-snp", "-m", mp, "--from", "/nonexistent"}, cli.ExitUsage, "--from /nonexistent"},
+		{"relative prefix", []string{"install", "-p", "k3s-qemu-snp", "-m", mp, "--prefix", "opt/berth"}, cli.ExitUsage, "absolute path"},
+		{"bundle without output", []string{"bundle", "-p", "k3s-qemu-snp", "-m", mp}, cli.ExitUsage, "-o bundle.tar"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runCheckCLI(t, tc.args...)

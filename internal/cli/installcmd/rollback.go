@@ -1,6 +1,8 @@
-package cli
+package installcmd
 
 import (
+	"berth.dev/berth/internal/cli"
+
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,7 +10,7 @@ import (
 	"berth.dev/berth/internal/install"
 )
 
-func newRollbackCmd(g *Globals) *cobra.Command {
+func newRollbackCmd(g *cli.Globals) *cobra.Command {
 	var fl installFlags
 	cmd := &cobra.Command{
 		Use:   "rollback",
@@ -20,18 +22,18 @@ the prefix's stable links, so it needs no change; restart the runtime's
 running sandboxes to pick up the binaries.`,
 		Example: `  sudo berth rollback
   sudo berth rollback --prefix /opt/berth`,
-		Args: NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := &install.Installer{Layout: g.layout(fl.prefix)}
+			in := &install.Installer{Layout: layout(g, fl.prefix)}
 			from, to, err := in.Rollback(cmd.Context())
 			if err != nil {
-				return &exitError{code: ExitNotReady, err: err}
+				return cli.ExitErr(cli.ExitNotReady, err)
 			}
 			r, err := in.Layout.ReadRecord(to)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "%s: current -> versions/%s (%s %s for %v), was %s\n", in.Layout.Dir(), to, r.Manifest, r.Version, r.Platforms, from)
+			fmt.Fprintf(g.Stdout(), "%s: current -> versions/%s (%s %s for %v), was %s\n", in.Layout.Dir(), to, r.Manifest, r.Version, r.Platforms, from)
 			return nil
 		},
 	}

@@ -1,6 +1,8 @@
-package cli
+package installcmd
 
 import (
+	"berth.dev/berth/internal/cli"
+
 	"context"
 	"errors"
 	"fmt"
@@ -13,10 +15,9 @@ import (
 
 	"berth.dev/berth/internal/install"
 	"berth.dev/berth/internal/manifest"
-	"berth.dev/berth/platform"
 )
 
-func newUninstallCmd(g *Globals) *cobra.Command {
+func newUninstallCmd(g *cli.Globals) *cobra.Command {
 	var fl installFlags
 	var purgeCache, keepConfig bool
 	cmd := &cobra.Command{
@@ -35,7 +36,7 @@ removed (exit 1). The download cache stays unless --purge-cache, which
 removes the files berth put there.`,
 		Example: `  sudo berth uninstall
   sudo berth uninstall --prefix /opt/berth --purge-cache --restart`,
-		Args: NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runUninstall(cmd.Context(), g, fl, purgeCache, keepConfig)
 		},
@@ -49,8 +50,8 @@ removes the files berth put there.`,
 	return cmd
 }
 
-func runUninstall(ctx context.Context, g *Globals, fl installFlags, purgeCache, keepConfig bool) error {
-	l := g.layout(fl.prefix)
+func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCache, keepConfig bool) error {
+	l := layout(g, fl.prefix)
 	// Status resolves the prefix inside the root: one that leaves it is
 	// refused here, before the configuration or anything else is removed.
 	st, err := l.Status()
@@ -59,7 +60,7 @@ func runUninstall(ctx context.Context, g *Globals, fl installFlags, purgeCache, 
 	}
 	var cache *cacheDir
 	if purgeCache {
-		c, err := g.openCache(fl.cache)
+		c, err := openCache(g, fl.cache)
 		if err != nil {
 			return installErr(err)
 		}
@@ -68,22 +69,8 @@ func runUninstall(ctx context.Context, g *Globals, fl installFlags, purgeCache, 
 	}
 	plats := st.Platforms()
 	if !keepConfig && len(plats) > 0 {
-		e, closeEditor, err := g.openConfigEditor()
-		defer closeEditor()
-		if err != nil {
+		if err := g.RemovePlatformConfigs(ctx, plats, fl.restart); err != nil {
 			return err
-		}
-		for _, s := range plats {
-			p, err := platform.Parse(s)
-			if err != nil {
-				return fmt.Errorf("installation record names platform %q: %w", s, err)
-			}
-			if _, ok := e.state.Platforms[p.Handler()]; !ok {
-				continue
-			}
-			if err := e.remove(ctx, g, p.Handler(), p, fl.restart); err != nil {
-				return err
-			}
 		}
 	}
 	in := &install.Installer{Layout: l}
@@ -92,20 +79,20 @@ func runUninstall(ctx context.Context, g *Globals, fl installFlags, purgeCache, 
 		return installErr(err)
 	}
 	if len(rm.Removed) == 0 && len(rm.Kept) == 0 {
-		fmt.Fprintf(g.stdout, "%s: nothing installed by berth\n", l.Dir())
+		fmt.Fprintf(g.Stdout(), "%s: nothing installed by berth\n", l.Dir())
 	}
 	for _, p := range rm.Removed {
-		fmt.Fprintf(g.stdout, "removed %s\n", p)
+		fmt.Fprintf(g.Stdout(), "removed %s\n", p)
 	}
 	for _, k := range rm.Kept {
-		fmt.Fprintf(g.stderr, "warning: left %s in place: %s\n", k.Path, k.Why)
+		fmt.Fprintf(g.Stderr(), "warning: left %s in place: %s\n", k.Path, k.Why)
 	}
 	if cache != nil {
 		n, err := cache.purge()
 		if err != nil {
 			return fmt.Errorf("purging the cache: %w", err)
 		}
-		fmt.Fprintf(g.stdout, "removed %d files from the cache %s\n", n, cache.path)
+		fmt.Fprintf(g.Stdout(), "removed %d files from the cache %s\n", n, cache.path)
 	}
 	return nil
 }
@@ -131,7 +118,7 @@ func (c *cacheDir) Close() {
 // openCache opens the cache --cache names (a directory on this machine),
 // or /var/cache/berth inside --root, resolved there and refused when it
 // leaves the root, without creating it.
-func (g *Globals) openCache(flag string) (*cacheDir, error) {
+func openCache(g *cli.Globals, flag string) (*cacheDir, error) {
 	if flag != "" {
 		r, err := os.OpenRoot(flag)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -142,9 +129,9 @@ func (g *Globals) openCache(flag string) (*cacheDir, error) {
 		}
 		return &cacheDir{r: r, path: flag}, nil
 	}
-	host, err := install.OpenHostRoot(g.root)
+	host, err := install.OpenHostRoot(g.Root())
 	if err != nil {
-		return nil, UsageErr(err)
+		return nil, cli.UsageErr(err)
 	}
 	rel, exists, err := install.ResolveIn(host, manifest.DefaultCache)
 	if err != nil {

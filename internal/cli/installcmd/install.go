@@ -1,7 +1,8 @@
-package cli
+package installcmd
 
 import (
-	"bytes"
+	"berth.dev/berth/internal/cli"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,7 +44,7 @@ type installFlags struct {
 	configVersion int
 	out           string
 	maxSize       string
-	custom        customFlags
+	custom        cli.CustomFlags
 	kataConfigDir string
 }
 
@@ -60,7 +61,7 @@ func addFetchFlags(cmd *cobra.Command, fl *installFlags) {
 	f.StringVar(&fl.maxSize, "max-component-size", "8GiB", "refuse, before downloading anything, a manifest declaring a component larger than this (bytes, or with KiB, MiB, GiB, TiB)")
 }
 
-func newInstallCmd(g *Globals) *cobra.Command {
+func newInstallCmd(g *cli.Globals) *cobra.Command {
 	var fl installFlags
 	cmd := &cobra.Command{
 		Use:   "install --platform P --manifest M",
@@ -85,7 +86,7 @@ is not live (or the runtime could not be asked), 2 usage error.`,
 		Example: `  berth install --platform kubeadm-qemu-snp --manifest kata-3.24.yaml --dry-run
   sudo berth install -p kubeadm-qemu-snp -m kata-3.24.yaml --restart
   sudo berth install -p kubeadm-qemu-snp --from /media/usb/berth-bundle.tar`,
-		Args: NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInstall(cmd.Context(), g, fl) },
 	}
 	addInstallPathFlags(cmd, &fl)
@@ -98,14 +99,14 @@ is not live (or the runtime could not be asked), 2 usage error.`,
 	f.BoolVar(&fl.noConfig, "no-config", false, "install the files only: no runtime configuration, no verify")
 	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime if its configuration changed (needed for verify to see the handler)")
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version (2 or 3) when the node's containerd version is unknown")
-	fl.custom.add(cmd)
+	fl.custom.Add(cmd)
 	f.StringVar(&fl.kataConfigDir, "kata-config-dir", "", "directory for the Kata configuration files (default <prefix>/etc/kata)")
 	return cmd
 }
 
 // layout is the installation prefix --prefix inside --root.
-func (g *Globals) layout(prefix string) install.Layout {
-	return install.Layout{Root: g.root, Prefix: prefix}
+func layout(g *cli.Globals, prefix string) install.Layout {
+	return install.Layout{Root: g.Root(), Prefix: prefix}
 }
 
 // installErr gives install's, rollback's and uninstall's refusals and
@@ -113,7 +114,7 @@ func (g *Globals) layout(prefix string) install.Layout {
 // the size limit, no room for the download, a failed install.
 func installErr(err error) error {
 	if err != nil && (install.IsFailure(err) || configure.IsRefused(err)) {
-		return &exitError{code: ExitNotReady, err: err}
+		return cli.ExitErr(cli.ExitNotReady, err)
 	}
 	return err
 }
@@ -149,14 +150,14 @@ func parseSize(s string) (int64, error) {
 func parsePlatforms(ss []string) ([]platform.Platform, error) {
 	var ps []platform.Platform
 	for _, s := range ss {
-		p, err := ParsePlatformFlag(s)
+		p, err := cli.ParsePlatformFlag(s)
 		if err != nil {
 			return nil, err
 		}
 		ps = append(ps, p)
 	}
 	if len(ps) == 0 {
-		return nil, UsageErr(errors.New("--platform is required: berth never picks a platform for you (berth check lists those this node can run)"))
+		return nil, cli.UsageErr(errors.New("--platform is required: berth never picks a platform for you (berth check lists those this node can run)"))
 	}
 	return ps, nil
 }
@@ -167,7 +168,7 @@ func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundle
 	if fl.manifest != "" {
 		ref, err := manifest.ParseRef(fl.manifest)
 		if err != nil {
-			return nil, nil, UsageErr(err)
+			return nil, nil, cli.UsageErr(err)
 		}
 		if ref.Remote {
 			// Pinned by ParseRef: the digest is checked before parsing.
@@ -180,17 +181,17 @@ func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundle
 		}
 		m, err := manifest.LoadRef(ref)
 		if err != nil {
-			return nil, nil, UsageErr(err)
+			return nil, nil, cli.UsageErr(err)
 		}
 		data, err := os.ReadFile(ref.Location)
 		return m, data, err
 	}
 	switch len(bundles) {
 	case 0:
-		return nil, nil, UsageErr(errors.New("--manifest is required (or --from a bundle made by berth bundle)"))
+		return nil, nil, cli.UsageErr(errors.New("--manifest is required (or --from a bundle made by berth bundle)"))
 	case 1:
 	default:
-		return nil, nil, UsageErr(errors.New("several --from bundles: pass --manifest to say which release to install"))
+		return nil, nil, cli.UsageErr(errors.New("several --from bundles: pass --manifest to say which release to install"))
 	}
 	data, err := bundles[0].Manifest()
 	if err != nil {
@@ -207,19 +208,19 @@ func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundle
 // cache path leaving the root is refused (exit 1) before anything is
 // changed. Without either (bundle) there is no cache. The returned close
 // releases what it opened and is never nil.
-func newFetcher(g *Globals, fl installFlags, ls []fetch.Locator, hostCache bool) (*fetch.Fetcher, func(), error) {
+func newFetcher(g *cli.Globals, fl installFlags, ls []fetch.Locator, hostCache bool) (*fetch.Fetcher, func(), error) {
 	limit, err := parseSize(fl.maxSize)
 	if err != nil {
-		return nil, func() {}, UsageErr(fmt.Errorf("--max-component-size %w", err))
+		return nil, func() {}, cli.UsageErr(fmt.Errorf("--max-component-size %w", err))
 	}
 	f := fetch.New(ls, fl.cache)
-	f.Log = g.log
+	f.Log = g.Log()
 	f.MaxItemSize = limit
 	closeAll := func() { f.Close() }
 	if fl.cache != "" || !hostCache {
 		return f, closeAll, nil
 	}
-	host, err := install.OpenHostRoot(g.root)
+	host, err := install.OpenHostRoot(g.Root())
 	if err != nil {
 		// Not a directory (a snapshot): the dry run still works, and the
 		// install itself is refused when it opens the prefix.
@@ -248,10 +249,10 @@ type progress struct {
 	last  map[string]int64
 }
 
-func newProgress(g *Globals, format output.Format) *progress {
-	p := &progress{w: g.stderr, start: time.Now(), last: map[string]int64{}}
+func newProgress(g *cli.Globals, format output.Format) *progress {
+	p := &progress{w: g.Stderr(), start: time.Now(), last: map[string]int64{}}
 	if format == output.JSON {
-		p.w, p.json = g.stdout, true
+		p.w, p.json = g.Stdout(), true
 	}
 	return p
 }
@@ -348,7 +349,7 @@ func writeDryRun(w io.Writer, d dryRun) error {
 	return err
 }
 
-func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
+func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	format, err := g.Format(output.Table, output.JSON, output.YAML)
 	if err != nil {
 		return err
@@ -358,11 +359,11 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 		return err
 	}
 	if !filepath.IsAbs(fl.prefix) {
-		return UsageErr(fmt.Errorf("--prefix %s: expected an absolute path: the runtime configuration names it", fl.prefix))
+		return cli.UsageErr(fmt.Errorf("--prefix %s: expected an absolute path: the runtime configuration names it", fl.prefix))
 	}
 	ls, bundles, err := install.Locators(fl.from)
 	if err != nil {
-		return UsageErr(err)
+		return cli.UsageErr(err)
 	}
 	fetcher, closeFetcher, err := newFetcher(g, fl, ls, true)
 	defer closeFetcher()
@@ -379,13 +380,13 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 		return err
 	}
 	if fl.kataConfigDir != "" && !strings.HasPrefix(fl.kataConfigDir, "/") {
-		return UsageErr(fmt.Errorf("--kata-config-dir %q: expected an absolute path on the host", fl.kataConfigDir))
+		return cli.UsageErr(fmt.Errorf("--kata-config-dir %q: expected an absolute path on the host", fl.kataConfigDir))
 	}
 	// One custom layout for the custom platforms among ps (a node runs one
 	// container runtime).
 	var custom *platform.Layout
 	for _, p := range ps {
-		l, err := fl.custom.layout(p)
+		l, err := fl.custom.Layout(p)
 		if err != nil {
 			return err
 		}
@@ -404,10 +405,10 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 	node := discover.Run(ctx, root, dopt)
 	wf := &install.Workflow{
 		Installer: &install.Installer{
-			Layout:   g.layout(fl.prefix),
+			Layout:   layout(g, fl.prefix),
 			Fetcher:  fetcher,
 			Parallel: fl.parallel,
-			Log:      g.log,
+			Log:      g.Log(),
 		},
 		// The platforms' checks, as berth check runs them.
 		Checker: installChecker{facts: node, force: fl.force},
@@ -416,17 +417,17 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 		pl, refusals, err := wf.DryRun(m, ps)
 		for _, r := range refusals {
 			// A dry run changes nothing: say what the real run would refuse.
-			fmt.Fprintf(g.stderr, "warning: %v\n", r)
+			fmt.Fprintf(g.Stderr(), "warning: %v\n", r)
 		}
 		if err != nil {
 			return err
 		}
 		if err := wf.Installer.Preflight(ctx, pl); err != nil {
-			fmt.Fprintf(g.stderr, "warning: the install would be refused: %v\n", err)
+			fmt.Fprintf(g.Stderr(), "warning: the install would be refused: %v\n", err)
 		}
 		comps, toFetch := planSources(fetcher, pl)
 		d := dryRun{Prefix: wf.Installer.Layout.Dir(), Plan: pl, Components: comps, ToFetch: toFetch}
-		return output.Render(g.stdout, format, d, func(w io.Writer) error { return writeDryRun(w, d) })
+		return output.Render(g.Stdout(), format, d, func(w io.Writer) error { return writeDryRun(w, d) })
 	}
 	pl, err := wf.Plan(m, ps)
 	if err != nil {
@@ -434,15 +435,15 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 	}
 	rep := &installReporter{g: g, format: format, prefix: wf.Installer.Layout.Dir(), plan: pl}
 	switch {
-	case format == output.Table && isTerminal(g.stderr):
-		rep.bars = newBarProgress(g.stderr, pl.Bytes)
+	case format == output.Table && isTerminal(g.Stderr()):
+		rep.bars = newBarProgress(g.Stderr(), pl.Bytes)
 		fetcher.Progress = rep.bars.event
 	case format != output.YAML:
 		fetcher.Progress = newProgress(g, format).event
 	}
 	wf.Reporter = rep
 	if !fl.noConfig {
-		w, err := g.writableRoot()
+		w, err := g.WritableRoot()
 		if err != nil {
 			return err
 		}
@@ -451,7 +452,7 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 		// it, which the stable links resolve to the current installation.
 		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}},
 			Target: func(p platform.Platform) (configure.Target, error) {
-				return targetForLayout(node, p, layoutOf(p), fl.configVersion)
+				return cli.TargetForLayout(node, p, layoutOf(p), fl.configVersion)
 			}}
 		if fl.restart {
 			ra := wf.Applier.(install.RuntimeConfig)
@@ -460,7 +461,7 @@ func runInstall(ctx context.Context, g *Globals, fl installFlags) error {
 				if c := layoutOf(p); c != nil {
 					l = *c
 				}
-				return g.liveRuntime(ctx, root, l, p)
+				return g.LiveRuntime(ctx, root, l, p)
 			}
 			wf.Applier = ra
 		}
@@ -483,14 +484,16 @@ type installChecker struct {
 	force bool
 }
 
-func (c installChecker) Check(p platform.Platform) error { return refuseNotReady(c.facts, p, c.force) }
+func (c installChecker) Check(p platform.Platform) error {
+	return cli.RefuseNotReady(c.facts, p, c.force)
+}
 
 // restarter is install's install.Restarter: it says what apply changed.
 // With --restart the applier has restarted the runtime already, verified
 // it and rolled back what broke it (configure.ApplyLive); without, it
 // prints the commands that load and verify the change.
 type restarter struct {
-	g       *Globals
+	g       *cli.Globals
 	restart bool
 	// custom is the custom distribution's layout, if any.
 	custom *platform.Layout
@@ -502,82 +505,24 @@ func (r restarter) Restart(_ context.Context, p platform.Platform, res *configur
 		if p.Distribution().UserLayout() && r.custom != nil {
 			l = *r.custom
 		}
-		return r.g.reportNoRestart(res, l, p, "applied")
+		return r.g.ReportNoRestart(res, l, p, "applied")
 	}
-	r.g.sayChanged(res, "applied")
+	r.g.SayChanged(res, "applied")
 	return nil
 }
 
-// verifier is install's install.Verifier: it runs `verify --platform P -o
-// json` through the binary's wiring and reads the report. The wiring
-// verifies in-process in berth-cluster and in a child berth-cluster
-// process in berth: its streams here are buffers, never the process's
-// own, so the child never replaces the process (runDelegate) and every
-// platform is verified.
-type verifier struct{ g *Globals }
+// verifier is install's install.Verifier: berth verify through the
+// binary's wiring (Globals.VerifyPlatform).
+type verifier struct{ g *cli.Globals }
 
-// verifyReport is the part of verify's JSON report install reads.
-type verifyReport struct {
-	Platform       string   `json:"platform"`
-	Handler        string   `json:"handler"`
-	Socket         string   `json:"socket"`
-	RuntimeName    string   `json:"runtimeName"`
-	RuntimeVersion string   `json:"runtimeVersion"`
-	Live           bool     `json:"live"`
-	Handlers       []string `json:"handlers"`
-}
-
-func (v verifier) Verify(ctx context.Context, p platform.Platform) (install.Verification, error) {
-	g := v.g
-	if g.verify == nil {
-		return install.Verification{}, errors.New("this build of berth cannot verify: run `berth verify` for each platform")
-	}
-	var out, errOut bytes.Buffer
-	c := *g
-	c.stdin, c.stdout, c.stderr, c.output = bytes.NewReader(nil), &out, &errOut, string(output.JSON)
-	err := g.verify(ctx, &c, p)
-	// What verify logged (-v) goes on; its closing "Error:" line becomes
-	// the verification's error.
-	var why string
-	for line := range strings.Lines(errOut.String()) {
-		if msg, ok := strings.CutPrefix(line, "Error: "); ok {
-			why = strings.TrimSpace(msg)
-			continue
-		}
-		io.WriteString(g.stderr, line)
-	}
-	code := ExitUsage
-	if ee := (*exitError)(nil); errors.As(err, &ee) {
-		code = ee.code
-		if why == "" && ee.err != nil {
-			why = ee.err.Error()
-		}
-	} else if err != nil && why == "" {
-		why = err.Error()
-	}
-	var r verifyReport
-	if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || r.Handler == "" {
-		// No report: verify itself could not run (berth-cluster missing, a
-		// usage error).
-		if why == "" {
-			why = fmt.Sprintf("verify printed no report: %q", out.String())
-		}
-		return install.Verification{}, &exitError{code: code, err: errors.New(why)}
-	}
-	res := install.Verification{Platform: p.String(), Handler: r.Handler, Live: r.Live, Socket: r.Socket, Handlers: r.Handlers}
-	if r.RuntimeName != "" {
-		res.Runtime = strings.TrimSpace(r.RuntimeName + " " + r.RuntimeVersion)
-	} else if !r.Live {
-		// The runtime could not be asked: say why.
-		res.Error = why
-	}
-	return res, nil
+func (v verifier) Verify(ctx context.Context, p platform.Platform) (configure.Verification, error) {
+	return v.g.VerifyPlatform(ctx, p)
 }
 
 // installReporter is install's install.Reporter: the summary and each
 // verification, as a table, JSON lines or YAML documents.
 type installReporter struct {
-	g      *Globals
+	g      *cli.Globals
 	format output.Format
 	prefix string
 	plan   *install.Plan
@@ -586,13 +531,11 @@ type installReporter struct {
 
 // prose is where apply's prose goes: stdout for a table, else stderr, to
 // keep stdout machine-readable.
-func (r *installReporter) prose() *Globals {
+func (r *installReporter) prose() *cli.Globals {
 	if r.format == output.Table {
 		return r.g
 	}
-	c := *r.g
-	c.stdout = r.g.stderr
-	return &c
+	return r.g.WithStdout(r.g.Stderr())
 }
 
 func (r *installReporter) Installed(res *install.Result, took time.Duration, err error) {
@@ -608,14 +551,14 @@ func (r *installReporter) Installed(res *install.Result, took time.Duration, err
 	r.emit(s, func(w io.Writer) error { return writeInstallSummary(w, s) })
 }
 
-func (r *installReporter) Verified(v install.Verification) {
+func (r *installReporter) Verified(v configure.Verification) {
 	r.emit(struct {
-		Verify install.Verification `json:"verify"`
+		Verify configure.Verification `json:"verify"`
 	}{v}, func(w io.Writer) error { return writeVerification(w, v) })
 }
 
 func (r *installReporter) NotVerified(reason string) {
-	fmt.Fprintf(r.g.stderr, "not verifying: %s\n", reason)
+	fmt.Fprintf(r.g.Stderr(), "not verifying: %s\n", reason)
 }
 
 // emit writes one report: a table, one JSON line (after the progress
@@ -624,17 +567,17 @@ func (r *installReporter) emit(v any, table func(io.Writer) error) {
 	switch r.format {
 	case output.JSON:
 		b, _ := json.Marshal(v)
-		fmt.Fprintf(r.g.stdout, "%s\n", b)
+		fmt.Fprintf(r.g.Stdout(), "%s\n", b)
 	case output.YAML:
-		fmt.Fprintln(r.g.stdout, "---")
-		output.Render(r.g.stdout, r.format, v, nil)
+		fmt.Fprintln(r.g.Stdout(), "---")
+		output.Render(r.g.Stdout(), r.format, v, nil)
 	default:
-		table(r.g.stdout)
+		table(r.g.Stdout())
 	}
 }
 
 // writeVerification is one platform's line, as berth verify says it.
-func writeVerification(w io.Writer, v install.Verification) error {
+func writeVerification(w io.Writer, v configure.Verification) error {
 	var err error
 	switch {
 	case v.Live:

@@ -1,6 +1,8 @@
-package cli
+package installcmd
 
 import (
+	"berth.dev/berth/internal/cli"
+
 	"bytes"
 	"fmt"
 	"net/http"
@@ -381,7 +383,7 @@ func TestBundleAndInstallSizeCap(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "cache")
 	code, _, errOut := runCheckCLI(t, "bundle", "-p", "k3s-qemu-snp", "-m", mp, "-o", out, "--cache", cache, "--max-component-size", "100KiB")
 	for _, w := range []string{"component containerd-shim-kata-v2 declares 195.3 KiB (200000 bytes)", "limit of 100.0 KiB"} {
-		if code != ExitNotReady || !strings.Contains(errOut, w) {
+		if code != cli.ExitNotReady || !strings.Contains(errOut, w) {
 			t.Errorf("bundle: exit %d, stderr lacks %q: %s", code, w, errOut)
 		}
 	}
@@ -394,7 +396,7 @@ func TestBundleAndInstallSizeCap(t *testing.T) {
 	root := copyInstallRoot(t)
 	before := treetest.Listing(t, root)
 	code, _, errOut = runCheckCLI(t, "--root", root, "install", "-p", "k3s-qemu-snp", "-m", mp, "--max-component-size", "150000")
-	if code != ExitNotReady || !strings.Contains(errOut, "component containerd-shim-kata-v2 declares") || !strings.Contains(errOut, "146.5 KiB") {
+	if code != cli.ExitNotReady || !strings.Contains(errOut, "component containerd-shim-kata-v2 declares") || !strings.Contains(errOut, "146.5 KiB") {
 		t.Errorf("install: exit %d: %s", code, errOut)
 	}
 	if after := treetest.Listing(t, root); after != before {
@@ -404,7 +406,7 @@ func TestBundleAndInstallSizeCap(t *testing.T) {
 		t.Errorf("%d requests: the limit must be checked before any download", n)
 	}
 	code, _, errOut = runCheckCLI(t, "bundle", "-p", "k3s-qemu-snp", "-m", mp, "-o", out, "--max-component-size", "lots")
-	if code != ExitUsage || !strings.Contains(errOut, "--max-component-size") {
+	if code != cli.ExitUsage || !strings.Contains(errOut, "--max-component-size") {
 		t.Errorf("bad --max-component-size: exit %d %s", code, errOut)
 	}
 }
@@ -423,7 +425,7 @@ func TestBundleFreeSpace(t *testing.T) {
 	out := filepath.Join(mnt, "b.tar")
 	code, _, errOut := runCheckCLI(t, "bundle", "-p", "k3s-qemu-snp", "-m", mp, "-o", out)
 	for _, w := range []string{"not enough free space on the file system of " + mnt, "containerd-shim-kata-v2 195.3 KiB (200000 bytes)", "qemu 146.5 KiB", "free", "nothing was fetched"} {
-		if code != ExitNotReady || !strings.Contains(errOut, w) {
+		if code != cli.ExitNotReady || !strings.Contains(errOut, w) {
 			t.Errorf("exit %d, stderr lacks %q: %s", code, w, errOut)
 		}
 	}

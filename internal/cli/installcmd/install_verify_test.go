@@ -1,8 +1,12 @@
 //go:build linux
 
-package cli
+package installcmd
 
 import (
+	"berth.dev/berth/internal/configure"
+
+	"berth.dev/berth/internal/cli"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -13,7 +17,6 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/cri/critest"
-	"berth.dev/berth/internal/install"
 )
 
 // buildBinaries builds berth and berth-cluster into one directory, as make
@@ -26,7 +29,7 @@ func buildBinaries(t *testing.T) string {
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(gobin, "build", "-o", dir+"/", "./cmd/berth", "./cmd/berth-cluster")
-	cmd.Dir = filepath.Join("..", "..")
+	cmd.Dir = filepath.Join("..", "..", "..")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/berth ./cmd/berth-cluster: %v\n%s", err, out)
 	}
@@ -104,8 +107,8 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 	stop := critest.StartContainerd(t, ctrd, main, d)
 	for _, bin := range []string{berth, cluster} {
 		code, out, errOut := berthInstall(bin, nil, snp, tdx)
-		if code != ExitNotReady {
-			t.Fatalf("%s install before the runtime reloads: exit %d, want %d\n%s\n%s", filepath.Base(bin), code, ExitNotReady, out, errOut)
+		if code != cli.ExitNotReady {
+			t.Fatalf("%s install before the runtime reloads: exit %d, want %d\n%s\n%s", filepath.Base(bin), code, cli.ExitNotReady, out, errOut)
 		}
 		for _, p := range []string{snp, tdx} {
 			if !strings.Contains(out, "handler "+handler[p]+": NOT live in containerd") {
@@ -138,7 +141,7 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 	var live []string
 	for line := range strings.Lines(out) {
 		var v struct {
-			Verify *install.Verification `json:"verify"`
+			Verify *configure.Verification `json:"verify"`
 		}
 		if json.Unmarshal([]byte(line), &v) == nil && v.Verify != nil && v.Verify.Live {
 			live = append(live, v.Verify.Platform)
@@ -151,7 +154,7 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 	// A third platform the running containerd has not loaded, asked for
 	// first: it is NOT live, and the one after it is still verified.
 	code, out, errOut = berthInstall(berth, nil, clh, snp)
-	if code != ExitNotReady || !strings.Contains(out, "handler "+handler[clh]+": NOT live") || !strings.Contains(out, "handler "+handler[snp]+": live in containerd") {
+	if code != cli.ExitNotReady || !strings.Contains(out, "handler "+handler[clh]+": NOT live") || !strings.Contains(out, "handler "+handler[snp]+": live in containerd") {
 		t.Errorf("install %s %s: exit %d\n%s\n%s", clh, snp, code, out, errOut)
 	}
 
@@ -159,7 +162,7 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 	stop()
 	for _, bin := range []string{berth, cluster} {
 		code, out, errOut = berthInstall(bin, nil, snp, tdx)
-		if code != ExitNotReady || strings.Count(out, "could not be asked: ") != 2 {
+		if code != cli.ExitNotReady || strings.Count(out, "could not be asked: ") != 2 {
 			t.Errorf("%s install with containerd stopped: exit %d\n%s\n%s", filepath.Base(bin), code, out, errOut)
 		}
 	}

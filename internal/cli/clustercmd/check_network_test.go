@@ -1,4 +1,4 @@
-package cli
+package clustercmd
 
 import (
 	"path/filepath"
@@ -6,8 +6,10 @@ import (
 	"testing"
 )
 
+// TestCheckNetworkFlags runs check --network where it runs: berth-cluster
+// (berth delegates it, TestDelegation).
 func TestCheckNetworkFlags(t *testing.T) {
-	root := filepath.Join(hostsDir, "sriov-nic-vgpu-host")
+	root := filepath.Join("../../../testdata/hosts", "sriov-nic-vgpu-host")
 	tests := []struct {
 		name   string
 		args   []string
@@ -27,7 +29,7 @@ func TestCheckNetworkFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"check", "--root", root}, tt.args...)
-			code, stdout, stderr := runCheckCLI(t, args...)
+			code, stdout, stderr := runCLI(t, args...)
 			if code != tt.code {
 				t.Errorf("exit %d, want %d (%s)", code, tt.code, stderr)
 			}

@@ -1,6 +1,8 @@
-package cli
+package installcmd
 
 import (
+	"berth.dev/berth/internal/cli"
+
 	"errors"
 	"fmt"
 	"os"
@@ -16,7 +18,7 @@ import (
 	"berth.dev/berth/internal/output"
 )
 
-func newBundleCmd(g *Globals) *cobra.Command {
+func newBundleCmd(g *cli.Globals) *cobra.Command {
 	var fl installFlags
 	cmd := &cobra.Command{
 		Use:   "bundle --platform P... --manifest M -o bundle.tar",
@@ -38,16 +40,16 @@ anything, bundle refuses a component declaring more than
 --max-component-size, and a bundle the file system of the output (and of
 --cache) has no room for.`,
 		Example: `  berth bundle -p kubeadm-qemu-snp -p kubeadm-qemu-tdx -m kata-3.24.yaml -o berth-bundle.tar`,
-		Args:    NoArgs,
+		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := fl.out
-			if out == "" && g.output != "" {
-				if _, err := output.ParseFormat(g.output); err != nil || strings.HasSuffix(g.output, ".tar") {
-					out = g.output
+			if out == "" && g.Output() != "" {
+				if _, err := output.ParseFormat(g.Output()); err != nil || strings.HasSuffix(g.Output(), ".tar") {
+					out = g.Output()
 				}
 			}
 			if out == "" {
-				return UsageErr(errors.New("-o bundle.tar (or --out) is required: the file to write"))
+				return cli.UsageErr(errors.New("-o bundle.tar (or --out) is required: the file to write"))
 			}
 			ps, err := parsePlatforms(fl.platforms)
 			if err != nil {
@@ -55,7 +57,7 @@ anything, bundle refuses a component declaring more than
 			}
 			ls, bundles, err := install.Locators(fl.from)
 			if err != nil {
-				return UsageErr(err)
+				return cli.UsageErr(err)
 			}
 			f, closeFetcher, err := newFetcher(g, fl, ls, false)
 			defer closeFetcher()
@@ -81,15 +83,15 @@ anything, bundle refuses a component declaring more than
 				}
 			}
 			if err := bundleFits(f, out, data, cs); err != nil {
-				return &exitError{code: ExitNotReady, err: fmt.Errorf("bundle %s: %w", out, err)}
+				return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("bundle %s: %w", out, err))
 			}
 			f.Progress = newProgress(g, output.Table).event
-			if isTerminal(g.stderr) {
+			if isTerminal(g.Stderr()) {
 				var total int64
 				for _, c := range cs {
 					total += c.Size
 				}
-				bars := newBarProgress(g.stderr, total)
+				bars := newBarProgress(g.Stderr(), total)
 				f.Progress = bars.event
 				defer bars.finish()
 			}
@@ -115,10 +117,10 @@ anything, bundle refuses a component declaring more than
 			}
 			if err != nil {
 				os.Remove(part)
-				return &exitError{code: ExitNotReady, err: fmt.Errorf("bundle %s: %w", out, err)}
+				return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("bundle %s: %w", out, err))
 			}
 			pct := float64(n) * 100 / float64(max(m.Bytes(), 1))
-			fmt.Fprintf(g.stdout, "wrote %s: %s %s, %d components, %s (%.0f%% of the manifest)\n", out, m.Name, m.Version, len(cs), human(n), pct)
+			fmt.Fprintf(g.Stdout(), "wrote %s: %s %s, %d components, %s (%.0f%% of the manifest)\n", out, m.Name, m.Version, len(cs), human(n), pct)
 			return nil
 		},
 	}

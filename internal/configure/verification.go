@@ -1,0 +1,17 @@
+package configure
+
+// Verification is what the running runtime said about one platform's
+// handler (berth verify, asked after install and after a transactional
+// apply).
+type Verification struct {
+	Platform string `json:"platform"`
+	Handler  string `json:"handler"`
+	Live     bool   `json:"live"`
+	// Runtime is the runtime's name and version, when it answered.
+	Runtime string `json:"runtime,omitempty"`
+	Socket  string `json:"socket,omitempty"`
+	// Handlers are the handlers the runtime has, when it answered.
+	Handlers []string `json:"handlers,omitempty"`
+	// Error says why the runtime could not be asked.
+	Error string `json:"error,omitempty"`
+}
