@@ -108,6 +108,7 @@ func BenchmarkStaticVersionGeneratedHost(b *testing.B) {
 		return binarySpec{}
 	}
 	b.ReportAllocs()
+	cpu0 := cpuTime(b)
 	for b.Loop() {
 		l := newStaticLookup(&session{root: root}, specs)
 		for p, w := range want {
@@ -117,6 +118,7 @@ func BenchmarkStaticVersionGeneratedHost(b *testing.B) {
 			}
 		}
 	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkDiscoverLive runs the whole discovery on this machine's root,
@@ -127,7 +129,9 @@ func BenchmarkDiscoverLive(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	cpu0 := cpuTime(b)
 	for b.Loop() {
 		Run(context.Background(), root, Options{PCIIDs: "/usr/share/misc/pci.ids"})
 	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }

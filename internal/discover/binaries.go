@@ -131,9 +131,10 @@ func findBinaries(ctx context.Context, s *session, distribution string) []facts.
 	seen := map[string]bool{}
 	specs := binarySpecs(distribution)
 	lookup := newStaticLookup(s, specs)
+	resolver := newPathResolver(s.root.FS())
 	for _, spec := range specs {
 		for _, p := range spec.files {
-			real, ok := resolveInRoot(s.root.FS(), p)
+			real, ok := resolver.resolve(p)
 			if !ok || seen[real] {
 				continue
 			}
@@ -224,10 +225,56 @@ func binaryVersion(ctx context.Context, root hostfs.Root, lookup *staticLookup, 
 // and returns the real path. ok is false when p does not exist, escapes
 // the root, or loops.
 func resolveInRoot(fsys hostfs.FS, p string) (string, bool) {
+	return newPathResolver(fsys).resolve(p)
+}
+
+// pathResolver resolves paths as resolveInRoot does, remembering what each
+// path component it looked at is: the candidates of findBinaries share
+// their first components (usr, usr/bin, a bin -> usr/bin link), and each
+// look is an Lstat of three system calls. Not safe for concurrent use.
+type pathResolver struct {
+	fsys hostfs.FS
+	seen map[string]pathComponent
+}
+
+// pathComponent is what a path inside the root is: missing (or
+// unreadable), a symlink with its target, or anything else.
+type pathComponent struct {
+	missing bool
+	link    bool
+	target  string
+}
+
+func newPathResolver(fsys hostfs.FS) *pathResolver {
+	return &pathResolver{fsys: fsys, seen: map[string]pathComponent{}}
+}
+
+func (r *pathResolver) component(p string) pathComponent {
+	if c, ok := r.seen[p]; ok {
+		return c
+	}
+	var c pathComponent
+	st, err := r.fsys.Lstat(p)
+	switch {
+	case err != nil:
+		c.missing = true
+	case st.Mode()&fs.ModeSymlink != 0:
+		c.link = true
+		// A link whose text cannot be read ends the resolution as a
+		// missing component does.
+		if c.target, err = r.fsys.ReadLink(p); err != nil {
+			c.missing = true
+		}
+	}
+	r.seen[p] = c
+	return c
+}
+
+func (r *pathResolver) resolve(p string) (string, bool) {
 	const maxHops = 40
 	// Most candidates do not exist: one resolution in the kernel says so
 	// for the price of one component's Lstat (what fails there fails below).
-	if _, err := fsys.Stat(p); err != nil {
+	if _, err := r.fsys.Stat(p); err != nil {
 		return "", false
 	}
 	parts := strings.Split(p, "/")
@@ -248,11 +295,11 @@ func resolveInRoot(fsys hostfs.FS, p string) (string, bool) {
 			continue
 		}
 		next := path.Join(cur, parts[i])
-		st, err := fsys.Lstat(next)
-		if err != nil {
+		c := r.component(next)
+		if c.missing {
 			return "", false
 		}
-		if st.Mode()&fs.ModeSymlink == 0 {
+		if !c.link {
 			cur = next
 			continue
 		}
@@ -260,10 +307,7 @@ func resolveInRoot(fsys hostfs.FS, p string) (string, bool) {
 		if hops > maxHops {
 			return "", false
 		}
-		target, err := fsys.ReadLink(next)
-		if err != nil {
-			return "", false
-		}
+		target := c.target
 		rest := parts[i+1:]
 		if strings.HasPrefix(target, "/") {
 			cur = ""

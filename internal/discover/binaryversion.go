@@ -417,47 +417,20 @@ func (l *staticLookup) readDpkgStatus() (map[string][]dpkgPackage, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := readAllSized(f, maxDpkgStatus)
+	// A file too large is refused before any of it is parsed, as when it
+	// was read whole.
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", status, err)
 	}
-	pkgs, err := parseDpkgStatus(data, l.packages)
+	if fi.Size() > maxDpkgStatus {
+		return nil, fmt.Errorf("reading %s: larger than %d bytes", status, maxDpkgStatus)
+	}
+	pkgs, err := scanDpkgStatusBuffer(f, l.packages, dpkgReadSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", status, err)
 	}
 	return pkgs, nil
-}
-
-// readAllSized reads f whole into one buffer of its size (io.ReadAll
-// would grow one step by step, allocating twice the 2-3 MB of a status
-// file), failing past limit bytes.
-func readAllSized(f *os.File, limit int64) ([]byte, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	// One byte more than the size, so that a file that grew meanwhile
-	// still ends in one read and EOF.
-	buf := make([]byte, 0, fi.Size()+1)
-	for {
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return nil, fmt.Errorf("larger than %d bytes", limit)
-		}
-		if errors.Is(err, io.EOF) {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
 }
 
 // listPaths are the spellings under which a package's .list file may name
@@ -525,87 +498,187 @@ func (l *staticLookup) distributor() string {
 	return "Debian"
 }
 
-// maxDpkgStatus bounds the status file, read whole: a server with every
-// package of a large distribution installed has one of ~10 MB.
+// maxDpkgStatus bounds the status file: a server with every package of a
+// large distribution installed has one of ~10 MB.
 const maxDpkgStatus = 64 << 20
+
+// dpkgReadSize is the first size of the window the status file is read
+// through. Reading the 0.7-3 MB file whole into a fresh buffer cost three
+// times the CPU of reading it through a window reused (the fresh pages'
+// faults and zeroing); the window holds a read and the stanza being
+// looked at, and grows only for a stanza larger than itself (or text
+// without a Package field, which is kept until one comes).
+const dpkgReadSize = 128 << 10
 
 // scanDpkgStatus reads a dpkg status file and returns the installed
 // packages among wanted, keyed by name (several architectures may be
 // installed). A stanza counts as installed when its Status ends in "ok
 // installed", whatever the selection: a package on hold is installed.
-//
-// Of other packages' stanzas only the Package field is read
-// (parseDpkgStatus).
 func scanDpkgStatus(r io.Reader, wanted map[string]bool) (map[string][]dpkgPackage, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxDpkgStatus+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxDpkgStatus {
-		return nil, fmt.Errorf("larger than %d bytes", maxDpkgStatus)
-	}
-	return parseDpkgStatus(data, wanted)
+	return scanDpkgStatusBuffer(r, wanted, dpkgReadSize)
 }
 
-// parseDpkgStatus is scanDpkgStatus over the file's content. It looks for
-// the Package fields alone (one vectorised search over the file) and
-// parses the stanzas of wanted packages line by line: a real node's file
-// holds ~1,500 stanzas (2-3 MB) of which berth wants a handful, and
-// scanning every line cost ~3 ms there. A Package field that does not
-// follow a blank line is checked to start its own stanza, so that a file
-// without blank lines between stanzas, which dpkg never writes, is still
-// refused as not a status file.
-func parseDpkgStatus(data []byte, wanted map[string]bool) (map[string][]dpkgPackage, error) {
+// scanDpkgStatusBuffer is scanDpkgStatus reading through a window of
+// size bytes at first. It looks for the Package fields alone (one
+// vectorised search for "Package:", whose capital P is rare, over the
+// file) and parses the stanzas of wanted packages line by line: a real
+// node's file holds ~1,500 stanzas (2-3 MB) of which berth wants a
+// handful, and scanning every line cost ~3 ms there. A Package field that
+// does not follow a blank line is checked to start its own stanza, so
+// that a file without blank lines between stanzas, which dpkg never
+// writes, is still refused as not a status file. Offsets are of the file;
+// the window keeps what the checks may still look at, from the byte
+// before the previous Package field on.
+func scanDpkgStatusBuffer(r io.Reader, wanted map[string]bool, size int) (map[string][]dpkgPackage, error) {
 	const field = "Package:"
-	// lineAt numbers the line at offset off, for errors only.
-	lineAt := func(off int) int { return bytes.Count(data[:off], []byte("\n")) + 1 }
+	w := &statusWindow{r: r, buf: make([]byte, 0, max(size, 2*len(field)))}
 	out := map[string][]dpkgPackage{}
 	prev, prevName := -1, "" // the previous Package field
 	for off := 0; ; {
-		at := -1
-		if off == 0 && bytes.HasPrefix(data, []byte(field)) {
-			at = 0
-		} else if i := bytes.Index(data[off:], []byte("\n"+field)); i >= 0 {
-			at = off + i + 1
+		keep := max(prev-1, 0)
+		at, err := w.lineStarting(off, field, keep)
+		if err != nil {
+			return nil, err
 		}
 		if at < 0 {
-			break
+			return out, nil
 		}
-		name := data[at+len(field):]
-		if i := bytes.IndexByte(name, '\n'); i >= 0 {
-			name = name[:i]
+		nameEnd, err := w.index(at+len(field), "\n", keep)
+		if err != nil {
+			return nil, err
 		}
-		name = bytes.TrimSpace(name)
+		if nameEnd < 0 {
+			nameEnd = w.end()
+		}
+		name := string(bytes.TrimSpace(w.slice(at+len(field), nameEnd)))
 		// The stanza starts after the last blank line before the field:
 		// right before it in every file dpkg writes.
 		start := at
-		if at >= 2 && data[at-2] != '\n' {
-			start = 0
-			if i := bytes.LastIndex(data[:at], []byte("\n\n")); i >= 0 {
-				start = i + 2
+		if at >= 2 && w.at(at-2) != '\n' {
+			// Only a blank line after the previous field's first byte
+			// can keep the two fields apart.
+			i := bytes.LastIndex(w.slice(keep, at), []byte("\n\n"))
+			if prev >= 0 && (i < 0 || keep+i+2 <= prev) {
+				return nil, fmt.Errorf("line %d: Package field in the middle of stanza %q (expected a blank line between stanzas)", w.lineAt(at), prevName)
 			}
-			if prev >= start {
-				return nil, fmt.Errorf("line %d: Package field in the middle of stanza %q (expected a blank line between stanzas)", lineAt(at), prevName)
+			start = 0
+			if i >= 0 {
+				start = keep + i + 2
 			}
 		}
-		prev, prevName = at, string(name)
+		prev, prevName = at, name
 		off = at + len(field)
-		if !wanted[string(name)] {
+		if !wanted[name] {
 			continue
 		}
-		end := len(data)
-		if i := bytes.Index(data[at:], []byte("\n\n")); i >= 0 {
-			end = at + i + 1
-		}
-		p, installed, bad, err := parseStanza(data[start:end])
+		// Kept: the stanza, and the byte before this field, to which the
+		// next field's checks look back.
+		end, err := w.index(at, "\n\n", min(start, max(at-1, 0)))
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", lineAt(start+bad), err)
+			return nil, err
+		}
+		if end < 0 {
+			end = w.end()
+		} else {
+			end++
+		}
+		p, installed, bad, err := parseStanza(w.slice(start, end))
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", w.lineAt(start+bad), err)
 		}
 		if installed && p.Name != "" && p.Version != "" {
 			out[p.Name] = append(out[p.Name], p)
 		}
 	}
-	return out, nil
+}
+
+// statusWindow is the part of a file read so far that is still needed:
+// its bytes from offset base on. Offsets given to its methods are of the
+// file, at or after the keep offset of the last fill.
+type statusWindow struct {
+	r     io.Reader
+	buf   []byte
+	base  int  // file offset of buf[0]
+	lines int  // newlines before base, for error messages
+	total int  // bytes read
+	eof   bool // r is exhausted: buf ends where the file does
+}
+
+func (w *statusWindow) at(off int) byte           { return w.buf[off-w.base] }
+func (w *statusWindow) slice(from, to int) []byte { return w.buf[from-w.base : to-w.base] }
+func (w *statusWindow) end() int                  { return w.base + len(w.buf) }
+func (w *statusWindow) lineAt(off int) int {
+	return w.lines + bytes.Count(w.buf[:off-w.base], []byte("\n")) + 1
+}
+
+// fill reads more of the file, first dropping the bytes before keep. It
+// returns false, with a nil error, at the end of the file.
+func (w *statusWindow) fill(keep int) (bool, error) {
+	if w.eof {
+		return false, nil
+	}
+	if drop := keep - w.base; drop > 0 {
+		w.lines += bytes.Count(w.buf[:drop], []byte("\n"))
+		w.buf = w.buf[:copy(w.buf, w.buf[drop:])]
+		w.base = keep
+	}
+	if len(w.buf) == cap(w.buf) {
+		w.buf = slices.Grow(w.buf, cap(w.buf))
+	}
+	var n int
+	var err error
+	for range 100 {
+		if n, err = w.r.Read(w.buf[len(w.buf):cap(w.buf)]); n > 0 || err != nil {
+			break
+		}
+	}
+	if n == 0 && err == nil {
+		return false, io.ErrNoProgress
+	}
+	w.buf = w.buf[:len(w.buf)+n]
+	w.total += n
+	if w.total > maxDpkgStatus {
+		return false, fmt.Errorf("larger than %d bytes", maxDpkgStatus)
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		w.eof = true
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// index returns the offset of the first sep at or after from, reading as
+// far as needed, or -1 when the file has none.
+func (w *statusWindow) index(from int, sep string, keep int) (int, error) {
+	for searched := from; ; {
+		if i := bytes.Index(w.buf[searched-w.base:], []byte(sep)); i >= 0 {
+			return searched + i, nil
+		}
+		// A sep cut by the end of what was read starts in its last
+		// len(sep)-1 bytes.
+		searched = max(searched, w.end()-len(sep)+1)
+		more, err := w.fill(keep)
+		if !more || err != nil {
+			return -1, err
+		}
+	}
+}
+
+// lineStarting returns the offset of the first line at or after from
+// that starts with prefix, or -1.
+func (w *statusWindow) lineStarting(from int, prefix string, keep int) (int, error) {
+	for {
+		at, err := w.index(from, prefix, keep)
+		if at < 0 || err != nil {
+			return at, err
+		}
+		if at == 0 || w.at(at-1) == '\n' {
+			return at, nil
+		}
+		from = at + 1
+	}
 }
 
 // parseStanza reads the fields berth needs from one stanza; other fields

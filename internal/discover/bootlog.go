@@ -36,7 +36,7 @@ func (s *session) bootLines() (lines []string, source string, ok bool) {
 			if kl, isKL := s.root.(hostfs.KernelLogReader); isKL {
 				b, err := kl.KernelLog()
 				if err == nil {
-					s.bootLog = filterBootLog(string(b))
+					s.bootLog = filterBootLog(b)
 					s.bootSrc = "dev/kmsg"
 					return
 				}
@@ -49,7 +49,7 @@ func (s *session) bootLines() (lines []string, source string, ok bool) {
 				reasons = append(reasons, ReadReason(p, err))
 				continue
 			}
-			s.bootLog = filterBootLog(string(b))
+			s.bootLog = filterBootLog(b)
 			s.bootSrc = p
 			return
 		}
@@ -68,35 +68,123 @@ func (s *session) bootLogCandidates() []string {
 
 // filterBootLog keeps the interesting lines of a dmesg, kmsg or syslog
 // text, stripped of their timestamp or record header, at most maxBootLines.
-func filterBootLog(text string) []string {
-	var out []string
-	var low []byte // the line in lower case, reused: a kmsg holds thousands
+//
+// A kmsg holds a thousand lines or more and berth keeps a few dozen, so
+// the lines are first sieved in one pass over the text (keywordLines) and
+// only those that hold a keyword anywhere are taken through
+// filterBootLine, which decides as if every line had been: the text it
+// matches is a part of its line, so a line without a keyword anywhere
+// cannot be kept.
+//
+// It takes the text as read (bytes) or as a string, without a copy of
+// the whole: a kmsg is 60-100 KB.
+func filterBootLog[T string | []byte](text T) []string {
 	keywords := make([][]byte, len(bootLogKeywords))
 	for i, k := range bootLogKeywords {
 		keywords[i] = []byte(k)
 	}
-	for len(text) > 0 && len(out) < maxBootLines {
-		var l string
-		if i := strings.IndexByte(text, '\n'); i >= 0 {
-			l, text = text[:i], text[i+1:]
-		} else {
-			l, text = text, ""
+	var out []string
+	var low []byte // the line in lower case, reused
+	keywordLines(text, keywords, func(l string) bool {
+		if kept, ok := filterBootLine(l, &low, keywords); ok {
+			out = append(out, kept)
 		}
-		if len(l) > 0 && (l[0] == ' ' || l[0] == '\t') {
-			// kmsg dictionary continuation ("SUBSYSTEM=pci").
-			continue
-		}
-		l = strings.TrimSpace(stripLogPrefix(strings.TrimRight(l, "\r")))
-		if l == "" {
-			continue
-		}
-		low = appendLowerASCII(low[:0], l)
-		if !interestingBootLine(low, keywords) {
-			continue
-		}
-		out = append(out, l)
-	}
+		return len(out) < maxBootLines
+	})
 	return out
+}
+
+// keywordLines calls yield, in order, with each line of text (without its
+// newline) in which one of keywords (lower case, three bytes or more)
+// appears with ASCII case ignored, until yield returns false.
+//
+// One pass over the bytes: the lowered three bytes at each offset index a
+// small table of the keywords' first three bytes, and only where the table
+// says so is a keyword compared. Searching each keyword over the text with
+// bytes.Index, or every keyword in every line, costs several times more:
+// the keywords start with common letters.
+func keywordLines[T string | []byte](text T, keywords [][]byte, yield func(line string) bool) {
+	const bits = 12
+	var table [1 << bits]uint32 // bit j: keywords[j] may start here
+	hash := func(a, b, c byte) uint32 {
+		return (uint32(a)<<8 ^ uint32(b)<<4 ^ uint32(c)) & (1<<bits - 1)
+	}
+	for j, k := range keywords {
+		table[hash(k[0]|0x20, k[1]|0x20, k[2]|0x20)] |= 1 << j
+	}
+	lineStart := 0
+	for i := 0; i+3 <= len(text); i++ {
+		// OR-ing 0x20 lowers ASCII letters and changes other bytes, whose
+		// false hits keywordAt throws out.
+		m := table[hash(text[i]|0x20, text[i+1]|0x20, text[i+2]|0x20)]
+		if m == 0 || !keywordAt(text[i:], keywords, m) {
+			continue
+		}
+		for j := i - 1; j >= lineStart; j-- {
+			if text[j] == '\n' {
+				lineStart = j + 1
+				break
+			}
+		}
+		end := i
+		for end < len(text) && text[end] != '\n' {
+			end++
+		}
+		if !yield(string(text[lineStart:end])) {
+			return
+		}
+		// The rest of the line has nothing more to say.
+		i, lineStart = end, end+1
+	}
+}
+
+// keywordAt reports whether one of the keywords whose bit is set in m
+// starts s, ASCII case ignored.
+func keywordAt[T string | []byte](s T, keywords [][]byte, m uint32) bool {
+	for j, k := range keywords {
+		if m&(1<<j) == 0 || len(s) < len(k) {
+			continue
+		}
+		match := true
+		for n := range k {
+			if lowerASCII(s[n]) != k[n] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// lowerASCII lowers an ASCII capital letter; other bytes are kept.
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		c += 'a' - 'A'
+	}
+	return c
+}
+
+// filterBootLine decides on one line of a boot log (without its newline):
+// ok when it is not a kmsg dictionary continuation and, stripped of its
+// timestamp or record header, mentions one of keywords. low is scratch
+// space for the lowered line.
+func filterBootLine(l string, low *[]byte, keywords [][]byte) (kept string, ok bool) {
+	if len(l) > 0 && (l[0] == ' ' || l[0] == '\t') {
+		// kmsg dictionary continuation ("SUBSYSTEM=pci").
+		return "", false
+	}
+	l = strings.TrimSpace(stripLogPrefix(strings.TrimRight(l, "\r")))
+	if l == "" {
+		return "", false
+	}
+	*low = appendLowerASCII((*low)[:0], l)
+	if !interestingBootLine(*low, keywords) {
+		return "", false
+	}
+	return l, true
 }
 
 // interestingBootLine reports whether low, a line with ASCII letters in

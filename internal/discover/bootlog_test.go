@@ -1,8 +1,11 @@
 package discover
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"berth.dev/berth/internal/hostfs"
 )
 
 func TestFilterBootLog(t *testing.T) {
@@ -39,13 +42,82 @@ func TestFilterBootLog(t *testing.T) {
 	}
 }
 
+// TestBootLogKeywordsShape: keywordLines indexes the keywords by their
+// first three bytes in a 32-bit mask and compares them with lowered text.
+func TestBootLogKeywordsShape(t *testing.T) {
+	if len(bootLogKeywords) > 32 {
+		t.Errorf("%d keywords, keywordLines holds at most 32", len(bootLogKeywords))
+	}
+	for _, k := range bootLogKeywords {
+		if len(k) < 3 || k != strings.ToLower(k) || strings.ContainsRune(k, '\n') {
+			t.Errorf("keyword %q: want three bytes or more, lower case, one line", k)
+		}
+	}
+}
+
 func FuzzFilterBootLog(f *testing.F) {
 	f.Add("[    5.1] ccp 0000:01:00.5: SEV-SNP API:1.55 build:38\n6,1,2,-;kvm: x\n<6>DMAR: y\n")
+	f.Add("kvm\nKVM\n\n kvm\n[ 1.0] \r\nx Sev\r\namd-vI kvm sgx\nno\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, l := range filterBootLog(s) {
+		got := filterBootLog(s)
+		for _, l := range got {
 			if strings.ContainsRune(l, '\n') || l == "" {
 				t.Fatalf("bad line %q", l)
 			}
 		}
+		if want := filterBootLogEveryLine(s); !slices.Equal(got, want) {
+			t.Fatalf("filterBootLog = %q, line by line %q", got, want)
+		}
+		if b := filterBootLog([]byte(s)); !slices.Equal(b, got) {
+			t.Fatalf("filterBootLog of the bytes = %q, of the string %q", b, got)
+		}
 	})
+}
+
+// filterBootLogEveryLine is what filterBootLog must give: every line of
+// text taken through filterBootLine, in order, up to maxBootLines kept.
+func filterBootLogEveryLine(text string) []string {
+	keywords := make([][]byte, len(bootLogKeywords))
+	for i, k := range bootLogKeywords {
+		keywords[i] = []byte(k)
+	}
+	var out []string
+	var low []byte
+	for _, l := range strings.Split(text, "\n") {
+		if len(out) == maxBootLines {
+			break
+		}
+		if kept, ok := filterBootLine(l, &low, keywords); ok {
+			out = append(out, kept)
+		}
+	}
+	return out
+}
+
+// BenchmarkFilterBootLog filters this machine's kernel log, read as berth
+// reads it (dev/kmsg, a thousand records or more on a booted host).
+func BenchmarkFilterBootLog(b *testing.B) {
+	root, err := hostfs.NewLive("/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	text, err := root.KernelLog()
+	if err != nil {
+		b.Fatalf("reading the kernel log (needs root): %v", err)
+	}
+	s := string(text)
+	for _, bc := range []struct {
+		name   string
+		filter func(string) []string
+	}{{"filterBootLog", filterBootLog[string]}, {"everyLine", filterBootLogEveryLine}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			b.ReportAllocs()
+			cpu0 := cpuTime(b)
+			for b.Loop() {
+				bc.filter(s)
+			}
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
 }

@@ -117,6 +117,39 @@ var (
 	iommuSNPBadRe = lazyre.New(`AMD-Vi: .*SNP.*(?:cannot be supported|not supported|IOMMU (?:is )?disabled or configured in passthrough)`)
 )
 
+// snpExprs are the expressions parseSNPLog tries, for the test that
+// holds snpCandidate to them.
+var snpExprs = []*lazyre.Regexp{snpAPIRe, sevAPIRe, snpTooOldRe, rmpOKRe, rmpMissingRe, asidRangeRe, asidCountRe, sevInitFailRe, iommuSNPOKRe, iommuSNPBadRe}
+
+// snpCandidate reports whether one of snpExprs may match l: each needs
+// "SEV", "RMP table" or "AMD-Vi: ", and sevInitFailRe "sev" in any case.
+// The other boot-log lines (all of them on a host without SEV) are passed
+// without compiling and running ten expressions. A line with a byte
+// outside ASCII is always a candidate: (?i) folds 's' with U+017F too.
+func snpCandidate(l string) bool {
+	for i := 0; i < len(l); i++ {
+		if l[i] >= 0x80 {
+			return true
+		}
+	}
+	return containsFoldASCII(l, "sev") || strings.Contains(l, "RMP table") || strings.Contains(l, "AMD-Vi: ")
+}
+
+// containsFoldASCII reports whether s contains lower, a lower-case ASCII
+// word, with ASCII case ignored.
+func containsFoldASCII(s, lower string) bool {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		j := 0
+		for j < len(lower) && lowerASCII(s[i+j]) == lower[j] {
+			j++
+		}
+		if j == len(lower) {
+			return true
+		}
+	}
+	return false
+}
+
 // parseSNPLog reads the SEV-SNP facts from boot-log lines (timestamps
 // already removed). Later lines win (a firmware update during boot prints
 // the new version last). Ranges are recorded only for "enabled" kernels'
@@ -128,6 +161,9 @@ func parseSNPLog(lines []string, snp *facts.SNP) {
 	var sevBuild *int
 	sevCount, esCount, snpCount := 0, 0, 0
 	for _, l := range lines {
+		if !snpCandidate(l) {
+			continue
+		}
 		switch {
 		case snpAPIRe.MatchString(l):
 			m := snpAPIRe.FindStringSubmatch(l)
@@ -211,6 +247,11 @@ var (
 func parseTDXLog(lines []string, tdx *facts.TDX) {
 	initOK := false
 	for _, l := range lines {
+		// tdxLineRe's prefixes, compared before the expressions are
+		// compiled: most hosts' logs have no such line.
+		if !strings.HasPrefix(l, "tdx: ") && !strings.HasPrefix(l, "virt/tdx: ") {
+			continue
+		}
 		m := tdxLineRe.FindStringSubmatch(l)
 		if m == nil {
 			continue

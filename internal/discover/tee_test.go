@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"berth.dev/berth/internal/facts"
@@ -400,6 +401,34 @@ func TestTEESubsystem(t *testing.T) {
 		}
 		if _, ok := u["tee.tdx.sysfs"]; ok {
 			t.Errorf("tee.tdx.sysfs recorded as unknown although present")
+		}
+	})
+}
+
+// FuzzTEELineCandidates: the checks parseSNPLog and parseTDXLog make before
+// their expressions must never pass over a line an expression matches.
+func FuzzTEELineCandidates(f *testing.F) {
+	for _, l := range []string{
+		"ccp 0000:01:00.5: SEV-SNP API:1.55 build:38",
+		"SEV-ES and SEV-SNP supported: 99 ASIDs",
+		"Sev: failed to INIT rc -5",
+		"\u017fEV-SNP: INIT failed",
+		"AMD-Vi: IOMMU SNP support enabled",
+		"Memory for the RMP table has not been reserved by BIOS",
+		"virt/tdx: module initialized",
+		"tdx: BIOS enabled: private KeyID range [64, 128)",
+		"kvm: disabled by bios",
+	} {
+		f.Add(l)
+	}
+	f.Fuzz(func(t *testing.T, l string) {
+		for _, re := range snpExprs {
+			if re.MatchString(l) && !snpCandidate(l) {
+				t.Fatalf("%s matches %q, which snpCandidate passes over", re.Get(), l)
+			}
+		}
+		if tdxLineRe.MatchString(l) && !strings.HasPrefix(l, "tdx: ") && !strings.HasPrefix(l, "virt/tdx: ") {
+			t.Fatalf("tdxLineRe matches %q without either prefix", l)
 		}
 	})
 }

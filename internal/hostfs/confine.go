@@ -113,6 +113,8 @@ type confinedFS struct {
 	// pseudo holds the sys and proc directories of the root when they
 	// are the kernel's sysfs and procfs (see readPseudo).
 	pseudo [len(pseudoTops)]pseudoAnchor
+	// pages are *[sysfsPage]byte that readPseudo reads into.
+	pages sync.Pool
 }
 
 // pseudoTops are the top directories of a root that a live host mounts
@@ -754,8 +756,19 @@ func (c *confinedFS) readPseudo(name string, limit int64) (b []byte, ok bool, er
 	}
 	defer unix.Close(fd)
 	r := &fileReader{fd: fd, sysfs: pseudoTops[i].magic == unix.SYSFS_MAGIC}
-	// One page first: a sysfs attribute is at most a page.
-	b, err = readLimitedCap(r, name, sysfsPage, limit)
+	// One page first: a sysfs attribute is at most a page. The page is
+	// reused from read to read and what was read copied out at its size:
+	// a fresh page for each of a discovery's hundred-odd attributes of a
+	// few bytes was most of its garbage, and a page fault each.
+	page, _ := c.pages.Get().(*[sysfsPage]byte)
+	if page == nil {
+		page = new([sysfsPage]byte)
+	}
+	b, err = readLimitedBuf(r, name, page[:0:min(limit+1, sysfsPage)], limit)
+	if cap(b) > 0 && &b[:1][0] == &page[0] {
+		b = append(make([]byte, 0, len(b)), b...)
+	}
+	c.pages.Put(page)
 	if errors.Is(err, syscall.EISDIR) {
 		// As the general way says it (read, not open).
 		return nil, true, pathErr("read", name, syscall.EISDIR)
@@ -827,9 +840,14 @@ func readLimited(r io.Reader, name string, size, limit int64) ([]byte, error) {
 
 // readLimitedCap is readLimited starting with a buffer of first bytes.
 func readLimitedCap(r io.Reader, name string, first, limit int64) ([]byte, error) {
+	return readLimitedBuf(r, name, make([]byte, 0, min(limit+1, first)), limit)
+}
+
+// readLimitedBuf is readLimited reading into buf (empty, with room for at
+// most limit+1 bytes) first; the result may share buf's array.
+func readLimitedBuf(r io.Reader, name string, buf []byte, limit int64) ([]byte, error) {
 	tooLarge := pathErr("read", name, &TooLargeError{Limit: limit})
 	most := limit + 1
-	buf := make([]byte, 0, min(most, first))
 	for {
 		if len(buf) == cap(buf) {
 			nb := make([]byte, len(buf), min(most, 2*int64(cap(buf))))

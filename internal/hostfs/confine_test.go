@@ -519,13 +519,19 @@ func TestPseudoFSReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := map[string]string{}
+		// The bytes are kept until every path has been read, so that a
+		// result sharing memory with a later read would show.
+		kept := map[string][]byte{}
 		for _, p := range paths {
 			b, err := c.ReadFile(p)
 			if err != nil {
 				out[p] = "error: " + err.Error()
 			} else {
-				out[p] = string(b)
+				kept[p] = b
 			}
+		}
+		for p, b := range kept {
+			out[p] = string(b)
 		}
 		return out, c
 	}

@@ -179,18 +179,27 @@ func (l *lineReader) next() (line []byte, ok bool) {
 		rest := l.buf[l.start:l.end]
 		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
 			l.start += i + 1
-			return bytes.TrimSuffix(rest[:i], []byte{'\r'}), true
+			return trimCR(rest[:i]), true
 		}
 		if !l.fill() {
 			if l.err == nil && l.end > l.start {
 				// The last line, without a newline.
-				line = bytes.TrimSuffix(l.buf[l.start:l.end], []byte{'\r'})
+				line = trimCR(l.buf[l.start:l.end])
 				l.start = l.end
 				return line, true
 			}
 			return nil, false
 		}
 	}
+}
+
+// trimCR drops a final "\r": a byte compared, where bytes.TrimSuffix's
+// call per line was a tenth of a scan's time.
+func trimCR(line []byte) []byte {
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		return line[:n-1]
+	}
+	return line
 }
 
 // skipIndented passes the lines that start with a tab and returns how
