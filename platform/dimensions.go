@@ -83,8 +83,10 @@ func (d Distribution) Layout() (Layout, bool) {
 // Containerd, the runtime `berth config` assumes unless told otherwise; its
 // real runtime is part of the layout supplied at the point of use.
 func (d Distribution) Runtime() Runtime {
-	if l, ok := layouts[d]; ok {
-		return l.Runtime
+	// The field is read in place: `l, ok := layouts[d]` copied the whole
+	// Layout, and build asks this for every spec it tries.
+	if r := layouts[d].Runtime; r != "" {
+		return r
 	}
 	return Containerd
 }

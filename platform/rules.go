@@ -182,6 +182,9 @@ func RuleByID(id string) (Rule, bool) {
 type check struct {
 	id string
 	ok func(Platform) bool
+	// snap is set when ok reads the snapshotter: All tries the others once
+	// for all snapshotters (TestRuleDimensions holds the flag true).
+	snap bool
 }
 
 // numChecks is the number of compatibility rules; checks returns an array so
@@ -192,34 +195,34 @@ const numChecks = 16
 // the first broken one is reported, so more specific rules come first.
 func checks() [numChecks]check {
 	return [numChecks]check{
-		{"productline-snp-only", func(p Platform) bool { return p.pl == AnyProductLine || p.tee == SNP }},
+		{"productline-snp-only", func(p Platform) bool { return p.pl == AnyProductLine || p.tee == SNP }, false},
 		{"runtime-shipped", func(p Platform) bool {
 			r, _ := hypervisorRowOf(p.hv)
 			return r.runtimes[0] == p.rt || r.runtimes[1] == p.rt
-		}},
-		{"openvmm-aks-only", func(p Platform) bool { return p.hv != OpenVMM || p.dist == AKS }},
+		}, false},
+		{"openvmm-aks-only", func(p Platform) bool { return p.hv != OpenVMM || p.dist == AKS }, false},
 		{"aks-mshv", func(p Platform) bool {
 			return p.dist != AKS || (p.hv == OpenVMM && p.tee == NoTEE) ||
 				(p.hv == CloudHypervisor && (p.tee == NoTEE || (p.tee == SNP && p.rt == GoRuntime)))
-		}},
-		{"aks-milan", func(p Platform) bool { return p.dist != AKS || p.pl == AnyProductLine || p.pl == Milan }},
-		{"fc-no-tee", func(p Platform) bool { return p.hv != Firecracker || p.tee == NoTEE }},
-		{"remote-node-neutral", func(p Platform) bool { return p.hv != Remote || (p.tee == NoTEE && !p.gpu && !p.nvcpu) }},
+		}, false},
+		{"aks-milan", func(p Platform) bool { return p.dist != AKS || p.pl == AnyProductLine || p.pl == Milan }, false},
+		{"fc-no-tee", func(p Platform) bool { return p.hv != Firecracker || p.tee == NoTEE }, false},
+		{"remote-node-neutral", func(p Platform) bool { return p.hv != Remote || (p.tee == NoTEE && !p.gpu && !p.nvcpu) }, false},
 		{"tee-gpu-shipped", func(p Platform) bool {
 			return (p.hv != Dragonball && p.hv != StratoVirt && p.hv != OpenVMM) || (p.tee == NoTEE && !p.gpu && !p.nvcpu)
-		}},
-		{"gpu-qemu-only", func(p Platform) bool { return !p.gpu || p.hv == QEMU }},
-		{"nvidia-cpu-plain", func(p Platform) bool { return !p.nvcpu || (p.hv == QEMU && p.tee == NoTEE && !p.gpu) }},
-		{"clh-tee-aks-only", func(p Platform) bool { return p.hv != CloudHypervisor || p.tee == NoTEE || p.dist == AKS }},
-		{"crio-overlay-only", func(p Platform) bool { return p.dist.Runtime() != CRIO || p.snap == Overlayfs }},
-		{"fc-block-snapshotter", func(p Platform) bool { return p.hv != Firecracker || p.snap == Devmapper || p.snap == Blockfile }},
-		{"tardev-aks-cc", func(p Platform) bool { return p.snap != Tardev || (p.dist == AKS && p.tee != NoTEE) }},
+		}, false},
+		{"gpu-qemu-only", func(p Platform) bool { return !p.gpu || p.hv == QEMU }, false},
+		{"nvidia-cpu-plain", func(p Platform) bool { return !p.nvcpu || (p.hv == QEMU && p.tee == NoTEE && !p.gpu) }, false},
+		{"clh-tee-aks-only", func(p Platform) bool { return p.hv != CloudHypervisor || p.tee == NoTEE || p.dist == AKS }, false},
+		{"crio-overlay-only", func(p Platform) bool { return p.dist.Runtime() != CRIO || p.snap == Overlayfs }, true},
+		{"fc-block-snapshotter", func(p Platform) bool { return p.hv != Firecracker || p.snap == Devmapper || p.snap == Blockfile }, true},
+		{"tardev-aks-cc", func(p Platform) bool { return p.snap != Tardev || (p.dist == AKS && p.tee != NoTEE) }, true},
 		{"confidential-guest-pull", func(p Platform) bool {
 			return p.tee == NoTEE || p.snap == Nydus || p.snap == Overlayfs || p.snap == Tardev
-		}},
+		}, true},
 		{"guest-pull-dev-qemu-only", func(p Platform) bool {
 			return p.snap != Nydus || p.tee != NoTEE || p.hv == Remote || (p.hv == QEMU && !p.gpu && !p.nvcpu)
-		}},
+		}, true},
 	}
 }
 

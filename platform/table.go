@@ -100,12 +100,15 @@ var hypervisorRows = [...]hypervisorRow{
 }
 
 // hypervisorRowOf returns h's row; the table is in constant order, so the
-// row of h is at h-1 (TestTables checks it).
-func hypervisorRowOf(h Hypervisor) (hypervisorRow, bool) {
+// row of h is at h-1 (TestTables checks it). The row is returned by
+// reference, read-only: a copy is some 250 bytes, and Local, asked for
+// every check on every platform, paid that copy for one bool. An unknown
+// h gets a fresh empty row.
+func hypervisorRowOf(h Hypervisor) (*hypervisorRow, bool) {
 	if h == 0 || int(h) > len(hypervisorRows) {
-		return hypervisorRow{}, false
+		return &hypervisorRow{}, false
 	}
-	return hypervisorRows[h-1], true
+	return &hypervisorRows[h-1], true
 }
 
 // shipped returns the runtimes of a row without the empty slots.
@@ -155,13 +158,14 @@ var teeRows = [...]teeRow{
 		keyResource:     "tdx.intel.com/keys", minQEMU: []int{10, 1}},
 }
 
-func teeRowOf(t TEE) teeRow {
-	for _, r := range teeRows {
-		if r.t == t {
-			return r
+// teeRowOf returns t's row by reference, read-only (see hypervisorRowOf).
+func teeRowOf(t TEE) *teeRow {
+	for i := range teeRows {
+		if teeRows[i].t == t {
+			return &teeRows[i]
 		}
 	}
-	return teeRow{}
+	return &teeRow{}
 }
 
 // shimOverheads are kata-deploy's RuntimeClass pod overheads per shim
@@ -307,11 +311,13 @@ var productLineRows = [...]productLineRow{
 	{pl: Turin, name: "turin", display: "Turin", desc: "AMD EPYC 9005 (Zen 5)", cpus: [3]string{"turin"}, tcbFMC: true},
 }
 
-func productLineRowOf(p ProductLine) (productLineRow, bool) {
+// productLineRowOf returns p's row by reference, read-only (see
+// hypervisorRowOf).
+func productLineRowOf(p ProductLine) (*productLineRow, bool) {
 	if p == AnyProductLine || int(p) > len(productLineRows) {
-		return productLineRow{}, false
+		return &productLineRow{}, false
 	}
-	return productLineRows[p-1], true
+	return &productLineRows[p-1], true
 }
 
 // ProductLineOfCPU returns the product line a CPU generation (as discovery
@@ -428,11 +434,13 @@ var snapshotterRows = [...]snapshotterRow{
 			Remedy: "create the node pool with --workload-runtime KataCcIsolation: AKS installs tardev-snapshotter and its containerd proxy plugin"}},
 }
 
-func snapshotterRowOf(s Snapshotter) (snapshotterRow, bool) {
+// snapshotterRowOf returns s's row by reference, read-only (see
+// hypervisorRowOf).
+func snapshotterRowOf(s Snapshotter) (*snapshotterRow, bool) {
 	if s == 0 || int(s) > len(snapshotterRows) {
-		return snapshotterRow{}, false
+		return &snapshotterRow{}, false
 	}
-	return snapshotterRows[s-1], true
+	return &snapshotterRows[s-1], true
 }
 
 // Dedicated reports whether a runtime handler names this snapshotter for
@@ -479,11 +487,13 @@ var kataRuntimeRows = [...]kataRuntimeRow{
 	{name: "rust", desc: "Kata's Rust runtime (runtime-rs, the kata-deploy default since 4.0)", shim: "runtime-rs/bin/containerd-shim-kata-v2"},
 }
 
-func kataRuntimeRowOf(r KataRuntime) (kataRuntimeRow, bool) {
+// kataRuntimeRowOf returns r's row by reference, read-only (see
+// hypervisorRowOf).
+func kataRuntimeRowOf(r KataRuntime) (*kataRuntimeRow, bool) {
 	if r == 0 || int(r) > len(kataRuntimeRows) {
-		return kataRuntimeRow{}, false
+		return &kataRuntimeRow{}, false
 	}
-	return kataRuntimeRows[r-1], true
+	return &kataRuntimeRows[r-1], true
 }
 
 // ShimPath returns the runtime's containerd shim v2 binary relative to the

@@ -73,23 +73,31 @@ type Wire interface {
 }
 
 func render(w io.Writer, f Format, v any, table func(io.Writer) error, sgr bool) error {
+	if a, ok := v.(JSONAppender); ok && f == JSON {
+		jw := JSONWriter{sink: w}
+		err := a.AppendJSON(&jw)
+		switch {
+		case err == nil:
+			jw.buf = append(jw.buf, '\n')
+			jw.flush()
+			return jw.sinkErr
+		case jw.flushed:
+			return err
+		}
+		// Nothing was written yet: encoding/json says what is wrong.
+	}
+	if f == JSON {
+		b, err := EncodeJSON(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
 	if wv, ok := v.(Wire); ok && f != Table && f != "" {
 		v = wv.WireValue()
 	}
 	switch f {
-	case JSON:
-		// What json.Encoder with SetIndent writes, indented by
-		// indentJSON into a buffer sized from the compact JSON at once
-		// (the encoder grows its buffer by doubling, and json.Indent
-		// validates every byte again).
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		out := indentJSON(make([]byte, 0, 2*len(b)+1), b, "  ")
-		out = append(out, '\n')
-		_, err = w.Write(escapeJSONish(out))
-		return err
 	case YAML:
 		b, err := MarshalYAML(v)
 		if err != nil {
@@ -110,6 +118,33 @@ func render(w io.Writer, f Format, v any, table func(io.Writer) error, sgr bool)
 	default:
 		return fmt.Errorf("unknown output format %q", f)
 	}
+}
+
+// EncodeJSON returns what Render writes for v with -o json: indented JSON
+// and a newline. A JSONAppender writes itself; any other value (or a
+// JSONAppender that fails) is encoded by encoding/json, through WireValue
+// for a Wire.
+func EncodeJSON(v any) ([]byte, error) {
+	if a, ok := v.(JSONAppender); ok {
+		var jw JSONWriter
+		if err := a.AppendJSON(&jw); err == nil {
+			return append(jw.buf, '\n'), nil
+		}
+	}
+	if wv, ok := v.(Wire); ok {
+		v = wv.WireValue()
+	}
+	// What json.Encoder with SetIndent writes, indented by indentJSON
+	// into a buffer sized from the compact JSON at once (the encoder
+	// grows its buffer by doubling, and json.Indent validates every byte
+	// again).
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := indentJSON(make([]byte, 0, 2*len(b)+1), b, "  ")
+	out = append(out, '\n')
+	return escapeJSONish(out), nil
 }
 
 // MarshalYAML encodes v as sigs.k8s.io/yaml does (through its JSON form,

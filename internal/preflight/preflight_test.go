@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,9 @@ import (
 
 	"berth.dev/berth/internal/discover"
 	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/report"
+	"berth.dev/berth/internal/testhosts"
 	"berth.dev/berth/platform"
 )
 
@@ -64,5 +68,45 @@ func TestRun(t *testing.T) {
 	}
 	if got := len(HostPlatforms(nil, true)); got != len(platform.All()) {
 		t.Errorf("all: %d platforms, want %d", got, len(platform.All()))
+	}
+}
+
+// TestAllJSONEqualsEncodingJSON writes `berth check --all -o json` of
+// every fixture host both ways: through the report's own JSON writer, as
+// Render does, and through encoding/json of its wire form, as it did
+// before; the bytes must be the same.
+func TestAllJSONEqualsEncodingJSON(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+	for _, name := range testhosts.Names(t) {
+		t.Run(name, func(t *testing.T) {
+			root, err := hostfs.OpenDir(filepath.Join("..", "..", "testdata", "hosts", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(context.Background(), root, Options{Discover: discover.Options{Now: now}, All: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := report.New(res.Facts, "matrix", res.Verdicts, report.Opts{All: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := output.Render(&buf, output.JSON, rep, nil); err != nil {
+				t.Fatal(err)
+			}
+			want, err := output.EncodeJSON(rep.WireValue())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := buf.Bytes(); !bytes.Equal(got, want) {
+				i := 0
+				for i < min(len(got), len(want)) && got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("%d bytes, encoding/json %d; first difference at %d: %q, want %q",
+					len(got), len(want), i, got[i:min(i+80, len(got))], want[i:min(i+80, len(want))])
+			}
+		})
 	}
 }

@@ -3,7 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"slices"
 
 	"berth.dev/berth/internal/check"
 )
@@ -69,40 +69,154 @@ func (r *Report) WireValue() any { return r.wire() }
 
 // wire returns the report as JSON carries it.
 func (r *Report) wire() *wireReport {
+	x := r.index()
 	w := &wireReport{
 		Header:   r.Header,
-		Findings: []check.Finding{}, FindingLists: [][]int{}, Verdicts: make([]wireVerdict, len(r.Verdicts)),
+		Findings: make([]check.Finding, len(x.findings)), FindingLists: make([][]int, len(x.listEnd)),
+		Verdicts: make([]wireVerdict, len(r.Verdicts)),
 	}
-	findings := map[findingKey]int{}
-	lists := map[string]int{}
-	var key []byte
-	for i, v := range r.Verdicts {
-		list := make([]int, len(v.Findings))
-		key = key[:0]
-		for j, f := range v.Findings {
-			k := findingKey{f.Outcome, f.Status, f.Severity, f.Ignored}
-			n, ok := findings[k]
-			if !ok {
-				n = len(w.Findings)
-				findings[k] = n
-				w.Findings = append(w.Findings, f)
-			}
-			list[j] = n
-			key = strconv.AppendInt(key, int64(n), 10)
-			key = append(key, ',')
+	for i, f := range x.findings {
+		w.Findings[i] = *f
+	}
+	for k := range x.listEnd {
+		ids := x.list(k)
+		l := make([]int, len(ids))
+		for j, id := range ids {
+			l[j] = int(id)
 		}
-		n, ok := lists[string(key)]
-		if !ok {
-			n = len(w.FindingLists)
-			lists[string(key)] = n
-			w.FindingLists = append(w.FindingLists, list)
-		}
+		w.FindingLists[k] = l
+	}
+	for i := range r.Verdicts {
+		v := &r.Verdicts[i]
 		w.Verdicts[i] = wireVerdict{
 			Platform: v.Platform, Name: v.Name, Status: v.Status, BlockedBy: v.BlockedBy, Remedy: v.Remedy,
-			Failures: v.Failures, Warnings: v.Warnings, Unknowns: v.Unknowns, Findings: n,
+			Failures: v.Failures, Warnings: v.Warnings, Unknowns: v.Unknowns, Findings: int(x.listOf[i]),
 		}
 	}
 	return w
+}
+
+// wireIndex is the sharing of wireReport without its copies: the
+// distinct findings, the distinct lists of them, and each verdict's list.
+// AppendJSON writes the report from it directly.
+type wireIndex struct {
+	// findings are the distinct findings, each where the verdicts first
+	// list it.
+	findings []*check.Finding
+	// lists holds the distinct lists of indexes into findings, one after
+	// the other; list k ends at listEnd[k].
+	lists   []int32
+	listEnd []int32
+	// listOf[i] is the list of verdict i.
+	listOf []int32
+}
+
+// list returns list k.
+func (x *wireIndex) list(k int) []int32 {
+	start := int32(0)
+	if k > 0 {
+		start = x.listEnd[k-1]
+	}
+	return x.lists[start:x.listEnd[k]]
+}
+
+// index finds the distinct findings and lists of the verdicts.
+//
+// It runs once per `berth check -o json`, over every finding of every
+// verdict (some 20,000 with --all), so it avoids what is costly there:
+// hashing each finding (a finding found at the same position in the
+// previous verdict is taken from there, and the others are looked up by
+// their outcome pointer alone), hashing each list (a debug twin whose
+// findings are its base's shares the base's slice, found by its
+// address), and allocating per verdict.
+func (r *Report) index() *wireIndex {
+	x := &wireIndex{listOf: make([]int32, len(r.Verdicts))}
+	// head[o] is the index of the last finding added with outcome o;
+	// next[n] links finding n to the one added before it with the same
+	// outcome (another status, severity or --ignore mark), -1 at the end.
+	head := map[*check.Outcome]int32{}
+	var next []int32
+	index := func(f *check.Finding) int32 {
+		n, ok := head[f.Outcome]
+		for ok && n >= 0 {
+			g := x.findings[n]
+			if g.Status == f.Status && g.Severity == f.Severity && g.Ignored == f.Ignored {
+				return n
+			}
+			n = next[n]
+		}
+		n = int32(len(x.findings))
+		x.findings = append(x.findings, f)
+		if prev, ok := head[f.Outcome]; ok {
+			next = append(next, prev)
+		} else {
+			next = append(next, -1)
+		}
+		head[f.Outcome] = n
+		return n
+	}
+	type seen struct {
+		key findingKey
+		n   int32
+	}
+	var last []seen // the previous verdict's findings by position
+	// byHash holds the lists by a hash of their indexes, colliding ones
+	// chained through chain.
+	byHash := map[uint64]int32{}
+	var chain []int32
+	bySlice := map[*check.Finding]int32{}
+	for i := range r.Verdicts {
+		v := &r.Verdicts[i]
+		if len(v.Findings) > 0 {
+			if k, ok := bySlice[&v.Findings[0]]; ok && len(x.list(int(k))) == len(v.Findings) {
+				x.listOf[i] = k
+				continue
+			}
+		}
+		// The new list goes at the end of lists; it is dropped again if
+		// it is there already.
+		start := int32(len(x.lists))
+		h := uint64(14695981039346656037) // FNV-1a over the indexes
+		for j := range v.Findings {
+			f := &v.Findings[j]
+			k := findingKey{f.Outcome, f.Status, f.Severity, f.Ignored}
+			var id int32
+			if j < len(last) && last[j].key == k {
+				id = last[j].n
+			} else {
+				id = index(f)
+				if j < len(last) {
+					last[j] = seen{k, id}
+				} else {
+					last = append(last, seen{k, id})
+				}
+			}
+			x.lists = append(x.lists, id)
+			h = (h ^ uint64(id)) * 1099511628211
+		}
+		ids := x.lists[start:]
+		k, found := byHash[h]
+		for found && k >= 0 && !slices.Equal(x.list(int(k)), ids) {
+			k = chain[k]
+		}
+		if !found || k < 0 {
+			k = int32(len(x.listEnd))
+			x.listEnd = append(x.listEnd, int32(len(x.lists)))
+			if prev, ok := byHash[h]; ok {
+				chain = append(chain, prev)
+			} else {
+				chain = append(chain, -1)
+			}
+			byHash[h] = k
+		} else {
+			x.lists = x.lists[:start]
+		}
+		x.listOf[i] = k
+		if len(v.Findings) > 0 {
+			bySlice[&v.Findings[0]] = k
+		}
+	}
+	return x
 }
 
 // UnmarshalJSON reads a report of this schema version, resolving each

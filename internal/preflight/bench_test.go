@@ -1,0 +1,104 @@
+package preflight
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"berth.dev/berth/internal/check"
+	"berth.dev/berth/internal/checks"
+	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/report"
+)
+
+// benchHost is the fixture modelled on the build machine, where the bench
+// table's `berth check --all --no-probe -o json` runs.
+const benchHost = "buildmachine-firecracker"
+
+// benchFacts discovers the bench host once: discovery is shared with the
+// default set and benchmarked in internal/discover; what --all adds is
+// everything after it.
+func benchFacts(b *testing.B) *facts.Facts {
+	b.Helper()
+	root, err := hostfs.OpenDir(filepath.Join("..", "..", "testdata", "hosts", benchHost))
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+	return discover.Run(context.Background(), root, discover.Options{Now: now})
+}
+
+// BenchmarkCheckAll is `berth check --all -o json` after discovery, in
+// memory: facts -> platforms -> verdicts -> report -> JSON bytes, whole
+// ("all") and stage by stage, so that a change to one stage shows in its
+// own numbers.
+func BenchmarkCheckAll(b *testing.B) {
+	f := benchFacts(b)
+	opts := report.Opts{All: true}
+	ev, err := check.NewEvaluator(checks.For(f))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ps := HostPlatforms(f, true)
+	vs := ev.Evaluate(f, ps, check.Options{})
+	rep, err := report.New(f, "matrix", vs, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	render := func(rep *report.Report) {
+		buf.Reset()
+		if err := output.Render(&buf, output.JSON, rep, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	render(rep)
+	b.Logf("%d platforms, %d bytes of JSON", len(ps), buf.Len())
+
+	b.Run("all", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ev, err := check.NewEvaluator(checks.For(f))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ps := HostPlatforms(f, true)
+			rep, err := report.New(f, "matrix", ev.Evaluate(f, ps, check.Options{}), opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			render(rep)
+		}
+	})
+	b.Run("platforms", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			HostPlatforms(f, true)
+		}
+	})
+	b.Run("evaluate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ev.Evaluate(f, ps, check.Options{})
+		}
+	})
+	b.Run("report", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := report.New(f, "matrix", vs, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			render(rep)
+		}
+	})
+}
