@@ -33,7 +33,7 @@
 #        BERTH_BIN=/path/to/berth bench/peers.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs="${1:-15}"
+runs="${1:-45}"
 rss_runs="${RSS_RUNS:-5}"
 cache="${BERTH_CACHE:-$HOME/.cache/berth}"
 mkdir -p "$cache/bin"
