@@ -12,5 +12,7 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv, clustercmd.Wiring()))
+	w := clustercmd.Wiring()
+	w.Exits = true
+	os.Exit(cli.Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv, w))
 }

@@ -13,5 +13,7 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv, cli.Delegate("berth-cluster")))
+	w := cli.Delegate("berth-cluster")
+	w.Exits = true
+	os.Exit(cli.Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv, w))
 }

@@ -59,6 +59,11 @@ type Wiring struct {
 	Network NetworkFunc
 	// ForceAfter replaces defaultForceAfter (tests); zero keeps it.
 	ForceAfter time.Duration
+	// Exits says the process exits as soon as Run returns (main): the
+	// signal subscriptions are then left in place rather than given up,
+	// which waits for os/signal's goroutine. Tests, which run many
+	// commands in one process, leave it false.
+	Exits bool
 
 	delegateTo string
 }
@@ -79,6 +84,7 @@ type NetworkFunc func(timeout time.Duration, registries, attestation []string) (
 // (berth ... | head) ends the run quietly with 141 after the same cleanup,
 // as a Unix tool killed by SIGPIPE would end, but clean.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, w Wiring) int {
+	sigs := subscribe()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	life := newLifecycle(ctx, testForceAfter(getenv, w.ForceAfter))
@@ -88,7 +94,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	if target, _, err := cmd.Find(args); err == nil && target.Annotations[AnnotationOwnSignals] != "" {
 		own = true
 	}
-	err, sig, forced := runGuarded(life, cancel, own, func() error { return cmd.ExecuteContext(ctx) })
+	err, sig, forced := runGuarded(life, cancel, own, sigs, w.Exits, func() error { return cmd.ExecuteContext(ctx) })
 	switch {
 	case sig != 0 && (forced || err != nil):
 		return 128 + int(sig)

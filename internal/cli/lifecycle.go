@@ -145,13 +145,15 @@ func (l *lifecycle) closeAll() {
 //     with SIGPIPE, before any deferred cleanup. Notifying SIGPIPE makes
 //     such a write fail with EPIPE instead, which the command returns like
 //     any write error.
-func runGuarded(l *lifecycle, cancel context.CancelCauseFunc, ownSignals bool, execute func() error) (err error, sig syscall.Signal, forced bool) {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	pipe := make(chan os.Signal, 1)
-	signal.Notify(pipe, syscall.SIGPIPE)
-	defer signal.Stop(pipe)
+//
+// The subscription s is made before (subscribe) and, unless keep is set,
+// given up when the command has returned.
+func runGuarded(l *lifecycle, cancel context.CancelCauseFunc, ownSignals bool, s *signals, keep bool, execute func() error) (err error, sig syscall.Signal, forced bool) {
+	<-s.ready
+	if !keep {
+		defer s.unsubscribe()
+	}
+	sigs := s.stop
 	defer l.closeAll()
 
 	done := make(chan error, 1)
@@ -181,4 +183,38 @@ func runGuarded(l *lifecycle, cancel context.CancelCauseFunc, ownSignals bool, e
 // isBrokenPipe says whether err is a write to a closed pipe (or socket).
 func isBrokenPipe(err error) bool {
 	return errors.Is(err, syscall.EPIPE)
+}
+
+// signals is a run's subscription to SIGINT and SIGTERM (stop) and SIGPIPE
+// (pipe, only so that a write to a closed pipe fails with EPIPE).
+type signals struct {
+	ready chan struct{} // closed once both are subscribed
+	stop  chan os.Signal
+	pipe  chan os.Signal
+}
+
+// subscribe subscribes in the background. The first signal.Notify of a
+// process starts os/signal's receiving goroutine, which parks a thread of
+// its own: done beside the construction of the command tree rather than
+// before it, that start costs a command's start-up nothing (it was about
+// a tenth of `berth version`). runGuarded waits for it before the command
+// runs, so that no signal can find the command unsubscribed.
+func subscribe() *signals {
+	s := &signals{ready: make(chan struct{}), stop: make(chan os.Signal, 2), pipe: make(chan os.Signal, 1)}
+	go func() {
+		signal.Notify(s.stop, syscall.SIGINT, syscall.SIGTERM)
+		signal.Notify(s.pipe, syscall.SIGPIPE)
+		close(s.ready)
+	}()
+	return s
+}
+
+// unsubscribe restores the signals' default handling (tests run many
+// commands in one process). signal.Stop waits until os/signal's goroutine
+// is idle, which a process that exits next need not wait for
+// (Wiring.Exits).
+func (s *signals) unsubscribe() {
+	<-s.ready
+	signal.Stop(s.stop)
+	signal.Stop(s.pipe)
 }

@@ -72,6 +72,15 @@ func Run(ctx context.Context, root hostfs.Root, opt Options) *facts.Facts {
 	}
 	s := &session{root: root, opt: opt}
 	var wg sync.WaitGroup
+	// The kernel log is the longest single read (one read(2) per record,
+	// a thousand or more) and two subsystems wait for it: it starts
+	// first, on its own, so that it overlaps everything else rather than
+	// being one subsystem's tail.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.bootLines()
+	}()
 	for _, sub := range subsystems() {
 		wg.Add(1)
 		go func() {
