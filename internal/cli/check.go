@@ -188,7 +188,7 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 	opt.Network = netOpt
 	res, err := preflight.Run(cmd.Context(), root, preflight.Options{
 		Discover: opt, Check: check.Options{Ignore: ig, Strict: fl.strict},
-		Platforms: requested, All: fl.all,
+		Platforms: requested, All: fl.all, Digest: true,
 	})
 	if err != nil {
 		return err
@@ -204,10 +204,7 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 	for i, p := range requested {
 		names[i] = p.String()
 	}
-	rep, err := report.New(f, mode, vs, report.Opts{Platforms: names, All: fl.all, Ignore: ig.String(), Strict: fl.strict, Probe: probe})
-	if err != nil {
-		return err
-	}
+	rep := report.NewDigested(f, res.FactsDigest, mode, vs, report.Opts{Platforms: names, All: fl.all, Ignore: ig.String(), Strict: fl.strict, Probe: probe})
 	style := report.Style{Color: g.color()}
 	switch format {
 	case nfdFormat:

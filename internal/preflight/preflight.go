@@ -13,6 +13,7 @@ import (
 	"berth.dev/berth/internal/discover"
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/internal/report"
 	"berth.dev/berth/platform"
 )
 
@@ -30,6 +31,9 @@ type Options struct {
 	// NoDebug leaves debug variants out of the defaulted platforms (the
 	// agent: they double the label count and no workload selects them).
 	NoDebug bool
+	// Digest computes Result.FactsDigest (berth check's report), beside
+	// the evaluation.
+	Digest bool
 }
 
 // Result is what one run found.
@@ -41,11 +45,29 @@ type Result struct {
 	// than requested.
 	Defaulted bool
 	Verdicts  []check.Verdict
+	// FactsDigest is report.Digest of Facts when Options.Digest is set.
+	FactsDigest string
 }
 
 // Run discovers root and evaluates the facts against the platforms.
 func Run(ctx context.Context, root hostfs.Root, opt Options) (Result, error) {
 	f := discover.Run(ctx, root, opt.Discover)
+	// The digest encodes the whole of Facts with encoding/json, which
+	// builds its encoders for every type of Facts on first use: about as
+	// long as the evaluation of the default platforms, and independent of
+	// it, so the two run side by side.
+	var (
+		digest    string
+		digestErr error
+		digested  chan struct{}
+	)
+	if opt.Digest {
+		digested = make(chan struct{})
+		go func() {
+			defer close(digested)
+			digest, digestErr = report.Digest(f)
+		}()
+	}
 	ev, err := check.NewEvaluator(checks.For(f))
 	if err != nil {
 		return Result{}, fmt.Errorf("internal error in the check catalogue: %w", err)
@@ -58,6 +80,13 @@ func Run(ctx context.Context, root hostfs.Root, opt Options) (Result, error) {
 		}
 	}
 	r.Verdicts = ev.Evaluate(f, r.Platforms, opt.Check)
+	if digested != nil {
+		<-digested
+		if digestErr != nil {
+			return Result{}, digestErr
+		}
+		r.FactsDigest = digest
+	}
 	return r, nil
 }
 

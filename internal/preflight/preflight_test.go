@@ -52,6 +52,19 @@ func TestRun(t *testing.T) {
 					debug++
 				}
 			}
+			if all.FactsDigest != "" {
+				t.Errorf("digest %s computed without Options.Digest", all.FactsDigest)
+			}
+			dig, err := Run(context.Background(), root, Options{Discover: discover.Options{Now: now}, Digest: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, err := report.Digest(dig.Facts); err != nil || dig.FactsDigest != want {
+				t.Errorf("digest %q, report.Digest %q (%v)", dig.FactsDigest, want, err)
+			}
+			if want, _ := report.Digest(all.Facts); dig.FactsDigest != want {
+				t.Errorf("digest %q of the same host, %q without Options.Digest", dig.FactsDigest, want)
+			}
 			lean, err := Run(context.Background(), root, Options{Discover: discover.Options{Now: now}, NoDebug: true})
 			if err != nil {
 				t.Fatal(err)

@@ -91,6 +91,13 @@ func New(f *facts.Facts, mode string, vs []check.Verdict, opts Opts) (*Report, e
 	if err != nil {
 		return nil, err
 	}
+	return NewDigested(f, d, mode, vs, opts), nil
+}
+
+// NewDigested builds a report of facts whose Digest is digest, computed
+// by the caller (beside the evaluation, see preflight.Options.Digest).
+func NewDigested(f *facts.Facts, digest, mode string, vs []check.Verdict, opts Opts) *Report {
+	d := digest
 	r := &Report{Verdicts: vs, Header: Header{Kind: Kind, SchemaVersion: SchemaVersion, Mode: mode, FactsDigest: d, Options: opts,
 		Host: Host{
 			Root: f.Root, Live: f.Live, CollectedAt: f.CollectedAt, Distribution: f.Distribution.Name,
@@ -109,7 +116,7 @@ func New(f *facts.Facts, mode string, vs []check.Verdict, opts Opts) (*Report, e
 			r.Summary.NotReady++
 		}
 	}
-	return r, nil
+	return r
 }
 
 // AllReady reports whether every verdict allows running the platform.
