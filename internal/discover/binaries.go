@@ -135,11 +135,7 @@ func findBinaries(ctx context.Context, s *session, distribution string) []facts.
 	for _, spec := range specs {
 		for _, p := range spec.files {
 			real, ok := resolver.resolve(p)
-			if !ok || seen[real] {
-				continue
-			}
-			st, err := s.root.FS().Stat(real)
-			if err != nil || st.IsDir() {
+			if !ok || seen[real] || resolver.component(real).dir {
 				continue
 			}
 			seen[real] = true
@@ -242,6 +238,7 @@ type pathResolver struct {
 type pathComponent struct {
 	missing bool
 	link    bool
+	dir     bool
 	target  string
 }
 
@@ -258,6 +255,8 @@ func (r *pathResolver) component(p string) pathComponent {
 	switch {
 	case err != nil:
 		c.missing = true
+	case st.IsDir():
+		c.dir = true
 	case st.Mode()&fs.ModeSymlink != 0:
 		c.link = true
 		// A link whose text cannot be read ends the resolution as a
@@ -272,11 +271,10 @@ func (r *pathResolver) component(p string) pathComponent {
 
 func (r *pathResolver) resolve(p string) (string, bool) {
 	const maxHops = 40
-	// Most candidates do not exist: one resolution in the kernel says so
-	// for the price of one component's Lstat (what fails there fails below).
-	if _, err := r.fsys.Stat(p); err != nil {
-		return "", false
-	}
+	// Every component is looked at once per run: a candidate under a
+	// directory that is missing (opt/kata/bin on most hosts) costs
+	// nothing more, and one reached through a link (bin -> usr/bin on a
+	// merged /usr) is the path it leads to, looked at once.
 	parts := strings.Split(p, "/")
 	cur := ""
 	hops := 0
