@@ -136,26 +136,13 @@ type pseudoAnchor struct {
 
 type fileID struct{ dev, ino uint64 }
 
-// confineOptions choose the mechanisms; tests force the fallbacks.
+// confineOptions force the fallbacks a machine without openat2 or procfs
+// needs (in addition to those this machine needs), so that tests exercise
+// them everywhere; the exported constructors use none.
 type confineOptions struct {
 	walk     bool
 	noProc   bool
 	noPseudo bool
-}
-
-var forced struct {
-	sync.Mutex
-	opt confineOptions
-}
-
-// forceOptions makes roots opened from now on use opt's fallbacks (in
-// addition to those the machine needs); it returns the previous setting.
-func forceOptions(opt confineOptions) confineOptions {
-	forced.Lock()
-	defer forced.Unlock()
-	old := forced.opt
-	forced.opt = opt
-	return old
 }
 
 // haveOpenat2 reports whether openat2 with RESOLVE_IN_ROOT works here (not
@@ -191,14 +178,11 @@ var procSelfFd = sync.OnceValue(func() int {
 
 // newConfinedFS opens dir (followed if it is itself a symlink: the user
 // named it) as a confined root.
-func newConfinedFS(dir string) (*confinedFS, error) {
+func newConfinedFS(dir string, opt confineOptions) (*confinedFS, error) {
 	f, err := os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	forced.Lock()
-	opt := forced.opt
-	forced.Unlock()
 	return &confinedFS{
 		root:     f,
 		walk:     opt.walk || !haveOpenat2(),

@@ -31,17 +31,16 @@ var variants = []struct {
 	{"walk-reresolve", confineOptions{walk: true, noProc: true}},
 }
 
-// forEachVariant runs f with roots opened under each variant.
-func forEachVariant(t *testing.T, f func(t *testing.T)) {
+// forEachVariant runs f with each variant's options, for f to open its
+// roots with.
+func forEachVariant(t *testing.T, f func(t *testing.T, opt confineOptions)) {
 	t.Helper()
 	if !haveOpenat2() {
 		t.Log("this kernel has no openat2: the openat2 variants run the walk too")
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
-			old := forceOptions(v.opt)
-			defer forceOptions(old)
-			f(t)
+			f(t, v.opt)
 		})
 	}
 }
@@ -110,7 +109,7 @@ func mkSpecial(t testing.TB, fifo, sock, chr string) {
 // TestConfinedResolution: every path resolves inside the root as in a
 // chroot, with each mechanism.
 func TestConfinedResolution(t *testing.T) {
-	forEachVariant(t, func(t *testing.T) {
+	forEachVariant(t, func(t *testing.T, opt confineOptions) {
 		root, outside := t.TempDir(), t.TempDir()
 		canary := "canary-" + filepath.Base(outside)
 		if err := os.WriteFile(filepath.Join(outside, "canary"), []byte(canary), 0o644); err != nil {
@@ -144,7 +143,7 @@ func TestConfinedResolution(t *testing.T) {
 		if err := os.Truncate(big, 1<<30); err != nil {
 			t.Fatal(err)
 		}
-		c, err := newConfinedFS(root)
+		c, err := newConfinedFS(root, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,8 +291,8 @@ func TestConfinedResolution(t *testing.T) {
 // TestReadCaps: a read stops at its cap even where the size says nothing
 // (procfs files report 0), and a source may declare its own.
 func TestReadCaps(t *testing.T) {
-	forEachVariant(t, func(t *testing.T) {
-		l, err := NewLive("/")
+	forEachVariant(t, func(t *testing.T, opt confineOptions) {
+		l, err := newLiveWith("/", opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +322,7 @@ func TestReadCaps(t *testing.T) {
 		// A stream through Open stops at the cap too.
 		dir := t.TempDir()
 		mkTree(t, dir, map[string]string{"f": strings.Repeat("x", 100)})
-		d, err := OpenDir(dir)
+		d, err := openDirWith(dir, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -425,9 +424,7 @@ func TestResolversAgree(t *testing.T) {
 		paths = append(paths, "y/..", "z/a", "nope/x")
 		var results [2]map[string]string
 		for i, opt := range []confineOptions{{}, {walk: true, noProc: true}} {
-			old := forceOptions(opt)
-			c, err := newConfinedFS(dir)
-			forceOptions(old)
+			c, err := newConfinedFS(dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -512,9 +509,7 @@ func TestPseudoFSReads(t *testing.T) {
 			"sys/bus/pci/devices/"+devs[0].Name()+"/vendor")
 	}
 	read := func(opt confineOptions) (map[string]string, *confinedFS) {
-		old := forceOptions(opt)
-		c, err := newConfinedFS("/")
-		forceOptions(old)
+		c, err := newConfinedFS("/", opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -570,7 +565,7 @@ func TestPseudoFSReads(t *testing.T) {
 	// A fixture's sys is a plain directory.
 	dir := t.TempDir()
 	mkTree(t, dir, map[string]string{"sys/kernel/x": "plain", "proc/cmdline": "quiet"})
-	fc, err := newConfinedFS(dir)
+	fc, err := newConfinedFS(dir, confineOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,10 @@ type Dir struct {
 
 // OpenDir opens dir as an offline root and loads its recorded outputs, if
 // any. A malformed recorded-outputs file is an error naming it.
-func OpenDir(dir string) (*Dir, error) {
+func OpenDir(dir string) (*Dir, error) { return openDirWith(dir, confineOptions{}) }
+
+// openDirWith is OpenDir with opt's fallbacks.
+func openDirWith(dir string, opt confineOptions) (*Dir, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening host root: %w", err)
@@ -55,7 +58,7 @@ func OpenDir(dir string) (*Dir, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("opening host root %s: not a directory", dir)
 	}
-	c, err := newConfinedFS(dir)
+	c, err := newConfinedFS(dir, opt)
 	if err != nil {
 		return nil, fmt.Errorf("opening host root: %w", err)
 	}

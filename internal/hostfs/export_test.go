@@ -2,13 +2,25 @@ package hostfs
 
 // Exported for the external test package (hostile_test.go).
 
-// ForceFallbacks makes the roots opened until restore is called resolve
-// paths in userspace instead of with openat2 (walk), and/or reopen checked
-// files by resolving them again instead of through /proc/self/fd
-// (noProc), as on a kernel without openat2 or a system without procfs.
-func ForceFallbacks(walk, noProc bool) (restore func()) {
-	old := forceOptions(confineOptions{walk: walk, noProc: noProc})
-	return func() { forceOptions(old) }
+// Fallbacks are the mechanisms a machine without openat2 (walk: paths
+// resolved in userspace) or without procfs (noProc: a checked file
+// reopened by resolving it again instead of through /proc/self/fd) uses;
+// the *With constructors force them.
+type Fallbacks struct{ Walk, NoProc bool }
+
+func (f Fallbacks) options() confineOptions {
+	return confineOptions{walk: f.Walk, noProc: f.NoProc}
+}
+
+// OpenDirWith is OpenDir with the fallbacks f.
+func OpenDirWith(dir string, f Fallbacks) (*Dir, error) { return openDirWith(dir, f.options()) }
+
+// NewLiveWith is NewLive with the fallbacks f.
+func NewLiveWith(dir string, f Fallbacks) (*Live, error) { return newLiveWith(dir, f.options()) }
+
+// OpenWith is Open with the fallbacks f.
+func OpenWith(path string, live bool, f Fallbacks) (Root, func(), error) {
+	return openWith(path, live, f.options())
 }
 
 // ResolverOf names the mechanisms a root uses ("openat2", "walk",

@@ -91,7 +91,7 @@ func FuzzExtractSnapshot(f *testing.F) {
 			return nil
 		})
 		// Served as a root, nothing reads from outside.
-		c, err := newConfinedFS(dest)
+		c, err := newConfinedFS(dest, confineOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,9 +277,7 @@ func FuzzResolvers(f *testing.F) {
 		}
 		var got [2][]string
 		for i, opt := range []confineOptions{{}, {walk: true, noProc: true}} {
-			old := forceOptions(opt)
-			c, err := newConfinedFS(root)
-			forceOptions(old)
+			c, err := newConfinedFS(root, opt)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -307,18 +307,16 @@ func TestHostileRoots(t *testing.T) {
 		walk       bool
 		open       func(t *testing.T) hostfs.Root
 	}{
-		{"dir", "dir", false, func(t *testing.T) hostfs.Root { return openDir(t, e.root) }},
-		{"dir-walk", "dir", true, func(t *testing.T) hostfs.Root { return openDir(t, e.root) }},
-		{"live", "live", false, func(t *testing.T) hostfs.Root { return newLive(t, e.root) }},
-		{"live-walk", "live", true, func(t *testing.T) hostfs.Root { return newLive(t, e.root) }},
-		{"snapshot", "snapshot", false, func(t *testing.T) hostfs.Root { return takeSnapshot(t, e, openDir(t, e.root)) }},
-		{"snapshot-walk", "snapshot", true, func(t *testing.T) hostfs.Root { return takeSnapshot(t, e, openDir(t, e.root)) }},
-		{"snapshot-of-live", "snapshot", false, func(t *testing.T) hostfs.Root { return takeSnapshot(t, e, newLive(t, e.root)) }},
+		{"dir", "dir", false, func(t *testing.T) hostfs.Root { return openDir(t, e.root, false) }},
+		{"dir-walk", "dir", true, func(t *testing.T) hostfs.Root { return openDir(t, e.root, true) }},
+		{"live", "live", false, func(t *testing.T) hostfs.Root { return newLive(t, e.root, false) }},
+		{"live-walk", "live", true, func(t *testing.T) hostfs.Root { return newLive(t, e.root, true) }},
+		{"snapshot", "snapshot", false, func(t *testing.T) hostfs.Root { return takeSnapshot(t, e, openDir(t, e.root, false), false) }},
+		{"snapshot-walk", "snapshot", true, func(t *testing.T) hostfs.Root { return takeSnapshot(t, e, openDir(t, e.root, true), true) }},
+		{"snapshot-of-live", "snapshot", false, func(t *testing.T) hostfs.Root { return takeSnapshot(t, e, newLive(t, e.root, false), false) }},
 	}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
-			restore := hostfs.ForceFallbacks(k.walk, k.walk)
-			defer restore()
 			root := k.open(t)
 			if r := hostfs.ResolverOf(root); (k.walk && r != "walk+reresolve") || (!k.walk && hostfs.HaveOpenat2() && r != "openat2") {
 				t.Fatalf("root resolves with %q", r)
@@ -355,7 +353,7 @@ func TestHostileRoots(t *testing.T) {
 // takeSnapshot runs berth snapshot's code on root, checks the archive
 // holds nothing from outside and lists the truncated and special files,
 // and opens it as a root.
-func takeSnapshot(t *testing.T, e hostileEnv, root hostfs.Root) hostfs.Root {
+func takeSnapshot(t *testing.T, e hostileEnv, root hostfs.Root, walk bool) hostfs.Root {
 	t.Helper()
 	var buf bytes.Buffer
 	var f *facts.Facts
@@ -382,7 +380,7 @@ func takeSnapshot(t *testing.T, e hostileEnv, root hostfs.Root) hostfs.Root {
 	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	snap, cleanup, err := hostfs.Open(file, false)
+	snap, cleanup, err := hostfs.OpenWith(file, false, hostfs.Fallbacks{Walk: walk, NoProc: walk})
 	t.Cleanup(cleanup)
 	if err != nil {
 		t.Fatalf("the snapshot of the hostile root does not open: %v", err)
@@ -444,18 +442,22 @@ func listing(t *testing.T, dir string) []string {
 	return out
 }
 
-func openDir(t *testing.T, dir string) hostfs.Root {
+// openDir opens dir as a directory root, with the walk and re-resolve
+// fallbacks when walk is set.
+func openDir(t *testing.T, dir string, walk bool) hostfs.Root {
 	t.Helper()
-	r, err := hostfs.OpenDir(dir)
+	r, err := hostfs.OpenDirWith(dir, hostfs.Fallbacks{Walk: walk, NoProc: walk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-func newLive(t *testing.T, dir string) hostfs.Root {
+// newLive opens dir as a live root, with the walk and re-resolve
+// fallbacks when walk is set.
+func newLive(t *testing.T, dir string, walk bool) hostfs.Root {
 	t.Helper()
-	r, err := hostfs.NewLive(dir)
+	r, err := hostfs.NewLiveWith(dir, hostfs.Fallbacks{Walk: walk, NoProc: walk})
 	if err != nil {
 		t.Fatal(err)
 	}

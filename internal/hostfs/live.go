@@ -44,7 +44,10 @@ type Live struct {
 }
 
 // NewLive returns the live root at dir ("/" or a mounted host).
-func NewLive(dir string) (*Live, error) {
+func NewLive(dir string) (*Live, error) { return newLiveWith(dir, confineOptions{}) }
+
+// newLiveWith is NewLive with opt's fallbacks.
+func newLiveWith(dir string, opt confineOptions) (*Live, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening live root %s: %w", dir, err)
@@ -58,7 +61,7 @@ func NewLive(dir string) (*Live, error) {
 	}
 	// "/" goes through the same layer: confinement is then a no-op, but
 	// reads still take regular files only, with a cap.
-	c, err := newConfinedFS(abs)
+	c, err := newConfinedFS(abs, opt)
 	if err != nil {
 		return nil, fmt.Errorf("opening live root: %w", err)
 	}

@@ -18,9 +18,14 @@ import (
 // cleanup releases what Open created (the unpacked snapshot) and is never
 // nil, even on error.
 func Open(path string, live bool) (Root, func(), error) {
+	return openWith(path, live, confineOptions{})
+}
+
+// openWith is Open with opt's fallbacks.
+func openWith(path string, live bool, opt confineOptions) (Root, func(), error) {
 	noop := func() {}
 	if path == "" || filepath.Clean(path) == "/" {
-		l, err := NewLive("/")
+		l, err := newLiveWith("/", opt)
 		return l, noop, err
 	}
 	st, err := os.Stat(path)
@@ -34,13 +39,13 @@ func Open(path string, live bool) (Root, func(), error) {
 		if live {
 			return nil, noop, fmt.Errorf("opening host root %s: --live needs a directory where a running host is mounted, not a snapshot file", path)
 		}
-		return OpenSnapshot(path, SnapshotLimits{})
+		return openSnapshotWith(path, SnapshotLimits{}, opt)
 	}
 	if live {
-		l, err := NewLive(path)
+		l, err := newLiveWith(path, opt)
 		return l, noop, err
 	}
-	d, err := OpenDir(path)
+	d, err := openDirWith(path, opt)
 	if err != nil {
 		return nil, noop, err
 	}
@@ -52,6 +57,11 @@ func Open(path string, live bool) (Root, func(), error) {
 // through the same confined layer as every root: they cannot leave the
 // unpacked tree, even through symlinks.
 func OpenSnapshot(file string, lim SnapshotLimits) (Root, func(), error) {
+	return openSnapshotWith(file, lim, confineOptions{})
+}
+
+// openSnapshotWith is OpenSnapshot with opt's fallbacks.
+func openSnapshotWith(file string, lim SnapshotLimits, opt confineOptions) (Root, func(), error) {
 	noop := func() {}
 	tmp, err := os.MkdirTemp("", "berth-snapshot-")
 	if err != nil {
@@ -62,7 +72,7 @@ func OpenSnapshot(file string, lim SnapshotLimits) (Root, func(), error) {
 		cleanup()
 		return nil, noop, err
 	}
-	c, err := newConfinedFS(tmp)
+	c, err := newConfinedFS(tmp, opt)
 	if err != nil {
 		cleanup()
 		return nil, noop, fmt.Errorf("opening snapshot %s: %w", file, err)

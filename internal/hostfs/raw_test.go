@@ -85,11 +85,11 @@ func TestOpenRaw(t *testing.T) {
 // TestOpenDevice: device nodes of a live root open through the root, and
 // only character devices.
 func TestOpenDevice(t *testing.T) {
-	forEachVariant(t, func(t *testing.T) {
+	forEachVariant(t, func(t *testing.T, opt confineOptions) {
 		dir := t.TempDir()
 		mkTree(t, dir, map[string]string{"dev/": "", "dev/file": "x", "dev/kvm": "-> /dev/null", "dev/out": "-> ../../../../../../../../dev/null"})
 		mkSpecial(t, filepath.Join(dir, "dev/fifo"), "", "")
-		l, err := NewLive(dir)
+		l, err := newLiveWith(dir, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
