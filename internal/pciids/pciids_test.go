@@ -92,10 +92,64 @@ func BenchmarkResolveSystem(b *testing.B) {
 	if err != nil {
 		b.Fatalf("%v (install the Debian package pci.ids)", err)
 	}
-	want := []ID{{"10de", "2330"}, {"8086", "1572"}, {"1022", "1483"}, {"15b3", "1019"}, {"1a03", "2000"}, {"8086", "0998"}}
+	want := systemIDs
 	b.ReportAllocs()
 	for b.Loop() {
 		n, err := Resolve(bytes.NewReader(data), want)
+		if err != nil || n.Vendor("8086") == "" {
+			b.Fatal(n, err)
+		}
+	}
+}
+
+// systemIDs are a typical server's: NVIDIA, Intel, AMD, Mellanox, ASPEED.
+var systemIDs = []ID{{"10de", "2330"}, {"8086", "1572"}, {"1022", "1483"}, {"15b3", "1019"}, {"1a03", "2000"}, {"8086", "0998"}}
+
+// gpuServerIDs are an 8-GPU server's kinds of device: H100s and NVSwitches
+// (too new for the distribution's pci.ids, as hosts' devices often are),
+// ConnectX-7 and BlueField-3 NICs, Ice Lake root complex devices, an I210,
+// AMD bridges, a Samsung NVMe drive, the BMC's VGA.
+var gpuServerIDs = []ID{
+	{"10de", "2330"}, {"10de", "22a3"}, {"15b3", "1021"}, {"15b3", "a2dc"}, {"8086", "09a2"},
+	{"8086", "09a4"}, {"8086", "0b00"}, {"8086", "0998"}, {"8086", "1533"}, {"1022", "1480"},
+	{"1022", "1482"}, {"1022", "1483"}, {"1022", "14ab"}, {"144d", "a80a"}, {"1a03", "2000"},
+}
+
+// vmIDs are a KVM guest's: virtio devices, the Q35 chipset, a QEMU root
+// port and QEMU's standard VGA (not in pci.ids).
+var vmIDs = []ID{{"1af4", "1041"}, {"1af4", "1042"}, {"1af4", "1050"}, {"8086", "29c0"}, {"8086", "2918"}, {"1b36", "000c"}, {"1234", "1111"}}
+
+// BenchmarkResolveGPUServer resolves an 8-GPU server's ids: more devices
+// of the big vendors.
+func BenchmarkResolveGPUServer(b *testing.B) {
+	benchmarkResolve(b, gpuServerIDs, true)
+}
+
+// BenchmarkResolveVM resolves a KVM guest's ids.
+func BenchmarkResolveVM(b *testing.B) {
+	benchmarkResolve(b, vmIDs, true)
+}
+
+// BenchmarkResolveNoAVX2 is BenchmarkResolveSystem without the vector
+// scan, as on other architectures and old CPUs.
+func BenchmarkResolveNoAVX2(b *testing.B) {
+	benchmarkResolve(b, systemIDs, false)
+}
+
+func benchmarkResolve(b *testing.B, want []ID, vector bool) {
+	data := readDB(b)
+	if vector && !hasAVX2() {
+		b.Skip("no AVX2")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var n Names
+		var err error
+		if vector {
+			n, err = Resolve(bytes.NewReader(data), want)
+		} else {
+			n, err = resolve(bytes.NewReader(data), want, false)
+		}
 		if err != nil || n.Vendor("8086") == "" {
 			b.Fatal(n, err)
 		}
