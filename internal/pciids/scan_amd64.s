@@ -3,6 +3,60 @@
 #include "go_asm.h"
 #include "textflag.h"
 
+// JUDGE(line, pass, rec, next) ends the judging of the line whose id
+// (four bytes) is in BX, the newline before it at SI+CX: an id that is
+// not four hex digits (checked a lane each, letters lower-cased first), or
+// whose idHash (times 0x9e3779b1, top byte) is set in filter, is recorded
+// (rec: its index and the newlines before it, from the mask DX, into
+// out); any other line is passed (pass: the newline before it kept in
+// passed). next clears the line's bit in AX and goes on to the next line
+// of the step, if any.
+#define JUDGE(line, pass, rec, next) \
+	TESTL	$0x80808080, BX; \
+	JNZ	rec; \
+	LEAL	0x50505050(BX), R8; \
+	LEAL	0x46464646(BX), R11; \
+	NOTL	R11; \
+	ANDL	R11, R8; \
+	ORL	$0x20202020, BX; \
+	LEAL	0x1f1f1f1f(BX), R11; \
+	LEAL	0x19191919(BX), R12; \
+	NOTL	R12; \
+	ANDL	R12, R11; \
+	ORL	R11, R8; \
+	ANDL	$0x80808080, R8; \
+	CMPL	R8, $0x80808080; \
+	JNE	rec; \
+	IMUL3L	$-1640531535, BX, BX; \
+	SHRL	$24, BX; \
+	MOVL	BX, R11; \
+	SHRL	$6, R11; \
+	MOVQ	filter+32(FP), R8; \
+	MOVQ	(R8)(R11*8), R8; \
+	BTQ	BX, R8; \
+	JCS	rec; \
+pass: \
+	LEAQ	(SI)(CX*1), R11; \
+	MOVQ	R11, passed+72(FP); \
+	JMP	next; \
+rec: \
+	MOVQ	$1, R8; \
+	SHLQ	CX, R8; \
+	DECQ	R8; \
+	ANDQ	DX, R8; \
+	POPCNTQ	R8, R8; \
+	ADDQ	R9, R8; \
+	LEAQ	(SI)(CX*1), R11; \
+	SUBQ	b_base+0(FP), R11; \
+	MOVQ	out+40(FP), R12; \
+	MOVL	R11, (R12)(R10*8); \
+	MOVL	R8, 4(R12)(R10*8); \
+	INCQ	R10; \
+next: \
+	LEAQ	-1(AX), R8; \
+	ANDQ	R8, AX; \
+	JNZ	line
+
 // func hasAVX2() bool
 TEXT ·hasAVX2(SB), NOSPLIT, $0-1
 	MOVL	$0, AX
@@ -34,6 +88,7 @@ TEXT ·hasAVX2(SB), NOSPLIT, $0-1
 no:
 	MOVB	$0, ret+0(FP)
 	RET
+
 
 // func scanAVX2(b []byte, dev bool, filter *idSet, out *[batchCap]entry) (n, lines, count, passed int)
 //
@@ -108,50 +163,7 @@ skipline:
 	CMPQ	R11, BX
 	JHI	skiprec		// its id would run past b
 	MOVL	1(R11), BX	// the id of a vendor line
-	TESTL	$0x80808080, BX
-	JNZ	skiprec
-	LEAL	0x50505050(BX), R8	// per byte: at least '0'
-	LEAL	0x46464646(BX), R11	// at least ':'
-	NOTL	R11
-	ANDL	R11, R8		// a digit
-	ORL	$0x20202020, BX	// letters lower-cased
-	LEAL	0x1f1f1f1f(BX), R11	// at least 'a'
-	LEAL	0x19191919(BX), R12	// at least 'g'
-	NOTL	R12
-	ANDL	R12, R11	// a letter a-f
-	ORL	R11, R8
-	ANDL	$0x80808080, R8
-	CMPL	R8, $0x80808080
-	JNE	skiprec
-	IMUL3L	$-1640531535, BX, BX	// idHash: 0x9e3779b1
-	SHRL	$24, BX
-	MOVL	BX, R11
-	SHRL	$6, R11
-	MOVQ	filter+32(FP), R8
-	MOVQ	(R8)(R11*8), R8
-	BTQ	BX, R8
-	JCS	skiprec
-skippass:
-	LEAQ	(SI)(CX*1), R11
-	MOVQ	R11, passed+72(FP)	// the newline before the last line passed
-	JMP	skipnext
-skiprec:
-	MOVQ	$1, R8
-	SHLQ	CX, R8
-	DECQ	R8
-	ANDQ	DX, R8
-	POPCNTQ	R8, R8
-	ADDQ	R9, R8		// newlines before this one
-	LEAQ	(SI)(CX*1), R11
-	SUBQ	b_base+0(FP), R11	// its index
-	MOVQ	out+40(FP), R12
-	MOVL	R11, (R12)(R10*8)
-	MOVL	R8, 4(R12)(R10*8)
-	INCQ	R10
-skipnext:
-	LEAQ	-1(AX), R8
-	ANDQ	R8, AX		// clear the lowest bit
-	JNZ	skipline
+	JUDGE(skipline, skippass, skiprec, skipnext)
 	POPCNTQ	DX, DX
 	ADDQ	DX, R9
 	ADDQ	$64, SI
@@ -220,50 +232,7 @@ devdevice:
 	CMPQ	R11, BX
 	JHI	devrec
 	MOVL	2(R11), BX	// the id of a device line
-	TESTL	$0x80808080, BX
-	JNZ	devrec
-	LEAL	0x50505050(BX), R8	// per byte: at least '0'
-	LEAL	0x46464646(BX), R11	// at least ':'
-	NOTL	R11
-	ANDL	R11, R8		// a digit
-	ORL	$0x20202020, BX	// letters lower-cased
-	LEAL	0x1f1f1f1f(BX), R11	// at least 'a'
-	LEAL	0x19191919(BX), R12	// at least 'g'
-	NOTL	R12
-	ANDL	R12, R11	// a letter a-f
-	ORL	R11, R8
-	ANDL	$0x80808080, R8
-	CMPL	R8, $0x80808080
-	JNE	devrec
-	IMUL3L	$-1640531535, BX, BX	// idHash: 0x9e3779b1
-	SHRL	$24, BX
-	MOVL	BX, R11
-	SHRL	$6, R11
-	MOVQ	filter+32(FP), R8
-	MOVQ	(R8)(R11*8), R8
-	BTQ	BX, R8
-	JCS	devrec
-devpass:
-	LEAQ	(SI)(CX*1), R11
-	MOVQ	R11, passed+72(FP)	// the newline before the last line passed
-	JMP	devnext
-devrec:
-	MOVQ	$1, R8
-	SHLQ	CX, R8
-	DECQ	R8
-	ANDQ	DX, R8
-	POPCNTQ	R8, R8
-	ADDQ	R9, R8		// newlines before this one
-	LEAQ	(SI)(CX*1), R11
-	SUBQ	b_base+0(FP), R11	// its index
-	MOVQ	out+40(FP), R12
-	MOVL	R11, (R12)(R10*8)
-	MOVL	R8, 4(R12)(R10*8)
-	INCQ	R10
-devnext:
-	LEAQ	-1(AX), R8
-	ANDQ	R8, AX		// clear the lowest bit
-	JNZ	devline
+	JUDGE(devline, devpass, devrec, devnext)
 	POPCNTQ	DX, DX
 	ADDQ	DX, R9
 	ADDQ	$64, SI
