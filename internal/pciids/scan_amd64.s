@@ -3,6 +3,25 @@
 #include "go_asm.h"
 #include "textflag.h"
 
+// MASK64(lo, hi, dst) sets dst to the 64-bit mask of the bytes set in lo
+// (bits 0-31) and hi (32-63); it uses BX.
+#define MASK64(lo, hi, dst) \
+	VPMOVMSKB	lo, dst; \
+	VPMOVMSKB	hi, BX; \
+	SHLQ	$32, BX; \
+	ORQ	BX, dst
+
+// NEXTSTEP counts the newlines of a step with no line to look at (masks
+// Y2 and Y6) into R9 and moves SI to the next step.
+#define NEXTSTEP \
+	VPMOVMSKB	Y2, AX; \
+	VPMOVMSKB	Y6, BX; \
+	POPCNTL	AX, AX; \
+	POPCNTL	BX, BX; \
+	ADDQ	AX, R9; \
+	ADDQ	BX, R9; \
+	ADDQ	$64, SI
+
 // JUDGE(line, pass, rec, next) ends the judging of the line whose id
 // (four bytes) is in BX, the newline before it at SI+CX: an id that is
 // not four hex digits (checked a lane each, letters lower-cased first), or
@@ -131,26 +150,14 @@ skiploop:
 	VPOR	Y5, Y8, Y9
 	VPTEST	Y9, Y9
 	JNZ	skipfound
-	VPMOVMSKB	Y2, AX
-	VPMOVMSKB	Y6, BX
-	POPCNTL	AX, AX
-	POPCNTL	BX, BX
-	ADDQ	AX, R9
-	ADDQ	BX, R9
-	ADDQ	$64, SI
+	NEXTSTEP
 	CMPQ	SI, DI
 	JLS	skiploop
 	JMP	done
 
 skipfound:
-	VPMOVMSKB	Y5, AX
-	VPMOVMSKB	Y8, BX
-	SHLQ	$32, BX
-	ORQ	BX, AX
-	VPMOVMSKB	Y2, DX
-	VPMOVMSKB	Y6, BX
-	SHLQ	$32, BX
-	ORQ	BX, DX
+	MASK64(Y5, Y8, AX)
+	MASK64(Y2, Y6, DX)
 skipline:
 	BSFQ	AX, CX
 	LEAQ	(SI)(CX*1), R11	// the newline
@@ -187,13 +194,7 @@ devloop:
 	VPOR	Y5, Y8, Y9
 	VPTEST	Y9, Y9
 	JNZ	devfound
-	VPMOVMSKB	Y2, AX
-	VPMOVMSKB	Y6, BX
-	POPCNTL	AX, AX
-	POPCNTL	BX, BX
-	ADDQ	AX, R9
-	ADDQ	BX, R9
-	ADDQ	$64, SI
+	NEXTSTEP
 	CMPQ	SI, DI
 	JLS	devloop
 	JMP	done
@@ -201,18 +202,9 @@ devloop:
 devfound:
 	VPANDN	Y2, Y4, Y4	// lines without a tab
 	VPANDN	Y6, Y7, Y7
-	VPMOVMSKB	Y4, R13
-	VPMOVMSKB	Y7, BX
-	SHLQ	$32, BX
-	ORQ	BX, R13
-	VPMOVMSKB	Y5, AX
-	VPMOVMSKB	Y8, BX
-	SHLQ	$32, BX
-	ORQ	BX, AX
-	VPMOVMSKB	Y2, DX
-	VPMOVMSKB	Y6, BX
-	SHLQ	$32, BX
-	ORQ	BX, DX
+	MASK64(Y4, Y7, R13)
+	MASK64(Y5, Y8, AX)
+	MASK64(Y2, Y6, DX)
 devline:
 	BSFQ	AX, CX
 	LEAQ	(SI)(CX*1), R11	// the newline
