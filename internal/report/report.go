@@ -97,8 +97,7 @@ func New(f *facts.Facts, mode string, vs []check.Verdict, opts Opts) (*Report, e
 // NewDigested builds a report of facts whose Digest is digest, computed
 // by the caller (beside the evaluation, see preflight.Options.Digest).
 func NewDigested(f *facts.Facts, digest, mode string, vs []check.Verdict, opts Opts) *Report {
-	d := digest
-	r := &Report{Verdicts: vs, Header: Header{Kind: Kind, SchemaVersion: SchemaVersion, Mode: mode, FactsDigest: d, Options: opts,
+	r := &Report{Verdicts: vs, Header: Header{Kind: Kind, SchemaVersion: SchemaVersion, Mode: mode, FactsDigest: digest, Options: opts,
 		Host: Host{
 			Root: f.Root, Live: f.Live, CollectedAt: f.CollectedAt, Distribution: f.Distribution.Name,
 			CPU: cpuSummary(f), Guest: f.Virt.Guest, Hypervisor: f.Virt.Hypervisor, Kernel: f.Kernel.Release,
