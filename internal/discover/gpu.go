@@ -69,10 +69,12 @@ func isBridge(d facts.PCIDevice) bool { return strings.HasPrefix(d.Class, "0604"
 // gpus summarises the GPUs among devs. A GPU's IOMMU group is isolated
 // when every other member is vfio-bound or a bridge; the others are listed.
 func gpus(devs []facts.PCIDevice) []facts.GPU {
-	byGroup := map[int][]facts.PCIDevice{}
-	for _, d := range devs {
+	// Indices, not copies: a big host has thousands of functions, and a
+	// PCIDevice is a few hundred bytes.
+	byGroup := map[int][]int{}
+	for i, d := range devs {
 		if d.IOMMUGroup != nil {
-			byGroup[*d.IOMMUGroup] = append(byGroup[*d.IOMMUGroup], d)
+			byGroup[*d.IOMMUGroup] = append(byGroup[*d.IOMMUGroup], i)
 		}
 	}
 	var out []facts.GPU
@@ -99,8 +101,9 @@ func gpus(devs []facts.PCIDevice) []facts.GPU {
 		}
 		if d.IOMMUGroup != nil {
 			isolated := true
-			for _, m := range byGroup[*d.IOMMUGroup] {
-				if m.Address == d.Address || isVFIODriver(m.Driver) || isBridge(m) {
+			for _, j := range byGroup[*d.IOMMUGroup] {
+				m := &devs[j]
+				if m.Address == d.Address || isVFIODriver(m.Driver) || isBridge(*m) {
 					continue
 				}
 				isolated = false

@@ -191,23 +191,72 @@ func (s *session) vfAddresses(dir, addr string, n int) []string {
 	}
 	offset, ok1 := s.readInt(dir + "/sriov_offset")
 	stride, ok2 := s.readInt(dir + "/sriov_stride")
-	var dom, bus, dev, fn int
 	if !ok1 || !ok2 || offset <= 0 || stride < 0 || n > 1<<16 {
 		return nil
 	}
-	if _, err := fmt.Sscanf(addr, "%04x:%02x:%02x.%x", &dom, &bus, &dev, &fn); err != nil {
+	dom, rid, ok := parsePCIAddress(addr)
+	if !ok {
 		return nil
 	}
-	rid := bus<<8 | dev<<3 | fn
 	out := make([]string, 0, n)
 	for i := range n {
 		r := rid + offset + i*stride
 		if r > 0xffff {
 			break
 		}
-		out = append(out, fmt.Sprintf("%04x:%02x:%02x.%x", dom, r>>8, (r>>3)&0x1f, r&7))
+		out = append(out, pciAddress(dom, r))
 	}
 	return out
+}
+
+// parsePCIAddress splits a sysfs function name "DDDD:BB:dd.f" into its
+// domain and routing ID. The domain may have more than four digits
+// (Intel VMD's start at 10000).
+func parsePCIAddress(addr string) (dom, rid int, ok bool) {
+	d, rest, ok1 := strings.Cut(addr, ":")
+	b, rest, ok2 := strings.Cut(rest, ":")
+	dv, f, ok3 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || !ok3 || len(d) < 4 || len(d) > 8 || len(b) != 2 || len(dv) != 2 || len(f) != 1 {
+		return 0, 0, false
+	}
+	var v [4]uint64
+	for i, p := range []string{d, b, dv, f} {
+		var err error
+		if v[i], err = strconv.ParseUint(p, 16, 32); err != nil {
+			return 0, 0, false
+		}
+	}
+	if v[2] > 0x1f || v[3] > 7 {
+		return 0, 0, false
+	}
+	return int(v[0]), int(v[1]<<8 | v[2]<<3 | v[3]), true
+}
+
+// pciAddress formats domain dom and routing ID rid as sysfs names a
+// function ("%04x:%02x:%02x.%x"), without fmt: an SR-IOV host has
+// thousands of virtual functions.
+func pciAddress(dom, rid int) string {
+	b := make([]byte, 0, 16)
+	b = appendHexPad(b, dom, 4)
+	b = append(b, ':')
+	b = appendHexPad(b, rid>>8, 2)
+	b = append(b, ':')
+	b = appendHexPad(b, (rid>>3)&0x1f, 2)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, int64(rid&7), 16)
+	return string(b)
+}
+
+// appendHexPad appends v in lower-case hex, zero-padded to width digits.
+func appendHexPad(b []byte, v, width int) []byte {
+	digits := 1
+	for x := v >> 4; x > 0; x >>= 4 {
+		digits++
+	}
+	for ; digits < width; digits++ {
+		b = append(b, '0')
+	}
+	return strconv.AppendInt(b, int64(v), 16)
 }
 
 // pciIdentity reads vendor, device and class from their own files.

@@ -2,6 +2,7 @@ package discover
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -23,6 +24,8 @@ func TestVFAddresses(t *testing.T) {
 		{"next bus", "0001:c1:00.0", "256\n", "1\n", 2, []string{"0001:c2:00.0", "0001:c2:00.1"}},
 		{"stride 2 across a device", "0000:01:00.1", "7\n", "2\n", 3, []string{"0000:01:01.0", "0000:01:01.2", "0000:01:01.4"}},
 		{"past bus ff", "0000:ff:1f.6", "1\n", "1\n", 3, []string{"0000:ff:1f.7"}},
+		// Intel VMD puts its devices in domains from 10000 up.
+		{"VMD domain", "10000:e0:00.0", "8\n", "1\n", 2, []string{"10000:e0:01.0", "10000:e0:01.1"}},
 		{"no offset file", "0000:3b:00.0", "", "1\n", 3, nil},
 		{"zero offset", "0000:3b:00.0", "0\n", "1\n", 3, nil},
 		{"none enabled", "0000:3b:00.0", "2\n", "1\n", 0, nil},
@@ -44,6 +47,27 @@ func TestVFAddresses(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestPCIAddress holds pciAddress to the fmt format it replaces, over
+// domains of one to five digits and every routing ID's boundaries.
+func TestPCIAddress(t *testing.T) {
+	for _, dom := range []int{0, 1, 0xf, 0x10, 0xabc, 0xffff, 0x10000, 0x1ffff} {
+		for _, rid := range []int{0, 1, 7, 8, 0xff, 0x100, 0x1234, 0xfff8, 0xffff} {
+			want := fmt.Sprintf("%04x:%02x:%02x.%x", dom, rid>>8, (rid>>3)&0x1f, rid&7)
+			if got := pciAddress(dom, rid); got != want {
+				t.Errorf("pciAddress(%#x, %#x) = %q, want %q", dom, rid, got, want)
+			}
+			if d, r, ok := parsePCIAddress(want); !ok || d != dom || r != rid {
+				t.Errorf("parsePCIAddress(%q) = %#x, %#x, %v", want, d, r, ok)
+			}
+		}
+	}
+	for _, bad := range []string{"", "0000:3b:00", "000:3b:00.0", "0000:3b:00.8", "0000:3b:20.0", "0000:3g:00.0", "0000:3b:00.0.1", "0000:-1:00.0"} {
+		if _, _, ok := parsePCIAddress(bad); ok {
+			t.Errorf("parsePCIAddress(%q) accepted", bad)
+		}
 	}
 }
 

@@ -379,8 +379,14 @@ func openatRetry(dir int, name string, flags int) (int, error) {
 // readlinkFd returns the target of the symlink an O_PATH|O_NOFOLLOW
 // handle refers to (readlinkat with an empty path, Linux 2.6.39).
 func readlinkFd(fd int) (string, error) {
-	for size := 256; ; size *= 2 {
-		buf := make([]byte, size)
+	// The first try reads into an array on the stack: PCI discovery reads
+	// two links per function, and sysfs links are short.
+	var first [256]byte
+	for size := len(first); ; size *= 2 {
+		buf := first[:]
+		if size > len(first) {
+			buf = make([]byte, size)
+		}
 		n, err := unix.Readlinkat(fd, "", buf)
 		if err != nil {
 			return "", err
@@ -830,7 +836,6 @@ func readLimitedCap(r io.Reader, name string, first, limit int64) ([]byte, error
 // readLimitedBuf is readLimited reading into buf (empty, with room for at
 // most limit+1 bytes) first; the result may share buf's array.
 func readLimitedBuf(r io.Reader, name string, buf []byte, limit int64) ([]byte, error) {
-	tooLarge := pathErr("read", name, &TooLargeError{Limit: limit})
 	most := limit + 1
 	for {
 		if len(buf) == cap(buf) {
@@ -841,7 +846,7 @@ func readLimitedBuf(r io.Reader, name string, buf []byte, limit int64) ([]byte, 
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > limit {
-			return nil, tooLarge
+			return nil, pathErr("read", name, &TooLargeError{Limit: limit})
 		}
 		if err == io.EOF {
 			return buf, nil
