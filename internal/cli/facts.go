@@ -69,9 +69,6 @@ Whatever could not be determined is listed under "unknown" with the reason.
 			if err != nil {
 				return err
 			}
-			if format != output.Table {
-				go facts.PrepareJSON()
-			}
 			f := discover.Run(cmd.Context(), root, g.DiscoverOptions(probe))
 			if err := interrupted(cmd.Context()); err != nil {
 				return err

@@ -6,7 +6,6 @@
 package facts
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
 	"time"
@@ -656,13 +655,4 @@ type PluginFinding struct {
 	Title   string `json:"title,omitempty"`
 	Message string `json:"message,omitempty"`
 	Remedy  string `json:"remedy,omitempty"`
-}
-
-// PrepareJSON builds what encoding/json needs to encode Facts, for a
-// caller to do beside discovery. encoding/json builds the encoder of every
-// type a value can hold on its first encoding, whatever the value holds:
-// for Facts, about as long as encoding a small host's facts, and on the
-// critical path once discovery is done.
-func PrepareJSON() {
-	_, _ = json.Marshal(&Facts{})
 }

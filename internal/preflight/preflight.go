@@ -31,8 +31,7 @@ type Options struct {
 	// NoDebug leaves debug variants out of the defaulted platforms (the
 	// agent: they double the label count and no workload selects them).
 	NoDebug bool
-	// Digest computes Result.FactsDigest (berth check's report), beside
-	// the evaluation.
+	// Digest computes Result.FactsDigest (berth check's report).
 	Digest bool
 }
 
@@ -52,22 +51,6 @@ type Result struct {
 // Run discovers root and evaluates the facts against the platforms.
 func Run(ctx context.Context, root hostfs.Root, opt Options) (Result, error) {
 	f := discover.Run(ctx, root, opt.Discover)
-	// The digest encodes the whole of Facts with encoding/json, which
-	// builds its encoders for every type of Facts on first use: about as
-	// long as the evaluation of the default platforms, and independent of
-	// it, so the two run side by side.
-	var (
-		digest    string
-		digestErr error
-		digested  chan struct{}
-	)
-	if opt.Digest {
-		digested = make(chan struct{})
-		go func() {
-			defer close(digested)
-			digest, digestErr = report.Digest(f)
-		}()
-	}
 	ev, err := check.NewEvaluator(checks.For(f))
 	if err != nil {
 		return Result{}, fmt.Errorf("internal error in the check catalogue: %w", err)
@@ -80,12 +63,10 @@ func Run(ctx context.Context, root hostfs.Root, opt Options) (Result, error) {
 		}
 	}
 	r.Verdicts = ev.Evaluate(f, r.Platforms, opt.Check)
-	if digested != nil {
-		<-digested
-		if digestErr != nil {
-			return Result{}, digestErr
+	if opt.Digest {
+		if r.FactsDigest, err = report.Digest(f); err != nil {
+			return Result{}, err
 		}
-		r.FactsDigest = digest
 	}
 	return r, nil
 }

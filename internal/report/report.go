@@ -7,7 +7,6 @@ package report
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -75,9 +74,10 @@ type Summary struct {
 	NotReady          int `json:"notReady"`
 }
 
-// Digest returns "sha256:<hex>" of the canonical JSON of f.
+// Digest returns "sha256:<hex>" of the canonical JSON of f: what
+// json.Marshal writes, through the generated encoder of Facts.
 func Digest(f *facts.Facts) (string, error) {
-	b, err := json.Marshal(f)
+	b, err := f.MarshalJSON()
 	if err != nil {
 		return "", fmt.Errorf("encoding facts for the digest: %w", err)
 	}
