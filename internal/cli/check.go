@@ -71,8 +71,9 @@ least one platform shown is ready), 1 otherwise, 2 usage or internal error.`,
   berth check -o nfd > /etc/kubernetes/node-feature-discovery/features.d/berth
   berth check --network --attestation-url https://kbs.example:8080
   berth check explain kvm.device.usable`,
-		Args: NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runCheck(cmd, g, fl) },
+		Args:        NoArgs,
+		Annotations: map[string]string{AnnotationEarlyStart: "true"},
+		RunE:        func(cmd *cobra.Command, _ []string) error { return runCheck(cmd, g, fl) },
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&fl.platforms, "platform", "p", nil, "platform to check in detail (canonical name, Kata runtime class or Contrast name); repeatable")
@@ -114,6 +115,7 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 		if g.delegateTo == "" {
 			return UsageErr(errors.New("this build of berth cannot probe the network"))
 		}
+		g.life.awaitSignals() // AnnotationEarlyStart: berth-cluster runs under them
 		return g.runDelegate(cmd.Context(), g.delegateTo, "check", g.args)
 	}
 	format, err := g.Format(output.Table, output.JSON, output.YAML, nfdFormat)
@@ -206,6 +208,7 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 	}
 	rep := report.NewDigested(f, res.FactsDigest, mode, vs, report.Opts{Platforms: names, All: fl.all, Ignore: ig.String(), Strict: fl.strict, Probe: probe})
 	style := report.Style{Color: g.color()}
+	g.life.awaitSignals() // AnnotationEarlyStart
 	switch format {
 	case nfdFormat:
 		var exp time.Time

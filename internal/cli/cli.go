@@ -88,13 +88,14 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	life := newLifecycle(ctx, testForceAfter(getenv, w.ForceAfter))
+	life.subscribed = sigs.ready
 	cmd := newRootCmd(&env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, args: args, life: life}, w)
 	cmd.SetArgs(args)
-	own := false
-	if target, _, err := cmd.Find(args); err == nil && target.Annotations[AnnotationOwnSignals] != "" {
-		own = true
+	var c guard
+	if target, _, err := cmd.Find(args); err == nil {
+		c = guard{ownSignals: target.Annotations[AnnotationOwnSignals] != "", early: target.Annotations[AnnotationEarlyStart] != ""}
 	}
-	err, sig, forced := runGuarded(life, cancel, own, sigs, w.Exits, func() error { return cmd.ExecuteContext(ctx) })
+	err, sig, forced := runGuarded(life, cancel, c, sigs, w.Exits, func() error { return cmd.ExecuteContext(ctx) })
 	switch {
 	case sig != 0 && (forced || err != nil):
 		return 128 + int(sig)

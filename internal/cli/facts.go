@@ -54,9 +54,11 @@ SNAPSHOT.tar.gz) and prints one versioned document: CPU, virtualisation,
 kernel, devices, IOMMU and GPUs, TEE, runtimes, distribution and binaries.
 Whatever could not be determined is listed under "unknown" with the reason.
 --schema prints the JSON Schema of the document instead.`,
-		Args: NoArgs,
+		Args:        NoArgs,
+		Annotations: map[string]string{AnnotationEarlyStart: "true"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if schema {
+				g.life.awaitSignals()
 				_, err := io.WriteString(g.stdout, facts.Schema())
 				return err
 			}
@@ -73,6 +75,7 @@ Whatever could not be determined is listed under "unknown" with the reason.
 			if err := interrupted(cmd.Context()); err != nil {
 				return err
 			}
+			g.life.awaitSignals() // AnnotationEarlyStart
 			return output.Render(g.stdout, format, f, func(w io.Writer) error { return facts.WriteTable(w, f) })
 		},
 	}

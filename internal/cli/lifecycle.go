@@ -31,6 +31,18 @@ const defaultForceAfter = 10 * time.Second
 // exit status. Other commands that return nil after a signal exit 0 too.
 const AnnotationOwnSignals = "berth.dev/own-signals"
 
+// AnnotationEarlyStart marks a command that only reads (check, facts) to
+// start beside the signal subscription instead of after it: the first
+// subscription of a process waits for os/signal's goroutine to start on
+// a thread of its own, a few hundred microseconds that the command's
+// discovery fills. Until the subscription is made, SIGINT or SIGTERM end
+// the command as they end any process, which for a read is what the user
+// asked. What must not be cut short waits for it: creating anything to
+// clean up (lifecycle.begin: the unpacking of a snapshot root) and
+// writing the command's result (Globals.awaitSignals), so that a closed
+// stdout still ends the run with its cleanups and exit code 141.
+const AnnotationEarlyStart = "berth.dev/early-start"
+
 // errInterrupted is what a command gets when it opens a root after berth
 // was told to stop.
 var errInterrupted = errors.New("interrupted")
@@ -45,7 +57,10 @@ func (c signalCause) Error() string { return "received " + c.sig.String() }
 // defer the cleanups they get as usual; Run also calls them all when a
 // signal cuts the run short, and a cleanup runs only once.
 type lifecycle struct {
-	ctx        context.Context
+	ctx context.Context
+	// subscribed is closed once the run's signals are subscribed (nil:
+	// nothing to wait for).
+	subscribed <-chan struct{}
 	forceAfter time.Duration // see defaultForceAfter
 	mu         sync.Mutex
 	idle       *sync.Cond // signalled when opening drops to 0
@@ -77,6 +92,7 @@ func (l *lifecycle) begin() bool {
 	if l == nil {
 		return true
 	}
+	l.awaitSignals()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -84,6 +100,14 @@ func (l *lifecycle) begin() bool {
 	}
 	l.opening++
 	return true
+}
+
+// awaitSignals returns once the run's signals are subscribed (at once
+// for a command that is not AnnotationEarlyStart: it starts after).
+func (l *lifecycle) awaitSignals() {
+	if l != nil && l.subscribed != nil {
+		<-l.subscribed
+	}
 }
 
 // end registers the cleanup of what begin announced and returns it, made
@@ -147,8 +171,13 @@ func (l *lifecycle) closeAll() {
 //     any write error.
 //
 // The subscription s is made before (subscribe) and, unless keep is set,
-// given up when the command has returned.
-func runGuarded(l *lifecycle, cancel context.CancelCauseFunc, ownSignals bool, s *signals, keep bool, execute func() error) (err error, sig syscall.Signal, forced bool) {
+// given up when the command has returned. The command starts once it is
+// made, or at once when it is early (AnnotationEarlyStart).
+func runGuarded(l *lifecycle, cancel context.CancelCauseFunc, c guard, s *signals, keep bool, execute func() error) (err error, sig syscall.Signal, forced bool) {
+	done := make(chan error, 1)
+	if c.early {
+		go func() { done <- execute() }()
+	}
 	<-s.ready
 	if !keep {
 		defer s.unsubscribe()
@@ -156,8 +185,9 @@ func runGuarded(l *lifecycle, cancel context.CancelCauseFunc, ownSignals bool, s
 	sigs := s.stop
 	defer l.closeAll()
 
-	done := make(chan error, 1)
-	go func() { done <- execute() }()
+	if !c.early {
+		go func() { done <- execute() }()
+	}
 	select {
 	case err := <-done:
 		return err, 0, false
@@ -166,7 +196,7 @@ func runGuarded(l *lifecycle, cancel context.CancelCauseFunc, ownSignals bool, s
 	}
 	cancel(signalCause{sig})
 	var timeout <-chan time.Time
-	if !ownSignals {
+	if !c.ownSignals {
 		timer := time.NewTimer(l.forceAfter)
 		defer timer.Stop()
 		timeout = timer.C
@@ -179,6 +209,10 @@ func runGuarded(l *lifecycle, cancel context.CancelCauseFunc, ownSignals bool, s
 	}
 	return nil, sig, true
 }
+
+// guard is how runGuarded treats a command: from its annotations
+// (AnnotationOwnSignals, AnnotationEarlyStart).
+type guard struct{ ownSignals, early bool }
 
 // isBrokenPipe says whether err is a write to a closed pipe (or socket).
 func isBrokenPipe(err error) bool {
@@ -198,7 +232,8 @@ type signals struct {
 // its own: done beside the construction of the command tree rather than
 // before it, that start costs a command's start-up nothing (it was about
 // a tenth of `berth version`). runGuarded waits for it before the command
-// runs, so that no signal can find the command unsubscribed.
+// runs, so that no signal can find the command unsubscribed, unless the
+// command is AnnotationEarlyStart.
 func subscribe() *signals {
 	s := &signals{ready: make(chan struct{}), stop: make(chan os.Signal, 2), pipe: make(chan os.Signal, 1)}
 	go func() {

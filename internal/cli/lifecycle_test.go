@@ -2,7 +2,10 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -23,15 +26,20 @@ func TestRunSignalOutcomes(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		own       bool
+		early     bool
 		deaf      bool
 		ret       error
 		wantCode  int
 		wantFinal bool // the command ran to its end before Run returned
 	}{
-		{"stops cleanly", false, false, nil, 0, true},
-		{"returns an error", false, false, errors.New("discovery cancelled"), ExitTerminated, true},
-		{"ignores the signal", false, true, nil, ExitTerminated, false},
-		{"owns its signals", true, true, nil, 0, true},
+		{"stops cleanly", false, false, false, nil, 0, true},
+		{"returns an error", false, false, false, errors.New("discovery cancelled"), ExitTerminated, true},
+		{"ignores the signal", false, false, true, nil, ExitTerminated, false},
+		{"owns its signals", true, false, true, nil, 0, true},
+		// Registering the cleanup waits for the subscription, so that the
+		// signal sent next is caught as for any command.
+		{"early start returns an error", false, true, false, errors.New("discovery cancelled"), ExitTerminated, true},
+		{"early start ignores the signal", false, true, true, nil, ExitTerminated, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var finished, cleaned atomic.Bool
@@ -46,8 +54,12 @@ func TestRunSignalOutcomes(t *testing.T) {
 					finished.Store(true)
 					return tc.ret
 				}}
+				c.Annotations = map[string]string{}
 				if tc.own {
-					c.Annotations = map[string]string{AnnotationOwnSignals: "true"}
+					c.Annotations[AnnotationOwnSignals] = "true"
+				}
+				if tc.early {
+					c.Annotations[AnnotationEarlyStart] = "true"
 				}
 				return c
 			}}}
@@ -56,6 +68,51 @@ func TestRunSignalOutcomes(t *testing.T) {
 			if code != tc.wantCode || finished.Load() != tc.wantFinal || !cleaned.Load() || errb.Len() > 0 {
 				t.Errorf("exit %d (want %d), finished %v (want %v), cleaned %v, stderr %q",
 					code, tc.wantCode, finished.Load(), tc.wantFinal, cleaned.Load(), errb.String())
+			}
+		})
+	}
+}
+
+// TestRunGuardedEarlyStart holds the order runGuarded keeps: a command
+// starts after the subscription unless it is early, and an early one
+// waits for it where lifecycle.awaitSignals says.
+func TestRunGuardedEarlyStart(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		t.Run(fmt.Sprint("early=", early), func(t *testing.T) {
+			s := &signals{ready: make(chan struct{}), stop: make(chan os.Signal, 1), pipe: make(chan os.Signal, 1)}
+			l := newLifecycle(context.Background(), time.Second)
+			l.subscribed = s.ready
+			started, waited := make(chan struct{}), make(chan struct{})
+			ret := make(chan error, 1)
+			go func() {
+				err, _, _ := runGuarded(l, func(error) {}, guard{early: early}, s, true, func() error {
+					close(started)
+					l.awaitSignals()
+					close(waited)
+					return nil
+				})
+				ret <- err
+			}()
+			select {
+			case <-started:
+				if !early {
+					t.Fatal("the command started before the signals were subscribed")
+				}
+			case <-time.After(100 * time.Millisecond):
+				if early {
+					t.Fatal("the early command did not start before the subscription")
+				}
+			}
+			select {
+			case <-waited:
+				t.Fatal("awaitSignals returned before the subscription")
+			case <-time.After(50 * time.Millisecond):
+			}
+			close(s.ready)
+			<-started
+			<-waited
+			if err := <-ret; err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
