@@ -48,7 +48,85 @@ func (e *jsonEnc) key(start int, k string) {
 	e.b = append(e.b, k...)
 }
 
+// open starts an object and returns where its first member begins.
+func (e *jsonEnc) open() int {
+	e.b = append(e.b, '{')
+	return len(e.b)
+}
+
 func (e *jsonEnc) null() { e.b = append(e.b, "null"...) }
+
+func (e *jsonEnc) intPtr(p *int) {
+	if p == nil {
+		e.null()
+		return
+	}
+	e.int(int64(*p))
+}
+
+func (e *jsonEnc) boolPtr(p *bool) {
+	if p == nil {
+		e.null()
+		return
+	}
+	e.bool(*p)
+}
+
+func (e *jsonEnc) strs(s []string) {
+	encSlice(e, s, func(e *jsonEnc, v *string) { e.str(*v) })
+}
+
+func (e *jsonEnc) strMap(m map[string]string) {
+	encMap(e, m, func(e *jsonEnc, v *string) { e.str(*v) })
+}
+
+func (e *jsonEnc) int64Map(m map[string]int64) {
+	encMap(e, m, func(e *jsonEnc, v *int64) { e.int(*v) })
+}
+
+// encPtr, encSlice and encMap encode a pointer, slice or string-keyed map
+// whose elements enc encodes: nil as null, map keys sorted, as
+// encoding/json does.
+func encPtr[T any](e *jsonEnc, p *T, enc func(*jsonEnc, *T)) {
+	if p == nil {
+		e.null()
+		return
+	}
+	enc(e, p)
+}
+
+func encSlice[T any](e *jsonEnc, s []T, enc func(*jsonEnc, *T)) {
+	if s == nil {
+		e.null()
+		return
+	}
+	e.b = append(e.b, '[')
+	for i := range s {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		enc(e, &s[i])
+	}
+	e.b = append(e.b, ']')
+}
+
+func encMap[T any](e *jsonEnc, m map[string]T, enc func(*jsonEnc, *T)) {
+	if m == nil {
+		e.null()
+		return
+	}
+	e.b = append(e.b, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.str(k)
+		e.b = append(e.b, ':')
+		v := m[k]
+		enc(e, &v)
+	}
+	e.b = append(e.b, '}')
+}
 
 func (e *jsonEnc) bool(v bool) { e.b = strconv.AppendBool(e.b, v) }
 
@@ -87,11 +165,6 @@ func (e *jsonEnc) time(t time.Time) {
 		return
 	}
 	e.b = append(e.b, q...)
-}
-
-// sortedKeys returns m's keys in the order encoding/json writes them.
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }
 
 // zeroTime is reflect.Value.IsZero of a time.Time (omitzero on a struct

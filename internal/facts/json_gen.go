@@ -5,9 +5,7 @@
 package facts
 
 func (e *jsonEnc) encFacts(v *Facts) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"schemaVersion\":")
 	e.int(int64(v.SchemaVersion))
 	e.key(start, "\"root\":")
@@ -28,33 +26,11 @@ func (e *jsonEnc) encFacts(v *Facts) {
 	e.encIOMMU(&v.IOMMU)
 	if len(v.PCI) != 0 {
 		e.key(start, "\"pci\":")
-		if v.PCI == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.PCI {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encPCIDevice(&v.PCI[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.PCI, (*jsonEnc).encPCIDevice)
 	}
 	if len(v.GPUs) != 0 {
 		e.key(start, "\"gpus\":")
-		if v.GPUs == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.GPUs {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encGPU(&v.GPUs[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.GPUs, (*jsonEnc).encGPU)
 	}
 	e.key(start, "\"memory\":")
 	e.encMemory(&v.Memory)
@@ -72,26 +48,11 @@ func (e *jsonEnc) encFacts(v *Facts) {
 	e.encDistribution(&v.Distribution)
 	if len(v.Binaries) != 0 {
 		e.key(start, "\"binaries\":")
-		if v.Binaries == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Binaries {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encBinary(&v.Binaries[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.Binaries, (*jsonEnc).encBinary)
 	}
 	if v.QEMUProbe != nil {
 		e.key(start, "\"qemuProbe\":")
-		if v.QEMUProbe == nil {
-			e.null()
-		} else {
-			e.encQEMUProbe(v.QEMUProbe)
-		}
+		encPtr(e, v.QEMUProbe, (*jsonEnc).encQEMUProbe)
 	}
 	e.key(start, "\"storage\":")
 	e.encStorage(&v.Storage)
@@ -103,26 +64,13 @@ func (e *jsonEnc) encFacts(v *Facts) {
 	}
 	if len(v.Unknown) != 0 {
 		e.key(start, "\"unknown\":")
-		if v.Unknown == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Unknown {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encMissing(&v.Unknown[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.Unknown, (*jsonEnc).encMissing)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encCPU(v *CPU) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.Arch) != 0 {
 		e.key(start, "\"arch\":")
 		e.str(string(v.Arch))
@@ -137,27 +85,15 @@ func (e *jsonEnc) encCPU(v *CPU) {
 	}
 	if v.Family != nil {
 		e.key(start, "\"family\":")
-		if v.Family == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.Family))
-		}
+		e.intPtr(v.Family)
 	}
 	if v.Model != nil {
 		e.key(start, "\"model\":")
-		if v.Model == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.Model))
-		}
+		e.intPtr(v.Model)
 	}
 	if v.Stepping != nil {
 		e.key(start, "\"stepping\":")
-		if v.Stepping == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.Stepping))
-		}
+		e.intPtr(v.Stepping)
 	}
 	if len(v.ModelName) != 0 {
 		e.key(start, "\"modelName\":")
@@ -169,18 +105,7 @@ func (e *jsonEnc) encCPU(v *CPU) {
 	}
 	if len(v.Flags) != 0 {
 		e.key(start, "\"flags\":")
-		if v.Flags == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Flags {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.Flags[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.Flags)
 	}
 	if v.LogicalCPUs != 0 {
 		e.key(start, "\"logicalCpus\":")
@@ -188,26 +113,16 @@ func (e *jsonEnc) encCPU(v *CPU) {
 	}
 	if v.CPUID != nil {
 		e.key(start, "\"cpuid\":")
-		if v.CPUID == nil {
-			e.null()
-		} else {
-			e.encCPUID(v.CPUID)
-		}
+		encPtr(e, v.CPUID, (*jsonEnc).encCPUID)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encVirt(v *Virt) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if v.Guest != nil {
 		e.key(start, "\"guest\":")
-		if v.Guest == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.Guest))
-		}
+		e.boolPtr(v.Guest)
 	}
 	if len(v.Hypervisor) != 0 {
 		e.key(start, "\"hypervisor\":")
@@ -215,18 +130,7 @@ func (e *jsonEnc) encVirt(v *Virt) {
 	}
 	if len(v.Evidence) != 0 {
 		e.key(start, "\"evidence\":")
-		if v.Evidence == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Evidence {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.Evidence[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.Evidence)
 	}
 	if !zeroDMI(&v.DMI) {
 		e.key(start, "\"dmi\":")
@@ -234,11 +138,7 @@ func (e *jsonEnc) encVirt(v *Virt) {
 	}
 	if v.SMBIOSVMBit != nil {
 		e.key(start, "\"smbiosVmBit\":")
-		if v.SMBIOSVMBit == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.SMBIOSVMBit))
-		}
+		e.boolPtr(v.SMBIOSVMBit)
 	}
 	if len(v.SysHypervisorType) != 0 {
 		e.key(start, "\"sysHypervisorType\":")
@@ -252,9 +152,7 @@ func (e *jsonEnc) encVirt(v *Virt) {
 }
 
 func (e *jsonEnc) encKernel(v *Kernel) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.Release) != 0 {
 		e.key(start, "\"release\":")
 		e.str(string(v.Release))
@@ -265,39 +163,11 @@ func (e *jsonEnc) encKernel(v *Kernel) {
 	}
 	if len(v.Modules) != 0 {
 		e.key(start, "\"modules\":")
-		if v.Modules == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '{')
-			for i0, k0 := range sortedKeys(v.Modules) {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(k0))
-				e.b = append(e.b, ':')
-				x0 := v.Modules[k0]
-				e.encModule(&x0)
-			}
-			e.b = append(e.b, '}')
-		}
+		encMap(e, v.Modules, (*jsonEnc).encModule)
 	}
 	if len(v.Config) != 0 {
 		e.key(start, "\"config\":")
-		if v.Config == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '{')
-			for i0, k0 := range sortedKeys(v.Config) {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(k0))
-				e.b = append(e.b, ':')
-				x0 := v.Config[k0]
-				e.str(string(x0))
-			}
-			e.b = append(e.b, '}')
-		}
+		e.strMap(v.Config)
 	}
 	if len(v.ConfigSource) != 0 {
 		e.key(start, "\"configSource\":")
@@ -305,18 +175,7 @@ func (e *jsonEnc) encKernel(v *Kernel) {
 	}
 	if len(v.BootLog) != 0 {
 		e.key(start, "\"bootLog\":")
-		if v.BootLog == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.BootLog {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.BootLog[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.BootLog)
 	}
 	if len(v.BootLogSource) != 0 {
 		e.key(start, "\"bootLogSource\":")
@@ -326,42 +185,20 @@ func (e *jsonEnc) encKernel(v *Kernel) {
 }
 
 func (e *jsonEnc) encDevices(v *Devices) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.Nodes) != 0 {
 		e.key(start, "\"nodes\":")
-		if v.Nodes == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '{')
-			for i0, k0 := range sortedKeys(v.Nodes) {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(k0))
-				e.b = append(e.b, ':')
-				x0 := v.Nodes[k0]
-				e.encDeviceNode(&x0)
-			}
-			e.b = append(e.b, '}')
-		}
+		encMap(e, v.Nodes, (*jsonEnc).encDeviceNode)
 	}
 	if v.KVM != nil {
 		e.key(start, "\"kvm\":")
-		if v.KVM == nil {
-			e.null()
-		} else {
-			e.encKVMProbe(v.KVM)
-		}
+		encPtr(e, v.KVM, (*jsonEnc).encKVMProbe)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encIOMMU(v *IOMMU) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.ACPITable) != 0 {
 		e.key(start, "\"acpiTable\":")
 		e.str(string(v.ACPITable))
@@ -370,34 +207,17 @@ func (e *jsonEnc) encIOMMU(v *IOMMU) {
 	e.int(int64(v.Groups))
 	if len(v.CmdlineFlags) != 0 {
 		e.key(start, "\"cmdlineFlags\":")
-		if v.CmdlineFlags == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.CmdlineFlags {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.CmdlineFlags[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.CmdlineFlags)
 	}
 	if v.VFIODMAEntryLimit != nil {
 		e.key(start, "\"vfioDmaEntryLimit\":")
-		if v.VFIODMAEntryLimit == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.VFIODMAEntryLimit))
-		}
+		e.intPtr(v.VFIODMAEntryLimit)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encPCIDevice(v *PCIDevice) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"address\":")
 	e.str(string(v.Address))
 	e.key(start, "\"vendor\":")
@@ -420,50 +240,23 @@ func (e *jsonEnc) encPCIDevice(v *PCIDevice) {
 	}
 	if v.IOMMUGroup != nil {
 		e.key(start, "\"iommuGroup\":")
-		if v.IOMMUGroup == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.IOMMUGroup))
-		}
+		e.intPtr(v.IOMMUGroup)
 	}
 	if v.NUMANode != nil {
 		e.key(start, "\"numaNode\":")
-		if v.NUMANode == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.NUMANode))
-		}
+		e.intPtr(v.NUMANode)
 	}
 	if v.SRIOVTotal != nil {
 		e.key(start, "\"sriovTotalVfs\":")
-		if v.SRIOVTotal == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.SRIOVTotal))
-		}
+		e.intPtr(v.SRIOVTotal)
 	}
 	if v.SRIOVNum != nil {
 		e.key(start, "\"sriovNumVfs\":")
-		if v.SRIOVNum == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.SRIOVNum))
-		}
+		e.intPtr(v.SRIOVNum)
 	}
 	if len(v.VGPUTypes) != 0 {
 		e.key(start, "\"vgpuTypes\":")
-		if v.VGPUTypes == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.VGPUTypes {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.VGPUTypes[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.VGPUTypes)
 	}
 	if len(v.PhysFn) != 0 {
 		e.key(start, "\"physfn\":")
@@ -473,9 +266,7 @@ func (e *jsonEnc) encPCIDevice(v *PCIDevice) {
 }
 
 func (e *jsonEnc) encGPU(v *GPU) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"address\":")
 	e.str(string(v.Address))
 	e.key(start, "\"vendor\":")
@@ -496,34 +287,15 @@ func (e *jsonEnc) encGPU(v *GPU) {
 	e.bool(bool(v.VFIOBound))
 	if v.IOMMUGroup != nil {
 		e.key(start, "\"iommuGroup\":")
-		if v.IOMMUGroup == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.IOMMUGroup))
-		}
+		e.intPtr(v.IOMMUGroup)
 	}
 	if v.GroupIsolated != nil {
 		e.key(start, "\"groupIsolated\":")
-		if v.GroupIsolated == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.GroupIsolated))
-		}
+		e.boolPtr(v.GroupIsolated)
 	}
 	if len(v.GroupMembers) != 0 {
 		e.key(start, "\"groupMembers\":")
-		if v.GroupMembers == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.GroupMembers {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.GroupMembers[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.GroupMembers)
 	}
 	if len(v.PhysFn) != 0 {
 		e.key(start, "\"physfn\":")
@@ -531,42 +303,21 @@ func (e *jsonEnc) encGPU(v *GPU) {
 	}
 	if v.SRIOVTotalVFs != nil {
 		e.key(start, "\"sriovTotalVfs\":")
-		if v.SRIOVTotalVFs == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.SRIOVTotalVFs))
-		}
+		e.intPtr(v.SRIOVTotalVFs)
 	}
 	if v.SRIOVNumVFs != nil {
 		e.key(start, "\"sriovNumVfs\":")
-		if v.SRIOVNumVFs == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.SRIOVNumVFs))
-		}
+		e.intPtr(v.SRIOVNumVFs)
 	}
 	if len(v.VGPUTypes) != 0 {
 		e.key(start, "\"vgpuTypes\":")
-		if v.VGPUTypes == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.VGPUTypes {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.VGPUTypes[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.VGPUTypes)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encMemory(v *Memory) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if v.TotalKiB != 0 {
 		e.key(start, "\"totalKiB\":")
 		e.uint(uint64(v.TotalKiB))
@@ -577,18 +328,7 @@ func (e *jsonEnc) encMemory(v *Memory) {
 	}
 	if len(v.HugePages) != 0 {
 		e.key(start, "\"hugePages\":")
-		if v.HugePages == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.HugePages {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encHugePage(&v.HugePages[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.HugePages, (*jsonEnc).encHugePage)
 	}
 	if v.NUMANodes != 0 {
 		e.key(start, "\"numaNodes\":")
@@ -598,76 +338,37 @@ func (e *jsonEnc) encMemory(v *Memory) {
 }
 
 func (e *jsonEnc) encCgroups(v *Cgroups) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if v.Version != 0 {
 		e.key(start, "\"version\":")
 		e.int(int64(v.Version))
 	}
 	if len(v.Controllers) != 0 {
 		e.key(start, "\"controllers\":")
-		if v.Controllers == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Controllers {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.Controllers[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.Controllers)
 	}
 	if len(v.MiscCapacity) != 0 {
 		e.key(start, "\"miscCapacity\":")
-		if v.MiscCapacity == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '{')
-			for i0, k0 := range sortedKeys(v.MiscCapacity) {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(k0))
-				e.b = append(e.b, ':')
-				x0 := v.MiscCapacity[k0]
-				e.int(int64(x0))
-			}
-			e.b = append(e.b, '}')
-		}
+		e.int64Map(v.MiscCapacity)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encLimits(v *Limits) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if v.InotifyMaxUserInstances != nil {
 		e.key(start, "\"inotifyMaxUserInstances\":")
-		if v.InotifyMaxUserInstances == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.InotifyMaxUserInstances))
-		}
+		e.intPtr(v.InotifyMaxUserInstances)
 	}
 	if v.InotifyMaxUserWatches != nil {
 		e.key(start, "\"inotifyMaxUserWatches\":")
-		if v.InotifyMaxUserWatches == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.InotifyMaxUserWatches))
-		}
+		e.intPtr(v.InotifyMaxUserWatches)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encOS(v *OS) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.ID) != 0 {
 		e.key(start, "\"id\":")
 		e.str(string(v.ID))
@@ -684,9 +385,7 @@ func (e *jsonEnc) encOS(v *OS) {
 }
 
 func (e *jsonEnc) encTEE(v *TEE) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"snp\":")
 	e.encSNP(&v.SNP)
 	e.key(start, "\"tdx\":")
@@ -697,58 +396,33 @@ func (e *jsonEnc) encTEE(v *TEE) {
 }
 
 func (e *jsonEnc) encRuntimes(v *Runtimes) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if v.Containerd != nil {
 		e.key(start, "\"containerd\":")
-		if v.Containerd == nil {
-			e.null()
-		} else {
-			e.encContainerRuntime(v.Containerd)
-		}
+		encPtr(e, v.Containerd, (*jsonEnc).encContainerRuntime)
 	}
 	if v.CRIO != nil {
 		e.key(start, "\"crio\":")
-		if v.CRIO == nil {
-			e.null()
-		} else {
-			e.encContainerRuntime(v.CRIO)
-		}
+		encPtr(e, v.CRIO, (*jsonEnc).encContainerRuntime)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encDistribution(v *Distribution) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.Name) != 0 {
 		e.key(start, "\"name\":")
 		e.str(string(v.Name))
 	}
 	if len(v.Evidence) != 0 {
 		e.key(start, "\"evidence\":")
-		if v.Evidence == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Evidence {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.Evidence[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.Evidence)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encBinary(v *Binary) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"name\":")
 	e.str(string(v.Name))
 	e.key(start, "\"path\":")
@@ -773,9 +447,7 @@ func (e *jsonEnc) encBinary(v *Binary) {
 }
 
 func (e *jsonEnc) encQEMUProbe(v *QEMUProbe) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"binary\":")
 	e.str(string(v.Binary))
 	e.key(start, "\"ran\":")
@@ -794,18 +466,7 @@ func (e *jsonEnc) encQEMUProbe(v *QEMUProbe) {
 	e.bool(bool(v.KVMEnabled))
 	if len(v.ConfidentialTypes) != 0 {
 		e.key(start, "\"confidentialTypes\":")
-		if v.ConfidentialTypes == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.ConfidentialTypes {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.ConfidentialTypes[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.ConfidentialTypes)
 	}
 	if v.SEVCapabilities {
 		e.key(start, "\"sevCapabilities\":")
@@ -831,60 +492,23 @@ func (e *jsonEnc) encQEMUProbe(v *QEMUProbe) {
 }
 
 func (e *jsonEnc) encStorage(v *Storage) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.BlockDevices) != 0 {
 		e.key(start, "\"blockDevices\":")
-		if v.BlockDevices == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.BlockDevices {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encBlockDevice(&v.BlockDevices[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.BlockDevices, (*jsonEnc).encBlockDevice)
 	}
 	if len(v.Filesystems) != 0 {
 		e.key(start, "\"filesystems\":")
-		if v.Filesystems == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Filesystems {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encFilesystem(&v.Filesystems[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.Filesystems, (*jsonEnc).encFilesystem)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encNetwork(v *Network) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.SRIOVNICs) != 0 {
 		e.key(start, "\"sriovNics\":")
-		if v.SRIOVNICs == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.SRIOVNICs {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encSRIOVNIC(&v.SRIOVNICs[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.SRIOVNICs, (*jsonEnc).encSRIOVNIC)
 	}
 	e.key(start, "\"reachability\":")
 	e.encReachability(&v.Reachability)
@@ -892,97 +516,32 @@ func (e *jsonEnc) encNetwork(v *Network) {
 }
 
 func (e *jsonEnc) encPlugins(v *Plugins) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.Features) != 0 {
 		e.key(start, "\"features\":")
-		if v.Features == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '{')
-			for i0, k0 := range sortedKeys(v.Features) {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(k0))
-				e.b = append(e.b, ':')
-				x0 := v.Features[k0]
-				e.str(string(x0))
-			}
-			e.b = append(e.b, '}')
-		}
+		e.strMap(v.Features)
 	}
 	if len(v.FeatureSources) != 0 {
 		e.key(start, "\"featureSources\":")
-		if v.FeatureSources == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '{')
-			for i0, k0 := range sortedKeys(v.FeatureSources) {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(k0))
-				e.b = append(e.b, ':')
-				x0 := v.FeatureSources[k0]
-				e.str(string(x0))
-			}
-			e.b = append(e.b, '}')
-		}
+		e.strMap(v.FeatureSources)
 	}
 	if len(v.Notes) != 0 {
 		e.key(start, "\"notes\":")
-		if v.Notes == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Notes {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encPluginError(&v.Notes[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.Notes, (*jsonEnc).encPluginError)
 	}
 	if len(v.Errors) != 0 {
 		e.key(start, "\"errors\":")
-		if v.Errors == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Errors {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encPluginError(&v.Errors[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.Errors, (*jsonEnc).encPluginError)
 	}
 	if len(v.Findings) != 0 {
 		e.key(start, "\"findings\":")
-		if v.Findings == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Findings {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encPluginFinding(&v.Findings[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.Findings, (*jsonEnc).encPluginFinding)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encMissing(v *Missing) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"field\":")
 	e.str(string(v.Field))
 	e.key(start, "\"reason\":")
@@ -991,27 +550,14 @@ func (e *jsonEnc) encMissing(v *Missing) {
 }
 
 func (e *jsonEnc) encCPUID(v *CPUID) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.HypervisorVendor) != 0 {
 		e.key(start, "\"hypervisorVendor\":")
 		e.str(string(v.HypervisorVendor))
 	}
 	if len(v.Features) != 0 {
 		e.key(start, "\"features\":")
-		if v.Features == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Features {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.Features[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.Features)
 	}
 	if v.Recorded {
 		e.key(start, "\"recorded\":")
@@ -1021,9 +567,7 @@ func (e *jsonEnc) encCPUID(v *CPUID) {
 }
 
 func (e *jsonEnc) encDMI(v *DMI) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.SysVendor) != 0 {
 		e.key(start, "\"sysVendor\":")
 		e.str(string(v.SysVendor))
@@ -1048,9 +592,7 @@ func (e *jsonEnc) encDMI(v *DMI) {
 }
 
 func (e *jsonEnc) encModule(v *Module) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if v.Loaded {
 		e.key(start, "\"loaded\":")
 		e.bool(bool(v.Loaded))
@@ -1061,29 +603,13 @@ func (e *jsonEnc) encModule(v *Module) {
 	}
 	if len(v.Params) != 0 {
 		e.key(start, "\"params\":")
-		if v.Params == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '{')
-			for i0, k0 := range sortedKeys(v.Params) {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(k0))
-				e.b = append(e.b, ':')
-				x0 := v.Params[k0]
-				e.str(string(x0))
-			}
-			e.b = append(e.b, '}')
-		}
+		e.strMap(v.Params)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encDeviceNode(v *DeviceNode) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"exists\":")
 	e.bool(bool(v.Exists))
 	if len(v.Mode) != 0 {
@@ -1092,19 +618,11 @@ func (e *jsonEnc) encDeviceNode(v *DeviceNode) {
 	}
 	if v.UID != nil {
 		e.key(start, "\"uid\":")
-		if v.UID == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.UID))
-		}
+		e.intPtr(v.UID)
 	}
 	if v.GID != nil {
 		e.key(start, "\"gid\":")
-		if v.GID == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.GID))
-		}
+		e.intPtr(v.GID)
 	}
 	if len(v.Group) != 0 {
 		e.key(start, "\"group\":")
@@ -1112,19 +630,13 @@ func (e *jsonEnc) encDeviceNode(v *DeviceNode) {
 	}
 	if v.Accessible != nil {
 		e.key(start, "\"accessible\":")
-		if v.Accessible == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.Accessible))
-		}
+		e.boolPtr(v.Accessible)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encKVMProbe(v *KVMProbe) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"opened\":")
 	e.bool(bool(v.Opened))
 	if v.APIVersion != 0 {
@@ -1149,9 +661,7 @@ func (e *jsonEnc) encKVMProbe(v *KVMProbe) {
 }
 
 func (e *jsonEnc) encHugePage(v *HugePage) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"sizeKiB\":")
 	e.uint(uint64(v.SizeKiB))
 	e.key(start, "\"total\":")
@@ -1162,32 +672,18 @@ func (e *jsonEnc) encHugePage(v *HugePage) {
 }
 
 func (e *jsonEnc) encSNP(v *SNP) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if v.KVMSEV != nil {
 		e.key(start, "\"kvmSev\":")
-		if v.KVMSEV == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.KVMSEV))
-		}
+		e.boolPtr(v.KVMSEV)
 	}
 	if v.KVMSEVES != nil {
 		e.key(start, "\"kvmSevEs\":")
-		if v.KVMSEVES == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.KVMSEVES))
-		}
+		e.boolPtr(v.KVMSEVES)
 	}
 	if v.KVMSEVSNP != nil {
 		e.key(start, "\"kvmSevSnp\":")
-		if v.KVMSEVSNP == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.KVMSEVSNP))
-		}
+		e.boolPtr(v.KVMSEVSNP)
 	}
 	if len(v.FirmwareVersion) != 0 {
 		e.key(start, "\"firmwareVersion\":")
@@ -1195,11 +691,7 @@ func (e *jsonEnc) encSNP(v *SNP) {
 	}
 	if v.FirmwareBuild != nil {
 		e.key(start, "\"firmwareBuild\":")
-		if v.FirmwareBuild == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.FirmwareBuild))
-		}
+		e.intPtr(v.FirmwareBuild)
 	}
 	if v.FirmwareTooOld {
 		e.key(start, "\"firmwareTooOld\":")
@@ -1211,74 +703,40 @@ func (e *jsonEnc) encSNP(v *SNP) {
 	}
 	if v.RMPReserved != nil {
 		e.key(start, "\"rmpReserved\":")
-		if v.RMPReserved == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.RMPReserved))
-		}
+		e.boolPtr(v.RMPReserved)
 	}
 	if v.SNPASIDs != nil {
 		e.key(start, "\"snpAsids\":")
-		if v.SNPASIDs == nil {
-			e.null()
-		} else {
-			e.encRange(v.SNPASIDs)
-		}
+		encPtr(e, v.SNPASIDs, (*jsonEnc).encRange)
 	}
 	if v.SEVASIDs != nil {
 		e.key(start, "\"sevAsids\":")
-		if v.SEVASIDs == nil {
-			e.null()
-		} else {
-			e.encRange(v.SEVASIDs)
-		}
+		encPtr(e, v.SEVASIDs, (*jsonEnc).encRange)
 	}
 	if v.SEVESASIDs != nil {
 		e.key(start, "\"sevEsAsids\":")
-		if v.SEVESASIDs == nil {
-			e.null()
-		} else {
-			e.encRange(v.SEVESASIDs)
-		}
+		encPtr(e, v.SEVESASIDs, (*jsonEnc).encRange)
 	}
 	if v.IOMMUSNP != nil {
 		e.key(start, "\"iommuSnp\":")
-		if v.IOMMUSNP == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.IOMMUSNP))
-		}
+		e.boolPtr(v.IOMMUSNP)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encTDX(v *TDX) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if v.KVMTDX != nil {
 		e.key(start, "\"kvmTdx\":")
-		if v.KVMTDX == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.KVMTDX))
-		}
+		e.boolPtr(v.KVMTDX)
 	}
 	if v.BIOSKeyIDs != nil {
 		e.key(start, "\"biosKeyIds\":")
-		if v.BIOSKeyIDs == nil {
-			e.null()
-		} else {
-			e.encRange(v.BIOSKeyIDs)
-		}
+		encPtr(e, v.BIOSKeyIDs, (*jsonEnc).encRange)
 	}
 	if v.ModuleInitialized != nil {
 		e.key(start, "\"moduleInitialized\":")
-		if v.ModuleInitialized == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.ModuleInitialized))
-		}
+		e.boolPtr(v.ModuleInitialized)
 	}
 	if len(v.ModuleError) != 0 {
 		e.key(start, "\"moduleError\":")
@@ -1290,11 +748,7 @@ func (e *jsonEnc) encTDX(v *TDX) {
 	}
 	if v.ModuleBuildNum != nil {
 		e.key(start, "\"moduleBuildNum\":")
-		if v.ModuleBuildNum == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.ModuleBuildNum))
-		}
+		e.intPtr(v.ModuleBuildNum)
 	}
 	if len(v.ModuleBuildDate) != 0 {
 		e.key(start, "\"moduleBuildDate\":")
@@ -1302,48 +756,26 @@ func (e *jsonEnc) encTDX(v *TDX) {
 	}
 	if len(v.Sysfs) != 0 {
 		e.key(start, "\"sysfs\":")
-		if v.Sysfs == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '{')
-			for i0, k0 := range sortedKeys(v.Sysfs) {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(k0))
-				e.b = append(e.b, ':')
-				x0 := v.Sysfs[k0]
-				e.str(string(x0))
-			}
-			e.b = append(e.b, '}')
-		}
+		e.strMap(v.Sysfs)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encSGX(v *SGX) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"enclave\":")
 	e.bool(bool(v.Enclave))
 	e.key(start, "\"provision\":")
 	e.bool(bool(v.Provision))
 	if v.KVMSGX != nil {
 		e.key(start, "\"kvmSgx\":")
-		if v.KVMSGX == nil {
-			e.null()
-		} else {
-			e.bool(bool(*v.KVMSGX))
-		}
+		e.boolPtr(v.KVMSGX)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encContainerRuntime(v *ContainerRuntime) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	if len(v.Binary) != 0 {
 		e.key(start, "\"binary\":")
 		e.str(string(v.Binary))
@@ -1376,63 +808,19 @@ func (e *jsonEnc) encContainerRuntime(v *ContainerRuntime) {
 	}
 	if len(v.Imports) != 0 {
 		e.key(start, "\"imports\":")
-		if v.Imports == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Imports {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.Imports[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.Imports)
 	}
 	if len(v.DropIns) != 0 {
 		e.key(start, "\"dropIns\":")
-		if v.DropIns == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.DropIns {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.DropIns[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.DropIns)
 	}
 	if len(v.Handlers) != 0 {
 		e.key(start, "\"handlers\":")
-		if v.Handlers == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Handlers {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encHandler(&v.Handlers[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.Handlers, (*jsonEnc).encHandler)
 	}
 	if len(v.Snapshotters) != 0 {
 		e.key(start, "\"snapshotters\":")
-		if v.Snapshotters == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Snapshotters {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.Snapshotters[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.Snapshotters)
 	}
 	if len(v.Socket) != 0 {
 		e.key(start, "\"socket\":")
@@ -1454,26 +842,13 @@ func (e *jsonEnc) encContainerRuntime(v *ContainerRuntime) {
 	}
 	if len(v.IgnoredHandlers) != 0 {
 		e.key(start, "\"ignoredHandlers\":")
-		if v.IgnoredHandlers == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.IgnoredHandlers {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.IgnoredHandlers[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.IgnoredHandlers)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encBlockDevice(v *BlockDevice) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"name\":")
 	e.str(string(v.Name))
 	e.key(start, "\"rotational\":")
@@ -1492,26 +867,13 @@ func (e *jsonEnc) encBlockDevice(v *BlockDevice) {
 	}
 	if len(v.Slaves) != 0 {
 		e.key(start, "\"slaves\":")
-		if v.Slaves == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Slaves {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.Slaves[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.Slaves)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encFilesystem(v *Filesystem) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"path\":")
 	e.str(string(v.Path))
 	e.key(start, "\"measured\":")
@@ -1532,9 +894,7 @@ func (e *jsonEnc) encFilesystem(v *Filesystem) {
 }
 
 func (e *jsonEnc) encSRIOVNIC(v *SRIOVNIC) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"interface\":")
 	e.str(string(v.Interface))
 	e.key(start, "\"totalVfs\":")
@@ -1551,26 +911,13 @@ func (e *jsonEnc) encSRIOVNIC(v *SRIOVNIC) {
 	}
 	if len(v.VFs) != 0 {
 		e.key(start, "\"vfs\":")
-		if v.VFs == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.VFs {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encSRIOVVF(&v.VFs[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.VFs, (*jsonEnc).encSRIOVVF)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encReachability(v *Reachability) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"checked\":")
 	e.bool(bool(v.Checked))
 	if len(v.NotChecked) != 0 {
@@ -1583,26 +930,13 @@ func (e *jsonEnc) encReachability(v *Reachability) {
 	}
 	if len(v.Targets) != 0 {
 		e.key(start, "\"targets\":")
-		if v.Targets == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.Targets {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.encEndpoint(&v.Targets[i0])
-			}
-			e.b = append(e.b, ']')
-		}
+		encSlice(e, v.Targets, (*jsonEnc).encEndpoint)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encPluginError(v *PluginError) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"name\":")
 	e.str(string(v.Name))
 	e.key(start, "\"message\":")
@@ -1611,9 +945,7 @@ func (e *jsonEnc) encPluginError(v *PluginError) {
 }
 
 func (e *jsonEnc) encPluginFinding(v *PluginFinding) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"plugin\":")
 	e.str(string(v.Plugin))
 	e.key(start, "\"id\":")
@@ -1636,9 +968,7 @@ func (e *jsonEnc) encPluginFinding(v *PluginFinding) {
 }
 
 func (e *jsonEnc) encRange(v *Range) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"min\":")
 	e.int(int64(v.Min))
 	e.key(start, "\"max\":")
@@ -1647,9 +977,7 @@ func (e *jsonEnc) encRange(v *Range) {
 }
 
 func (e *jsonEnc) encHandler(v *Handler) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"name\":")
 	e.str(string(v.Name))
 	if len(v.RuntimeType) != 0 {
@@ -1674,18 +1002,7 @@ func (e *jsonEnc) encHandler(v *Handler) {
 	}
 	if len(v.PodAnnotations) != 0 {
 		e.key(start, "\"podAnnotations\":")
-		if v.PodAnnotations == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '[')
-			for i0 := range v.PodAnnotations {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(v.PodAnnotations[i0]))
-			}
-			e.b = append(e.b, ']')
-		}
+		e.strs(v.PodAnnotations)
 	}
 	if v.PrivilegedWithoutHostDevices {
 		e.key(start, "\"privilegedWithoutHostDevices\":")
@@ -1693,21 +1010,7 @@ func (e *jsonEnc) encHandler(v *Handler) {
 	}
 	if len(v.Options) != 0 {
 		e.key(start, "\"options\":")
-		if v.Options == nil {
-			e.null()
-		} else {
-			e.b = append(e.b, '{')
-			for i0, k0 := range sortedKeys(v.Options) {
-				if i0 > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.str(string(k0))
-				e.b = append(e.b, ':')
-				x0 := v.Options[k0]
-				e.str(string(x0))
-			}
-			e.b = append(e.b, '}')
-		}
+		e.strMap(v.Options)
 	}
 	if len(v.Source) != 0 {
 		e.key(start, "\"source\":")
@@ -1717,9 +1020,7 @@ func (e *jsonEnc) encHandler(v *Handler) {
 }
 
 func (e *jsonEnc) encSRIOVVF(v *SRIOVVF) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"address\":")
 	e.str(string(v.Address))
 	if len(v.Driver) != 0 {
@@ -1728,19 +1029,13 @@ func (e *jsonEnc) encSRIOVVF(v *SRIOVVF) {
 	}
 	if v.IOMMUGroup != nil {
 		e.key(start, "\"iommuGroup\":")
-		if v.IOMMUGroup == nil {
-			e.null()
-		} else {
-			e.int(int64(*v.IOMMUGroup))
-		}
+		e.intPtr(v.IOMMUGroup)
 	}
 	e.b = append(e.b, '}')
 }
 
 func (e *jsonEnc) encEndpoint(v *Endpoint) {
-	e.b = append(e.b, '{')
-	start := len(e.b)
-	_ = start
+	start := e.open()
 	e.key(start, "\"role\":")
 	e.str(string(v.Role))
 	e.key(start, "\"url\":")

@@ -196,7 +196,7 @@ func (g *gen) encoder(t reflect.Type) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(&g.buf, "func (e *jsonEnc) enc%s(v *%s) {\n\te.b = append(e.b, '{')\n\tstart := len(e.b)\n\t_ = start\n", t.Name(), t.Name())
+	fmt.Fprintf(&g.buf, "func (e *jsonEnc) enc%s(v *%s) {\n\tstart := e.open()\n", t.Name(), t.Name())
 	for _, f := range fs {
 		expr := "v." + f.sf.Name
 		body, err := g.value(expr, f.sf.Type, 0)
@@ -244,15 +244,20 @@ func (g *gen) value(expr string, t reflect.Type, depth int) (string, error) {
 	case reflect.Struct:
 		g.need(t)
 		return fmt.Sprintf("e.enc%s(&%s)", t.Name(), expr), nil
+	}
+	// The collections Facts has most are encoded by helpers of json.go,
+	// so that each field is one line here.
+	if h, ok := helpers[t.String()]; ok {
+		return fmt.Sprintf("e.%s(%s)", h, expr), nil
+	}
+	if el := structElem(t); el != nil {
+		g.need(el)
+		fn := map[reflect.Kind]string{reflect.Pointer: "encPtr", reflect.Slice: "encSlice", reflect.Map: "encMap"}[t.Kind()]
+		return fmt.Sprintf("%s(e, %s, (*jsonEnc).enc%s)", fn, expr, el.Name()), nil
+	}
+	switch t.Kind() {
 	case reflect.Pointer:
-		var inner string
-		var err error
-		if t.Elem().Kind() == reflect.Struct && t.Elem() != timeType {
-			g.need(t.Elem())
-			inner = fmt.Sprintf("e.enc%s(%s)", t.Elem().Name(), expr)
-		} else {
-			inner, err = g.value("*"+expr, t.Elem(), depth)
-		}
+		inner, err := g.value("*"+expr, t.Elem(), depth)
 		if err != nil {
 			return "", err
 		}
@@ -267,18 +272,32 @@ func (g *gen) value(expr string, t reflect.Type, depth int) (string, error) {
 			return "", err
 		}
 		return fmt.Sprintf("if %[1]s == nil {\ne.null()\n} else {\ne.b = append(e.b, '[')\nfor %[2]s := range %[1]s {\nif %[2]s > 0 {\ne.b = append(e.b, ',')\n}\n%[3]s\n}\ne.b = append(e.b, ']')\n}", expr, i, inner), nil
-	case reflect.Map:
-		if t.Key().Kind() != reflect.String {
-			return "", fmt.Errorf("%s: only string map keys are supported", t)
-		}
-		i, k, x := fmt.Sprintf("i%d", depth), fmt.Sprintf("k%d", depth), fmt.Sprintf("x%d", depth)
-		inner, err := g.value(x, t.Elem(), depth+1)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("if %[1]s == nil {\ne.null()\n} else {\ne.b = append(e.b, '{')\nfor %[2]s, %[3]s := range sortedKeys(%[1]s) {\nif %[2]s > 0 {\ne.b = append(e.b, ',')\n}\ne.str(string(%[3]s))\ne.b = append(e.b, ':')\n%[4]s := %[1]s[%[3]s]\n%[5]s\n}\ne.b = append(e.b, '}')\n}", expr, i, k, x, inner), nil
 	}
-	return "", fmt.Errorf("%s: kind %s is not supported", t, t.Kind())
+	return "", fmt.Errorf("%s: kind %s is not supported (a map needs string keys and a struct or helpers value)", t, t.Kind())
+}
+
+// helpers are the methods of jsonEnc (json.go) that encode a type whole.
+var helpers = map[string]string{
+	"*int":              "intPtr",
+	"*bool":             "boolPtr",
+	"[]string":          "strs",
+	"map[string]string": "strMap",
+	"map[string]int64":  "int64Map",
+}
+
+// structElem is the struct type of Facts' package that t points to, is a
+// slice of, or is a string-keyed map of; nil for anything else.
+func structElem(t reflect.Type) reflect.Type {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map:
+		if t.Kind() == reflect.Map && t.Key().Kind() != reflect.String {
+			return nil
+		}
+		if el := t.Elem(); el.Kind() == reflect.Struct && el != timeType {
+			return el
+		}
+	}
+	return nil
 }
 
 // emptyCond is the condition under which omitempty keeps expr, as
