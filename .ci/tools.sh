@@ -52,6 +52,8 @@ echo "export BERTH_CACHE=$cache" >> "$envtmp"
 # overrides the Makefile's GOFLAGS=-buildvcs=auto. Debian's package above is
 # 1.6.x; BERTH_CONTAINERDS lists it first. A cold build of one version takes
 # minutes on two cores: see the timings printed.
+exec 8>"$cache/bin/.containerd.lock"
+flock 8   # concurrent tools.sh runs wait here instead of building twice
 build_containerd() { # VERSION [shim] -> path on stdout
   # With "shim", containerd-shim-runc-v2 of the same source is built too
   # (static, -trimpath, as upstream's Makefile builds shims), for the real
@@ -91,46 +93,29 @@ build_containerd() { # VERSION [shim] -> path on stdout
   fi
   echo "$out"
 }
-# containerds ENVFILE builds every version and writes their variables to
-# ENVFILE. It runs beside the Kubernetes and Helm builds below: a go build
-# leaves a core idle while it downloads modules, links (one thread) or
-# compiles a package that the rest waits for (k8s.io/api), and the other
-# pipeline fills those waits.
-containerds() {
-  exec 8>"$cache/bin/.containerd.lock"
-  flock 8   # concurrent tools.sh runs wait here instead of building twice
-  # Debian's version as dpkg knows it: 1.6.20~ds1-1+deb12u3 -> 1.6.20.
-  local debver ctrs vers newest2 ver
-  debver=$(dpkg-query -W -f '${Version}' containerd)
-  debver=${debver%%[~+-]*}
-  ctrs="$debver=/usr/bin/containerd"
-  mapfile -t vers < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' tools/containerd-versions)
-  newest2=$(printf '%s\n' "${vers[@]}" | grep '^2\.' | sort -V | tail -n1)
-  for ver in "${vers[@]}"; do
-    if [ "$ver" = "$newest2" ]; then
-      ctrs+=" $ver=$(build_containerd "$ver" shim)"
-    else
-      ctrs+=" $ver=$(build_containerd "$ver")"
-    fi
-  done
-  exec 8>&-
-  {
-    # BERTH_CONTAINERDS: space-separated VERSION=PATH, Debian's first, then
-    # tools/containerd-versions in order (paths must not contain spaces).
-    echo "export BERTH_CONTAINERDS=\"$ctrs\""
-    # One 1.x and one 2.x, for the tests that need just one of each.
-    echo "export BERTH_CONTAINERD1=/usr/bin/containerd"
-    echo "export BERTH_CONTAINERD2=$cache/bin/containerd-$newest2"
-    # Its runc shim, for the real node of internal/testnode.
-    echo "export BERTH_CONTAINERD2_SHIM=$cache/bin/containerd-shim-runc-v2-$newest2"
-  } >"$1"
-}
-ctrenv=$(mktemp "$cache/tools.env.ctr.XXXXXX")
-containerds "$ctrenv" &
-ctrpid=$!
-# A failure of the other pipeline stops this one too (the go build it is
-# running finishes on its own; its binary is only moved in place whole).
-trap 'kill "$ctrpid" 2>/dev/null || true; rm -f "$envtmp" "$ctrenv" "$envfile.tmp.$$"' EXIT
+# Debian's version as dpkg knows it: 1.6.20~ds1-1+deb12u3 -> 1.6.20.
+debver=$(dpkg-query -W -f '${Version}' containerd)
+debver=${debver%%[~+-]*}
+ctrs="$debver=/usr/bin/containerd"
+mapfile -t vers < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' tools/containerd-versions)
+newest2=$(printf '%s\n' "${vers[@]}" | grep '^2\.' | sort -V | tail -n1)
+for ver in "${vers[@]}"; do
+  if [ "$ver" = "$newest2" ]; then
+    ctrs+=" $ver=$(build_containerd "$ver" shim)"
+  else
+    ctrs+=" $ver=$(build_containerd "$ver")"
+  fi
+done
+ctr2=$cache/bin/containerd-$newest2
+exec 8>&-
+# BERTH_CONTAINERDS: space-separated VERSION=PATH, Debian's first, then
+# tools/containerd-versions in order (paths must not contain spaces).
+echo "export BERTH_CONTAINERDS=\"$ctrs\"" >> "$envtmp"
+# One 1.x and one 2.x, for the tests that need just one of each.
+echo "export BERTH_CONTAINERD1=/usr/bin/containerd" >> "$envtmp"
+echo "export BERTH_CONTAINERD2=$ctr2" >> "$envtmp"
+# Its runc shim, for the real node of internal/testnode.
+echo "export BERTH_CONTAINERD2_SHIM=$cache/bin/containerd-shim-runc-v2-$newest2" >> "$envtmp"
 
 # Kubernetes control plane and node (etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet, kubectl) for the
@@ -140,9 +125,5 @@ BERTH_CACHE="$cache" bash .ci/k8s.sh "$envtmp"
 # Helm v4 for the chart tests (deploy/helm_test.go), built from tools/helm;
 # writes BERTH_HELM. See .ci/helm.sh.
 BERTH_CACHE="$cache" bash .ci/helm.sh "$envtmp"
-if ! wait "$ctrpid"; then
-  echo "tools.sh: building containerd failed (see above)" >&2; exit 1
-fi
-cat "$ctrenv" >> "$envtmp"
 cp "$envtmp" "$envfile.tmp.$$"
 mv "$envfile.tmp.$$" "$envfile"
