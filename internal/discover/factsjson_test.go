@@ -9,6 +9,7 @@ import (
 	"berth.dev/berth/bench/benchhost"
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/internal/output"
 	"berth.dev/berth/internal/testhosts"
 )
 
@@ -32,6 +33,18 @@ func TestFactsJSONGenerated(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("generated encoder differs from reflection:\n got %s\nwant %s", got, want)
+		}
+		// berth facts -o json takes the generated text as it is.
+		got, err = output.EncodeJSON(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err = output.EncodeJSON((*plainFacts)(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("-o json differs from reflection's:\n got %s\nwant %s", got, want)
 		}
 	}
 	for _, h := range testhosts.Names(t) {

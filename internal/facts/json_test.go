@@ -22,16 +22,20 @@ func reflectJSON(f *Facts) ([]byte, error) { return json.Marshal((*plainFacts)(f
 func checkSameJSON(t *testing.T, f *Facts) {
 	t.Helper()
 	want, werr := reflectJSON(f)
-	got, gerr := f.MarshalJSON()
+	got, gerr := f.MarshalCompactJSON()
+	val, aerr := f.MarshalJSON()
 	via, verr := json.Marshal(f)
-	if (werr != nil) != (gerr != nil) || (werr != nil) != (verr != nil) {
-		t.Fatalf("errors differ: reflection %v, MarshalJSON %v, json.Marshal %v", werr, gerr, verr)
+	if (werr != nil) != (gerr != nil) || (werr != nil) != (verr != nil) || (werr != nil) != (aerr != nil) {
+		t.Fatalf("errors differ: reflection %v, MarshalCompactJSON %v, MarshalJSON %v, json.Marshal %v", werr, gerr, aerr, verr)
 	}
 	if werr != nil {
 		return
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("MarshalJSON differs from reflection at byte %d:\n got %s\nwant %s", firstDiff(got, want), got, want)
+		t.Fatalf("MarshalCompactJSON differs from reflection at byte %d:\n got %s\nwant %s", firstDiff(got, want), got, want)
+	}
+	if !bytes.Equal(val, want) {
+		t.Fatalf("MarshalJSON differs from reflection at byte %d", firstDiff(val, want))
 	}
 	if !bytes.Equal(via, want) {
 		t.Fatalf("json.Marshal differs from reflection at byte %d", firstDiff(via, want))

@@ -95,3 +95,25 @@ func FuzzEscapeJSONish(f *testing.F) {
 		}
 	})
 }
+
+// compactOnly writes its JSON through MarshalCompactJSON; its MarshalJSON
+// says something else, so that the test sees which one EncodeJSON used.
+type compactOnly struct{}
+
+func (compactOnly) MarshalCompactJSON() ([]byte, error) {
+	return []byte(`{"a":[1,{"b":"\u003c"}]}`), nil
+}
+func (compactOnly) MarshalJSON() ([]byte, error) { return []byte(`"not this"`), nil }
+
+// TestEncodeJSONCompactMarshaler takes a CompactMarshaler's text as it
+// is, indented as Render indents json.Marshal's.
+func TestEncodeJSONCompactMarshaler(t *testing.T) {
+	got, err := EncodeJSON(compactOnly{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"a\": [\n    1,\n    {\n      \"b\": \"\\u003c\"\n    }\n  ]\n}\n"
+	if string(got) != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

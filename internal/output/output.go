@@ -120,6 +120,15 @@ func render(w io.Writer, f Format, v any, table func(io.Writer) error, sgr bool)
 	}
 }
 
+// CompactMarshaler is implemented by a value (facts.Facts) whose
+// MarshalCompactJSON returns exactly what json.Marshal writes for it,
+// held to that by its own tests. EncodeJSON takes that text as it is:
+// json.Marshal would validate and compact a Marshaler's text once more,
+// byte by byte.
+type CompactMarshaler interface {
+	MarshalCompactJSON() ([]byte, error)
+}
+
 // EncodeJSON returns what Render writes for v with -o json: indented JSON
 // and a newline. A JSONAppender writes itself; any other value (or a
 // JSONAppender that fails) is encoded by encoding/json, through WireValue
@@ -138,7 +147,13 @@ func EncodeJSON(v any) ([]byte, error) {
 	// into a buffer sized from the compact JSON at once (the encoder
 	// grows its buffer by doubling, and json.Indent validates every byte
 	// again).
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if m, ok := v.(CompactMarshaler); ok {
+		b, err = m.MarshalCompactJSON()
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		return nil, err
 	}

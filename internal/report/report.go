@@ -77,7 +77,7 @@ type Summary struct {
 // Digest returns "sha256:<hex>" of the canonical JSON of f: what
 // json.Marshal writes, through the generated encoder of Facts.
 func Digest(f *facts.Facts) (string, error) {
-	b, err := f.MarshalJSON()
+	b, err := f.MarshalCompactJSON()
 	if err != nil {
 		return "", fmt.Errorf("encoding facts for the digest: %w", err)
 	}
