@@ -176,7 +176,3 @@ func (e *jsonEnc) time(t time.Time) {
 	}
 	e.b = append(e.b, q...)
 }
-
-// zeroTime is reflect.Value.IsZero of a time.Time (omitzero on a struct
-// holding one): every field zero, location included.
-func zeroTime(t time.Time) bool { return t == time.Time{} }

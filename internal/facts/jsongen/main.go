@@ -199,7 +199,7 @@ func (g *gen) encoder(t reflect.Type) error {
 	fmt.Fprintf(&g.buf, "func (e *jsonEnc) enc%s(v *%s) {\n\tstart := e.open()\n", t.Name(), t.Name())
 	for _, f := range fs {
 		expr := "v." + f.sf.Name
-		body, err := g.value(expr, f.sf.Type, 0)
+		body, err := g.value(expr, f.sf.Type)
 		if err != nil {
 			return fmt.Errorf("%s.%s: %w", t.Name(), f.sf.Name, err)
 		}
@@ -226,9 +226,11 @@ func (g *gen) encoder(t reflect.Type) error {
 	return nil
 }
 
-// value returns statements that append expr, of type t; depth names the
-// loop variables of nested slices and maps apart.
-func (g *gen) value(expr string, t reflect.Type, depth int) (string, error) {
+// value returns the statement that appends expr, of type t: a method of
+// jsonEnc for a scalar or a struct of Facts, a helper of json.go for a
+// pointer, slice or string-keyed map. Anything else is an error: add a
+// helper for it to json.go rather than guess at encoding/json's rules.
+func (g *gen) value(expr string, t reflect.Type) (string, error) {
 	if t == timeType {
 		return fmt.Sprintf("e.time(%s)", expr), nil
 	}
@@ -245,8 +247,6 @@ func (g *gen) value(expr string, t reflect.Type, depth int) (string, error) {
 		g.need(t)
 		return fmt.Sprintf("e.enc%s(&%s)", t.Name(), expr), nil
 	}
-	// The collections Facts has most are encoded by helpers of json.go,
-	// so that each field is one line here.
 	if h, ok := helpers[t.String()]; ok {
 		return fmt.Sprintf("e.%s(%s)", h, expr), nil
 	}
@@ -255,25 +255,7 @@ func (g *gen) value(expr string, t reflect.Type, depth int) (string, error) {
 		fn := map[reflect.Kind]string{reflect.Pointer: "encPtr", reflect.Slice: "encSlice", reflect.Map: "encMap"}[t.Kind()]
 		return fmt.Sprintf("%s(e, %s, (*jsonEnc).enc%s)", fn, expr, el.Name()), nil
 	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		inner, err := g.value("*"+expr, t.Elem(), depth)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("if %s == nil {\ne.null()\n} else {\n%s\n}", expr, inner), nil
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return "", fmt.Errorf("%s: []byte (base64) is not supported", t)
-		}
-		i := fmt.Sprintf("i%d", depth)
-		inner, err := g.value(fmt.Sprintf("%s[%s]", expr, i), t.Elem(), depth+1)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("if %[1]s == nil {\ne.null()\n} else {\ne.b = append(e.b, '[')\nfor %[2]s := range %[1]s {\nif %[2]s > 0 {\ne.b = append(e.b, ',')\n}\n%[3]s\n}\ne.b = append(e.b, ']')\n}", expr, i, inner), nil
-	}
-	return "", fmt.Errorf("%s: kind %s is not supported (a map needs string keys and a struct or helpers value)", t, t.Kind())
+	return "", fmt.Errorf("%s is not supported: add a helper for it to json.go", t)
 }
 
 // helpers are the methods of jsonEnc (json.go) that encode a type whole.
@@ -355,7 +337,7 @@ func (g *gen) zeroCheck(t reflect.Type) error {
 		var c string
 		switch ft := sf.Type; {
 		case ft == timeType:
-			c = fmt.Sprintf("zeroTime(%s)", expr)
+			return fmt.Errorf("%s.%s: zero check of a time.Time is not supported", t.Name(), sf.Name)
 		case ft.Kind() == reflect.Struct:
 			if ft.PkgPath() != g.pkg {
 				return fmt.Errorf("%s.%s: zero check of a struct type of another package is not supported", t.Name(), sf.Name)
