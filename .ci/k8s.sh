@@ -15,7 +15,6 @@ cache="${BERTH_CACHE:-$HOME/.cache/berth}"
 envfile="${1:-.ci/tools.env}"
 mod=tools/k8s
 k8sver=$(cd "$mod" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' k8s.io/kubernetes)
-etcdver=$(cd "$mod" && GOFLAGS=-mod=mod go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
 dir="$cache/bin/k8s-$k8sver"
 mkdir -p "$dir"
 # One build at a time: concurrent `make tools` runs wait here.
