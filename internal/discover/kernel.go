@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -218,14 +217,12 @@ func (s *session) kernelConfig(k *facts.Kernel, release string) {
 			reasons = append(reasons, ReadReason(p, err))
 			continue
 		}
+		var cfg map[string]string
 		if strings.HasSuffix(p, ".gz") {
-			b, err = gunzip(b)
-			if err != nil {
-				reasons = append(reasons, unparseable(p, 0, err.Error()))
-				continue
-			}
+			cfg, err = parseKernelConfigGzip(b)
+		} else {
+			cfg, err = parseKernelConfig(b)
 		}
-		cfg, err := parseKernelConfig(b)
 		if err != nil {
 			reasons = append(reasons, parseReason(p, err))
 			continue
@@ -239,42 +236,90 @@ func (s *session) kernelConfig(k *facts.Kernel, release string) {
 	s.unknownf("kernel.config", "%s", strings.Join(reasons, "; "))
 }
 
-func gunzip(b []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
-	defer zr.Close()
-	// The gzip trailer holds the size (modulo 2^32): one allocation
-	// instead of a buffer doubled a dozen times.
-	var buf bytes.Buffer
-	if len(b) >= 4 {
-		if size := binary.LittleEndian.Uint32(b[len(b)-4:]); size <= maxConfigSize {
-			buf.Grow(int(size) + bytes.MinRead)
-		}
-	}
-	if _, err := buf.ReadFrom(io.LimitReader(zr, maxConfigSize+1)); err != nil {
-		return nil, err
-	}
-	out := buf.Bytes()
-	if len(out) > maxConfigSize {
-		return nil, fmt.Errorf("decompressed config larger than %d bytes", maxConfigSize)
-	}
-	return out, nil
-}
-
 // parseKernelConfig returns the options of interest: "y", "m", a value
 // for string or numeric options, or "n" when the option is not set or
 // absent. Lines must be "CONFIG_X=value", "# CONFIG_X is not set",
 // another comment, or blank; anything else is an error naming the line.
 func parseKernelConfig(b []byte) (map[string]string, error) {
+	p := newConfigParser()
+	if err := p.lines(b); err != nil {
+		return nil, err
+	}
+	return p.cfg, nil
+}
+
+// configChunk is how much of a compressed config is decompressed at a
+// time.
+const configChunk = 16 << 10
+
+// parseKernelConfigGzip is parseKernelConfig for a gzip-compressed config
+// (proc/config.gz), parsed as it is decompressed through a buffer of
+// configChunk bytes: the whole text (100-250 KB) would be as many fresh
+// pages of a heap that a short run never collects, each a page fault.
+// A line longer than the buffer is refused.
+func parseKernelConfigGzip(gz []byte) (map[string]string, error) {
+	return parseKernelConfigGzipChunk(gz, configChunk)
+}
+
+// parseKernelConfigGzipChunk is parseKernelConfigGzip with a buffer of
+// chunk bytes.
+func parseKernelConfigGzipChunk(gz []byte, chunk int) (map[string]string, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	p := newConfigParser()
+	buf := make([]byte, chunk)
+	have, total := 0, 0
+	for {
+		n, err := zr.Read(buf[have:])
+		if total += n; total > maxConfigSize {
+			return nil, fmt.Errorf("decompressed config larger than %d bytes", maxConfigSize)
+		}
+		eof := errors.Is(err, io.EOF)
+		if err != nil && !eof {
+			return nil, err
+		}
+		data := buf[:have+n]
+		whole := len(data) // at the end, the last line needs no newline
+		if !eof {
+			whole = bytes.LastIndexByte(data, '\n') + 1
+			if whole == 0 && len(data) == len(buf) {
+				return nil, &lineError{line: p.line + 1, msg: fmt.Sprintf("longer than %d bytes", chunk)}
+			}
+		}
+		if err := p.lines(data[:whole]); err != nil {
+			return nil, err
+		}
+		if eof {
+			return p.cfg, nil
+		}
+		have = copy(buf, data[whole:])
+	}
+}
+
+// configParser keeps the options of interest of a config read line by
+// line, in pieces or whole.
+type configParser struct {
+	cfg  map[string]string
+	line int // lines parsed so far
+}
+
+func newConfigParser() *configParser {
 	cfg := make(map[string]string, len(configOfInterest))
 	for _, o := range configOfInterest {
 		cfg[o] = "n"
 	}
+	return &configParser{cfg: cfg}
+}
+
+// lines parses b, whole lines of which the last may lack its newline.
+func (p *configParser) lines(b []byte) error {
 	// Line by line over the bytes, converting only the values kept: a
 	// config has thousands of lines and berth wants a few dozen.
-	for n := 1; len(b) > 0; n++ {
+	for len(b) > 0 {
+		p.line++
 		var line []byte
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
 			line, b = b[:i], b[i+1:]
@@ -287,13 +332,13 @@ func parseKernelConfig(b []byte) (map[string]string, error) {
 		}
 		k, v, ok := bytes.Cut(line, []byte("="))
 		if !ok || !bytes.HasPrefix(k, []byte("CONFIG_")) || len(k) == len("CONFIG_") {
-			return nil, &lineError{line: n, msg: "expected CONFIG_NAME=value"}
+			return &lineError{line: p.line, msg: "expected CONFIG_NAME=value"}
 		}
 		name := k[len("CONFIG_"):]
 		// Indexing with string(bytes) does not allocate.
-		if _, want := cfg[string(name)]; want {
-			cfg[string(name)] = string(bytes.Trim(v, "\""))
+		if _, want := p.cfg[string(name)]; want {
+			p.cfg[string(name)] = string(bytes.Trim(v, "\""))
 		}
 	}
-	return cfg, nil
+	return nil
 }

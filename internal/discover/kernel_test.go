@@ -3,6 +3,11 @@ package discover
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
 	"strings"
 	"testing"
 )
@@ -148,4 +153,92 @@ func TestParseKernelConfig(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestParseKernelConfigGzip parses a real config.gz (the build machine's
+// snapshot fixture) as it is decompressed, through buffers of several
+// sizes, and compares the options with those of the whole text parsed at
+// once; then the errors, whose line numbers must not depend on where a
+// buffer ends.
+func TestParseKernelConfigGzip(t *testing.T) {
+	real, err := os.ReadFile("../../testdata/hosts/buildmachine-firecracker/proc/config.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(real))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(text) < 4*configChunk {
+		t.Fatalf("the fixture's config is %d bytes; the test wants several buffers' worth", len(text))
+	}
+	want, err := parseKernelConfig(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want["KVM"] == "n" {
+		t.Fatalf("the fixture's config has no KVM: %v", want)
+	}
+	for _, chunk := range []int{256, 257, 4096, configChunk} {
+		got, err := parseKernelConfigGzipChunk(real, chunk)
+		if err != nil {
+			t.Fatalf("chunk %d: %v", chunk, err)
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("chunk %d: got %v, want %v", chunk, got, want)
+		}
+	}
+
+	bad := string(text) + "not a config line\nCONFIG_KVM=y\n"
+	badLine := strings.Count(string(text), "\n") + 1
+	for _, tc := range []struct {
+		name, text string
+		chunk      int
+		wantErr    string
+	}{
+		{"bad line after many buffers", bad, 97, fmt.Sprintf("line %d: expected CONFIG_NAME=value", badLine)},
+		{"bad line, default buffer", bad, configChunk, fmt.Sprintf("line %d: expected CONFIG_NAME=value", badLine)},
+		{"bad last line without newline", "CONFIG_KVM=y\nnope", 16, "line 2: expected CONFIG_NAME=value"},
+		{"line longer than the buffer", "CONFIG_KVM=y\nCONFIG_CMDLINE=\"" + strings.Repeat("x", 100) + "\"\n", 64, "line 2: longer than 64 bytes"},
+		{"larger than the cap", strings.Repeat("# comment\n", maxConfigSize/10+1), configChunk, "larger than"},
+		{"not gzip", "", configChunk, "gzip"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := []byte(gz(tc.text))
+			if tc.name == "not gzip" {
+				in = []byte("CONFIG_KVM=y\n")
+			}
+			_, err := parseKernelConfigGzipChunk(in, tc.chunk)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func FuzzParseKernelConfigGzip(f *testing.F) {
+	f.Add([]byte("CONFIG_KVM=y\n# CONFIG_KVM_INTEL is not set\nCONFIG_X=\"a b\"\n"), uint8(7))
+	f.Add([]byte("CONFIG_KVM=y\r\n\nCONFIG_VFIO=m"), uint8(0))
+	f.Fuzz(func(t *testing.T, b []byte, c uint8) {
+		chunk := int(c) + 16
+		whole, werr := parseKernelConfig(b)
+		got, err := parseKernelConfigGzipChunk([]byte(gz(string(b))), chunk)
+		if err != nil {
+			var le *lineError
+			if errors.As(err, &le) && strings.Contains(le.msg, "longer than") {
+				return // the whole-text parser has no line limit
+			}
+			if werr == nil || err.Error() != werr.Error() {
+				t.Fatalf("chunk %d: error %v, whole text: %v", chunk, err, werr)
+			}
+			return
+		}
+		if werr != nil || !maps.Equal(got, whole) {
+			t.Fatalf("chunk %d: got %v, whole text %v (%v)", chunk, got, whole, werr)
+		}
+	})
 }

@@ -115,6 +115,10 @@ type confinedFS struct {
 	pseudo [len(pseudoTops)]pseudoAnchor
 	// pages are *[sysfsPage]byte that readPseudo reads into.
 	pages sync.Pool
+	// dirents are *[direntBuf]byte that readDirFd reads into: one per
+	// call would be fresh memory each time (a page fault per 4 KiB
+	// written, in a process that never collects).
+	dirents sync.Pool
 }
 
 // pseudoTops are the top directories of a root that a live host mounts
@@ -997,12 +1001,20 @@ func (c *confinedFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return c.readDirFd(fd, name)
 }
 
+// direntBuf is the size of readDirFd's getdents buffer.
+const direntBuf = 16 << 10
+
 // readDirFd lists the open directory fd with getdents64; the types come
 // from the entries (or an fstat of the entry, not followed, when the file
 // system does not give them).
 func (c *confinedFS) readDirFd(fd int, name string) ([]fs.DirEntry, error) {
 	var ents []fs.DirEntry
-	buf := make([]byte, 16<<10)
+	bp, _ := c.dirents.Get().(*[direntBuf]byte)
+	if bp == nil {
+		bp = new([direntBuf]byte)
+	}
+	defer c.dirents.Put(bp)
+	buf := bp[:]
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
