@@ -4,6 +4,7 @@
 package checks
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,17 +16,27 @@ import (
 // All returns the static catalogue in tree order (every parent before its
 // children). It builds a fresh slice on every call: there is no shared
 // mutable catalogue.
-func All() []check.Check {
-	var all []check.Check
-	for _, area := range [][]check.Check{
+func All() []check.Check { return withExtra(0) }
+
+// withExtra is All with room for extra more checks: the areas are built
+// first and the catalogue allocated once, not grown area by area (a run
+// builds it on one core while the other waits).
+func withExtra(extra int) []check.Check {
+	areas := [...][]check.Check{
 		virtChecks(), kvmChecks(), deviceChecks(), cmdlineChecks(),
 		cgroupChecks(), memoryChecks(), limitChecks(),
 		iommuChecks(), gpuChecksWithVGPU(), snpChecks(), tdxChecks(),
 		hypervisorChecks(), sharedFSChecks(),
 		runtimeChecks(), snapshotterChecks(), distributionChecks(),
 		sriovChecks(), storageChecks(), networkChecks(), remoteChecks(),
-	} {
-		all = append(all, area...)
+	}
+	n := extra
+	for _, a := range areas {
+		n += len(a)
+	}
+	all := make([]check.Check, 0, n)
+	for _, a := range areas {
+		all = append(all, a...)
 	}
 	return all
 }
@@ -86,7 +97,15 @@ func kvmHostArea(cs []check.Check) []check.Check {
 // For returns the catalogue for one host: All plus one check per host
 // plug-in error and plug-in finding.
 func For(f *facts.Facts) []check.Check {
-	return append(All(), pluginChecks(f)...)
+	plugins := pluginChecks(f)
+	return append(withExtra(len(plugins)), plugins...)
+}
+
+// WithPlugins is For with the catalogue a caller already has (All(),
+// unchanged): the command that checks --ignore against the catalogue
+// before discovery does not build it twice.
+func WithPlugins(all []check.Check, f *facts.Facts) []check.Check {
+	return slices.Concat(all, pluginChecks(f))
 }
 
 // Platform predicates used by Applies.

@@ -386,3 +386,44 @@ func TestAppliesIgnoresDebug(t *testing.T) {
 		}
 	}
 }
+
+// TestWithPlugins: the catalogue a caller built with All, completed with
+// a host's plug-in checks, is For's, check by check, and the caller's
+// slice is left as it was.
+func TestWithPlugins(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    *facts.Facts
+	}{
+		{"no plug-ins", readyFacts()},
+		{"plug-in error and finding", &facts.Facts{Plugins: facts.Plugins{
+			Errors:   []facts.PluginError{{Name: "site", Message: "not executable"}},
+			Findings: []facts.PluginFinding{{Plugin: "attest", ID: "tpm", Status: "fail"}},
+		}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all := All()
+			ids := func(cs []check.Check) []string {
+				out := make([]string, len(cs))
+				for i, c := range cs {
+					out[i] = c.ID
+				}
+				return out
+			}
+			before := ids(all)
+			got, want := ids(WithPlugins(all, tc.f)), ids(For(tc.f))
+			if !slices.Equal(got, want) {
+				t.Errorf("WithPlugins: %v\nFor: %v", got, want)
+			}
+			if len(want) == len(before) && len(tc.f.Plugins.Findings) > 0 {
+				t.Error("no plug-in checks were added")
+			}
+			if !slices.Equal(ids(all), before) || len(all) != len(before) {
+				t.Error("WithPlugins changed the catalogue it was given")
+			}
+			if cap(All()) != len(All()) {
+				t.Errorf("All has capacity %d for %d checks: built with room to spare", cap(All()), len(All()))
+			}
+		})
+	}
+}

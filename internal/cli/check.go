@@ -190,7 +190,7 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 	opt.Network = netOpt
 	res, err := preflight.Run(cmd.Context(), root, preflight.Options{
 		Discover: opt, Check: check.Options{Ignore: ig, Strict: fl.strict},
-		Platforms: requested, All: fl.all, Digest: true,
+		Platforms: requested, All: fl.all, Digest: true, Catalogue: static,
 	})
 	if err != nil {
 		return err

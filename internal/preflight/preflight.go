@@ -28,6 +28,9 @@ type Options struct {
 	Platforms []platform.Platform
 	// All selects every valid platform when Platforms is empty.
 	All bool
+	// Catalogue is checks.All() when the caller has built it already (to
+	// check --ignore against it); nil builds it here.
+	Catalogue []check.Check
 	// NoDebug leaves debug variants out of the defaulted platforms (the
 	// agent: they double the label count and no workload selects them).
 	NoDebug bool
@@ -51,7 +54,13 @@ type Result struct {
 // Run discovers root and evaluates the facts against the platforms.
 func Run(ctx context.Context, root hostfs.Root, opt Options) (Result, error) {
 	f := discover.Run(ctx, root, opt.Discover)
-	ev, err := check.NewEvaluator(checks.For(f))
+	var cat []check.Check
+	if opt.Catalogue != nil {
+		cat = checks.WithPlugins(opt.Catalogue, f)
+	} else {
+		cat = checks.For(f)
+	}
+	ev, err := check.NewEvaluator(cat)
 	if err != nil {
 		return Result{}, fmt.Errorf("internal error in the check catalogue: %w", err)
 	}
