@@ -182,3 +182,71 @@ func TestRenderHostileStrings(t *testing.T) {
 		t.Errorf("YAML differs from sigs.k8s.io/yaml:\n%s\nwant\n%s", buf.String(), want)
 	}
 }
+
+// writeCounter records each Write it is given.
+type writeCounter struct {
+	writes []string
+	err    error
+}
+
+func (c *writeCounter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	c.writes = append(c.writes, string(p))
+	return len(p), nil
+}
+
+// TestRenderTableBuffered: a table written line by line reaches the
+// writer in as few writes as the buffer allows, whole and escaped; what
+// was written before the table failed still reaches it; and a write
+// error (a closed stdout) is returned.
+func TestRenderTableBuffered(t *testing.T) {
+	lines := func(n int) func(io.Writer) error {
+		return func(w io.Writer) error {
+			for i := range n {
+				fmt.Fprintf(w, "row %d \x07\n", i)
+			}
+			return nil
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		rows int
+	}{
+		{"one buffer", 100},
+		{"several buffers", 3000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c writeCounter
+			if err := Render(&c, Table, nil, lines(tc.rows)); err != nil {
+				t.Fatal(err)
+			}
+			var want strings.Builder
+			lines(tc.rows)(NewEscapeWriter(&want, false))
+			if got := strings.Join(c.writes, ""); got != want.String() {
+				t.Errorf("got %d bytes, want %d (unbuffered, escaped)", len(got), want.Len())
+			}
+			if most := (want.Len() + tableBuffer - 1) / tableBuffer; len(c.writes) > most {
+				t.Errorf("%d writes of %d bytes, want at most %d", len(c.writes), want.Len(), most)
+			}
+		})
+	}
+	t.Run("table error", func(t *testing.T) {
+		var c writeCounter
+		bad := errors.New("half way")
+		err := Render(&c, Table, nil, func(w io.Writer) error {
+			fmt.Fprintln(w, "before")
+			return bad
+		})
+		if !errors.Is(err, bad) || strings.Join(c.writes, "") != "before\n" {
+			t.Errorf("error %v, written %q; want the table's error and its first line", err, c.writes)
+		}
+	})
+	t.Run("closed output", func(t *testing.T) {
+		c := writeCounter{err: syscall.EPIPE}
+		if err := Render(&c, Table, nil, lines(3)); !errors.Is(err, syscall.EPIPE) {
+			t.Errorf("error %v, want EPIPE", err)
+		}
+	})
+}

@@ -113,24 +113,30 @@ func mapStrings(ss []string, f func(string) string) []string {
 }
 
 // wrap writes text wrapped to Width with the given indent; the first line
-// starts with first (already indented) instead of indent.
+// starts with first (already indented) instead of indent. A report wraps
+// every finding's text: each line is built once in a buffer, with its
+// visible width kept as words are added, and written whole.
 func wrap(w io.Writer, first, indent, text string) {
-	line := first
+	var arr [2 * Width]byte
+	line := append(arr[:0], first...)
+	width := visibleLen(first)
 	empty := true
-	for _, word := range strings.Fields(text) {
-		if !empty && visibleLen(line)+1+visibleLen(word) > Width {
-			fmt.Fprintln(w, line)
-			line, empty = indent, true
+	for word := range strings.FieldsSeq(text) {
+		ww := visibleLen(word)
+		if !empty && width+1+ww > Width {
+			w.Write(append(line, '\n'))
+			line, width, empty = append(line[:0], indent...), visibleLen(indent), true
 		}
-		if empty {
-			line += word
-			empty = false
-		} else {
-			line += " " + word
+		if !empty {
+			line = append(line, ' ')
+			width++
 		}
+		line = append(line, word...)
+		width += ww
+		empty = false
 	}
-	if !empty || line != indent {
-		fmt.Fprintln(w, line)
+	if !empty || string(line) != indent {
+		w.Write(append(line, '\n'))
 	}
 }
 
