@@ -115,7 +115,7 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 		if g.delegateTo == "" {
 			return UsageErr(errors.New("this build of berth cannot probe the network"))
 		}
-		g.life.awaitSignals() // AnnotationEarlyStart: berth-cluster runs under them
+		g.life.needSignals() // AnnotationEarlyStart: berth-cluster runs under them
 		return g.runDelegate(cmd.Context(), g.delegateTo, "check", g.args)
 	}
 	format, err := g.Format(output.Table, output.JSON, output.YAML, nfdFormat)
@@ -155,6 +155,11 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 	}
 	if custom == nil && (fl.custom != CustomFlags{}) {
 		return UsageErr(errors.New("--containerd-config, --crio-config, --runtime-unit and --runtime-socket need a custom platform (--platform custom-...)"))
+	}
+	if fl.execPlugins {
+		// Host plug-ins run in sessions of their own: berth stops them
+		// when it is stopped (AnnotationEarlyStart).
+		g.life.needSignals()
 	}
 	static := checks.All()
 	ig, err := check.ParseIgnore(fl.ignore, func(id string) bool {

@@ -66,6 +66,8 @@ type Wiring struct {
 	Exits bool
 
 	delegateTo string
+	// notify replaces the signal subscription (tests count them).
+	notify func(*signals)
 }
 
 // NetworkFunc makes discovery's network probe for check --network: the
@@ -82,13 +84,19 @@ type NetworkFunc func(timeout time.Duration, registries, attestation []string) (
 // (SIGINT) or 143 (SIGTERM), quietly; one that stops cleanly on the
 // signal (returns nil, like the agent) exits 0. A write to a closed stdout
 // (berth ... | head) ends the run quietly with 141 after the same cleanup,
-// as a Unix tool killed by SIGPIPE would end, but clean.
+// as a Unix tool killed by SIGPIPE would end, but clean. A command that
+// only reads and prints (AnnotationEarlyStart) subscribes to the signals
+// only once it has something to undo: until then a signal ends it as it
+// ends any process, which a shell reports with the same codes.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, w Wiring) int {
-	sigs := subscribe()
+	sigs := newSignals()
+	if w.notify != nil {
+		sigs.notify = w.notify
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	life := newLifecycle(ctx, testForceAfter(getenv, w.ForceAfter))
-	life.subscribed = sigs.ready
+	life.sigs = sigs
 	cmd := newRootCmd(&env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, args: args, life: life}, w)
 	cmd.SetArgs(args)
 	var c guard

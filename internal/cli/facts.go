@@ -22,11 +22,25 @@ import (
 // stdout remove the unpacked snapshot even when the command does not
 // return (Run).
 func (g *Globals) OpenRoot() (hostfs.Root, func(), error) {
-	if !g.life.begin() {
+	if g.life.isClosed() {
 		return nil, func() {}, errInterrupted
 	}
-	root, cleanup, err := hostfs.Open(g.root, g.live)
-	cleanup = g.life.end(cleanup)
+	// Only a snapshot, unpacked into a temporary directory, is something
+	// to undo: announced (and signals subscribed) before it is created.
+	began := false
+	root, cleanup, err := hostfs.OpenUnpacking(g.root, g.live, func() error {
+		if !g.life.begin() {
+			return errInterrupted
+		}
+		began = true
+		return nil
+	})
+	if began {
+		cleanup = g.life.end(cleanup)
+	}
+	if errors.Is(err, errInterrupted) {
+		return nil, cleanup, err
+	}
 	if err == nil {
 		afterOpenRoot(g, root.Path())
 	}

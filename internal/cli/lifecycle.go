@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -31,16 +32,19 @@ const defaultForceAfter = 10 * time.Second
 // exit status. Other commands that return nil after a signal exit 0 too.
 const AnnotationOwnSignals = "berth.dev/own-signals"
 
-// AnnotationEarlyStart marks a command that only reads (check, facts) to
-// start beside the signal subscription instead of after it: the first
-// subscription of a process waits for os/signal's goroutine to start on
-// a thread of its own, a few hundred microseconds that the command's
-// discovery fills. Until the subscription is made, SIGINT or SIGTERM end
-// the command as they end any process, which for a read is what the user
-// asked. What must not be cut short waits for it: creating anything to
-// clean up (lifecycle.begin: the unpacking of a snapshot root) and
-// writing the command's result (Globals.awaitSignals), so that a closed
-// stdout still ends the run with its cleanups and exit code 141.
+// AnnotationEarlyStart marks a command that only reads and prints
+// (check, facts, version) to start without subscribing to signals, and to
+// subscribe only once it has something to undo or hands the run on: the
+// first subscription of a process starts os/signal's goroutine on a
+// thread of its own, and each signal subscribed is a round trip with that
+// thread, 0.5-0.8 ms of a 5-20 ms command on a two-core VM. Until then
+// SIGINT, SIGTERM or a closed stdout (SIGPIPE) end the command as they end
+// any process, which for a read is what the user asked; a shell reports
+// the same 130, 143 or 141. What subscribes first (lifecycle.needSignals):
+// creating anything to clean up (lifecycle.begin: the unpacking of a
+// snapshot root), handing the run to berth-cluster, running host
+// plug-ins. The processes berth starts for a read (the QEMU probe, a
+// binary's --version) die with it (their parent-death signal).
 const AnnotationEarlyStart = "berth.dev/early-start"
 
 // errInterrupted is what a command gets when it opens a root after berth
@@ -58,9 +62,8 @@ func (c signalCause) Error() string { return "received " + c.sig.String() }
 // signal cuts the run short, and a cleanup runs only once.
 type lifecycle struct {
 	ctx context.Context
-	// subscribed is closed once the run's signals are subscribed (nil:
-	// nothing to wait for).
-	subscribed <-chan struct{}
+	// sigs is the run's subscription (nil: none, in tests).
+	sigs       *signals
 	forceAfter time.Duration // see defaultForceAfter
 	mu         sync.Mutex
 	idle       *sync.Cond // signalled when opening drops to 0
@@ -92,7 +95,7 @@ func (l *lifecycle) begin() bool {
 	if l == nil {
 		return true
 	}
-	l.awaitSignals()
+	l.needSignals()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -102,11 +105,34 @@ func (l *lifecycle) begin() bool {
 	return true
 }
 
-// awaitSignals returns once the run's signals are subscribed (at once
-// for a command that is not AnnotationEarlyStart: it starts after).
+// isClosed reports whether the run is being torn down (closeAll).
+func (l *lifecycle) isClosed() bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// needSignals subscribes the run's signals unless that is done, and
+// returns once they are: before berth creates what it must undo, or hands
+// the run to another program, so that no signal finds it unsubscribed.
+func (l *lifecycle) needSignals() {
+	if l != nil && l.sigs != nil {
+		l.sigs.start()
+		<-l.sigs.ready
+	}
+}
+
+// awaitSignals returns once a subscription already started is made (at
+// once when none was): a command writes its result after it, so that a
+// closed stdout ends a run with cleanups with 141 after them. A run that
+// started none has nothing to undo, and SIGPIPE ends it as it ends any
+// process.
 func (l *lifecycle) awaitSignals() {
-	if l != nil && l.subscribed != nil {
-		<-l.subscribed
+	if l != nil && l.sigs != nil && l.sigs.started.Load() {
+		<-l.sigs.ready
 	}
 }
 
@@ -170,24 +196,23 @@ func (l *lifecycle) closeAll() {
 //     such a write fail with EPIPE instead, which the command returns like
 //     any write error.
 //
-// The subscription s is made before (subscribe) and, unless keep is set,
-// given up when the command has returned. The command starts once it is
-// made, or at once when it is early (AnnotationEarlyStart).
+// The command starts once the subscription s is made, or at once when it
+// is early (AnnotationEarlyStart), which subscribes when it needs to
+// (lifecycle.needSignals) or never. Unless keep is set, a subscription is
+// given up when the command has returned.
 func runGuarded(l *lifecycle, cancel context.CancelCauseFunc, c guard, s *signals, keep bool, execute func() error) (err error, sig syscall.Signal, forced bool) {
 	done := make(chan error, 1)
-	if c.early {
-		go func() { done <- execute() }()
+	if !c.early {
+		s.start()
+		<-s.ready
 	}
-	<-s.ready
 	if !keep {
 		defer s.unsubscribe()
 	}
 	sigs := s.stop
 	defer l.closeAll()
 
-	if !c.early {
-		go func() { done <- execute() }()
-	}
+	go func() { done <- execute() }()
 	select {
 	case err := <-done:
 		return err, 0, false
@@ -220,28 +245,39 @@ func isBrokenPipe(err error) bool {
 }
 
 // signals is a run's subscription to SIGINT and SIGTERM (stop) and SIGPIPE
-// (pipe, only so that a write to a closed pipe fails with EPIPE).
+// (pipe, only so that a write to a closed pipe fails with EPIPE), made by
+// start.
 type signals struct {
-	ready chan struct{} // closed once both are subscribed
-	stop  chan os.Signal
-	pipe  chan os.Signal
+	once    sync.Once
+	started atomic.Bool
+	ready   chan struct{} // closed once both are subscribed
+	stop    chan os.Signal
+	pipe    chan os.Signal
+	// notify subscribes (signal.Notify; tests hold it back).
+	notify func(s *signals)
 }
 
-// subscribe subscribes in the background. The first signal.Notify of a
-// process starts os/signal's receiving goroutine, which parks a thread of
-// its own: done beside the construction of the command tree rather than
-// before it, that start costs a command's start-up nothing (it was about
-// a tenth of `berth version`). runGuarded waits for it before the command
-// runs, so that no signal can find the command unsubscribed, unless the
-// command is AnnotationEarlyStart.
-func subscribe() *signals {
-	s := &signals{ready: make(chan struct{}), stop: make(chan os.Signal, 2), pipe: make(chan os.Signal, 1)}
-	go func() {
-		signal.Notify(s.stop, syscall.SIGINT, syscall.SIGTERM)
-		signal.Notify(s.pipe, syscall.SIGPIPE)
-		close(s.ready)
-	}()
-	return s
+func newSignals() *signals {
+	return &signals{ready: make(chan struct{}), stop: make(chan os.Signal, 2), pipe: make(chan os.Signal, 1), notify: notifySignals}
+}
+
+func notifySignals(s *signals) {
+	signal.Notify(s.stop, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(s.pipe, syscall.SIGPIPE)
+}
+
+// start subscribes in the background, once; ready is closed when it is
+// done. The first signal.Notify of a process starts os/signal's
+// receiving goroutine, which parks a thread of its own, and each signal
+// enabled waits for that thread.
+func (s *signals) start() {
+	s.once.Do(func() {
+		s.started.Store(true)
+		go func() {
+			s.notify(s)
+			close(s.ready)
+		}()
+	})
 }
 
 // unsubscribe restores the signals' default handling (tests run many
@@ -249,6 +285,9 @@ func subscribe() *signals {
 // is idle, which a process that exits next need not wait for
 // (Wiring.Exits).
 func (s *signals) unsubscribe() {
+	if !s.started.Load() {
+		return
+	}
 	<-s.ready
 	signal.Stop(s.stop)
 	signal.Stop(s.pipe)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -74,20 +73,30 @@ func TestRunSignalOutcomes(t *testing.T) {
 }
 
 // TestRunGuardedEarlyStart holds the order runGuarded keeps: a command
-// starts after the subscription unless it is early, and an early one
-// waits for it where lifecycle.awaitSignals says.
+// starts after the subscription unless it is early; an early one never
+// subscribes unless it needs to (lifecycle.needSignals), and then waits
+// for the subscription, while awaitSignals waits only for one started.
 func TestRunGuardedEarlyStart(t *testing.T) {
-	for _, early := range []bool{false, true} {
-		t.Run(fmt.Sprint("early=", early), func(t *testing.T) {
-			s := &signals{ready: make(chan struct{}), stop: make(chan os.Signal, 1), pipe: make(chan os.Signal, 1)}
+	for _, tc := range []struct {
+		early, needs bool
+	}{{false, false}, {true, false}, {true, true}} {
+		t.Run(fmt.Sprintf("early=%v needs=%v", tc.early, tc.needs), func(t *testing.T) {
+			s := newSignals()
+			release := make(chan struct{})
+			notified := make(chan struct{})
+			s.notify = func(*signals) { close(notified); <-release }
 			l := newLifecycle(context.Background(), time.Second)
-			l.subscribed = s.ready
+			l.sigs = s
 			started, waited := make(chan struct{}), make(chan struct{})
 			ret := make(chan error, 1)
 			go func() {
-				err, _, _ := runGuarded(l, func(error) {}, guard{early: early}, s, true, func() error {
+				err, _, _ := runGuarded(l, func(error) {}, guard{early: tc.early}, s, true, func() error {
 					close(started)
-					l.awaitSignals()
+					if tc.needs {
+						l.needSignals()
+					} else {
+						l.awaitSignals()
+					}
 					close(waited)
 					return nil
 				})
@@ -95,24 +104,70 @@ func TestRunGuardedEarlyStart(t *testing.T) {
 			}()
 			select {
 			case <-started:
-				if !early {
+				if !tc.early {
 					t.Fatal("the command started before the signals were subscribed")
 				}
 			case <-time.After(100 * time.Millisecond):
-				if early {
+				if tc.early {
 					t.Fatal("the early command did not start before the subscription")
 				}
 			}
+			subscribing := tc.needs || !tc.early
 			select {
 			case <-waited:
-				t.Fatal("awaitSignals returned before the subscription")
+				if subscribing {
+					t.Fatal("the command went on before the subscription was made")
+				}
 			case <-time.After(50 * time.Millisecond):
+				if !subscribing {
+					t.Fatal("awaitSignals waited for a subscription nobody started")
+				}
 			}
-			close(s.ready)
+			close(release)
 			<-started
 			<-waited
 			if err := <-ret; err != nil {
 				t.Fatal(err)
+			}
+			select {
+			case <-notified:
+				if !subscribing {
+					t.Error("an early command that needed no signals subscribed")
+				}
+			default:
+				if subscribing {
+					t.Error("no subscription was made")
+				}
+			}
+		})
+	}
+}
+
+// TestRunEarlyCommandsDoNotSubscribe runs the read-only commands through
+// Run on a fixture host: none subscribes to a signal (os/signal's
+// receiving thread costs each a large share of its run), while a command
+// that is not early does.
+func TestRunEarlyCommandsDoNotSubscribe(t *testing.T) {
+	root := fixtureRoot
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"version"}, false},
+		{[]string{"facts", "--root", root, "-o", "json"}, false},
+		{[]string{"check", "--root", root, "--no-probe"}, false},
+		{[]string{"platforms"}, true},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			var subscribed atomic.Bool
+			w := Wiring{notify: func(s *signals) { subscribed.Store(true); notifySignals(s) }}
+			var out, errb bytes.Buffer
+			code := Run(tc.args, strings.NewReader(""), &out, &errb, func(string) string { return "" }, w)
+			if code != ExitOK && code != 1 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			if subscribed.Load() != tc.want {
+				t.Errorf("subscribed to signals: %v, want %v", subscribed.Load(), tc.want)
 			}
 		})
 	}

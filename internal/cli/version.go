@@ -15,6 +15,8 @@ func newVersionCmd(g *Globals) *cobra.Command {
 		Use:   "version",
 		Short: "Print berth's version, commit and Go version",
 		Args:  NoArgs,
+		// It only prints (AnnotationEarlyStart: no signal subscription).
+		Annotations: map[string]string{AnnotationEarlyStart: "true"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := g.Format()
 			if err != nil {

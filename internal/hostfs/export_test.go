@@ -20,7 +20,7 @@ func NewLiveWith(dir string, f Fallbacks) (*Live, error) { return newLiveWith(di
 
 // OpenWith is Open with the fallbacks f.
 func OpenWith(path string, live bool, f Fallbacks) (Root, func(), error) {
-	return openWith(path, live, f.options())
+	return openWith(path, live, nil, f.options())
 }
 
 // ResolverOf names the mechanisms a root uses ("openat2", "walk",

@@ -99,7 +99,9 @@ func (l *Live) Run(ctx context.Context, argv ...string) (CommandResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	attr := &syscall.SysProcAttr{Setpgid: true}
+	// Its own group, killed whole on timeout; and killed with berth if
+	// berth dies first (probe.QEMU says why that is safe in Go).
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if l.path != "/" {
 		attr.Chroot = l.path
 	}

@@ -18,11 +18,20 @@ import (
 // cleanup releases what Open created (the unpacked snapshot) and is never
 // nil, even on error.
 func Open(path string, live bool) (Root, func(), error) {
-	return openWith(path, live, confineOptions{})
+	return openWith(path, live, nil, confineOptions{})
 }
 
-// openWith is Open with opt's fallbacks.
-func openWith(path string, live bool, opt confineOptions) (Root, func(), error) {
+// OpenUnpacking is Open that calls beforeUnpack, when path is a snapshot,
+// before anything is created: berth subscribes to signals there, so that
+// the unpacked directory cannot outlive an interrupted run, and only
+// there (a read of the live system or a directory creates nothing). An
+// error from beforeUnpack is returned as it is, and nothing is unpacked.
+func OpenUnpacking(path string, live bool, beforeUnpack func() error) (Root, func(), error) {
+	return openWith(path, live, beforeUnpack, confineOptions{})
+}
+
+// openWith is OpenUnpacking with opt's fallbacks.
+func openWith(path string, live bool, beforeUnpack func() error, opt confineOptions) (Root, func(), error) {
 	noop := func() {}
 	if path == "" || filepath.Clean(path) == "/" {
 		l, err := newLiveWith("/", opt)
@@ -38,6 +47,11 @@ func openWith(path string, live bool, opt confineOptions) (Root, func(), error) 
 		}
 		if live {
 			return nil, noop, fmt.Errorf("opening host root %s: --live needs a directory where a running host is mounted, not a snapshot file", path)
+		}
+		if beforeUnpack != nil {
+			if err := beforeUnpack(); err != nil {
+				return nil, noop, err
+			}
 		}
 		return openSnapshotWith(path, SnapshotLimits{}, opt)
 	}

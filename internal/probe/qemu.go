@@ -67,7 +67,12 @@ func QEMU(ctx context.Context, binary string, timeout time.Duration) (p *facts.Q
 	cmd := exec.CommandContext(ctx, binary, qemuArgs...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"}
 	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own group, which Cancel kills whole; and killed with berth if
+	// berth dies first (a read-only check does not subscribe to signals:
+	// cli.AnnotationEarlyStart). The parent-death signal follows the
+	// thread that started QEMU, and berth never ends a thread before it
+	// exits (nothing locks one).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// Pipes held open by a stray child must not keep Wait waiting.
 	cmd.WaitDelay = 100 * time.Millisecond

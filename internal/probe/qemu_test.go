@@ -181,3 +181,33 @@ func BenchmarkQEMUProbe(b *testing.B) {
 		}
 	}
 }
+
+// TestQEMUDiesWithBerth: the probed QEMU is killed when berth dies, even
+// by SIGKILL (its parent-death signal), so that a read that does not
+// subscribe to signals leaves no QEMU running. The test binary runs
+// itself as "berth", probing a fake QEMU that hangs, and is killed.
+func TestQEMUDiesWithBerth(t *testing.T) {
+	if bin := os.Getenv("BERTH_TEST_PROBE"); bin != "" {
+		QEMU(context.Background(), bin, time.Minute)
+		os.Exit(0)
+	}
+	bin := script(t, "exec sleep 4242.0009")
+	berth := exec.Command(os.Args[0], "-test.run=^TestQEMUDiesWithBerth$")
+	berth.Env = append(os.Environ(), "BERTH_TEST_PROBE="+bin)
+	if err := berth.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !testproc.MarkerAlive(t, "4242.0009"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			berth.Process.Kill()
+			t.Fatal("the fake QEMU did not start")
+		}
+	}
+	berth.Process.Kill()
+	berth.Wait()
+	for deadline := time.Now().Add(5 * time.Second); testproc.MarkerAlive(t, "4242.0009"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the fake QEMU outlived berth by 5 s")
+		}
+	}
+}
