@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"berth.dev/berth/internal/discover"
+	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/hostfs"
 	"berth.dev/berth/internal/output"
 	"berth.dev/berth/internal/report"
@@ -121,5 +123,39 @@ func TestAllJSONEqualsEncodingJSON(t *testing.T) {
 					len(got), len(want), i, got[i:min(i+80, len(got))], want[i:min(i+80, len(want))])
 			}
 		})
+	}
+}
+
+// TestHostPlatformsTwins holds HostPlatforms, which finds a platform's
+// twin on the default snapshotter in the distribution's list, to the
+// platforms a twin built with platform.New leaves: on every distribution
+// and CPU product line.
+func TestHostPlatformsTwins(t *testing.T) {
+	lines := []string{"", "milan", "genoa", "turin", "sapphirerapids"}
+	for _, d := range platform.Distributions() {
+		for _, line := range lines {
+			f := &facts.Facts{}
+			f.Distribution.Name = d.String()
+			f.CPU.ProductLine = line
+			got := HostPlatforms(f, false)
+			cpu, _ := platform.ProductLineOfCPU(line)
+			var want []platform.Platform
+			for _, p := range platform.AllFor(d) {
+				if pl := p.ProductLine(); pl.Pinned() && pl != cpu {
+					continue
+				}
+				if p.Snapshotter() != p.DefaultSnapshotter() {
+					s := p.Spec()
+					s.Snapshotter = 0
+					if twin, err := platform.New(s); err == nil && twin.Shim() == p.Shim() {
+						continue
+					}
+				}
+				want = append(want, p)
+			}
+			if len(want) == 0 || !slices.EqualFunc(got, want, func(a, b platform.Platform) bool { return a.String() == b.String() }) {
+				t.Errorf("%s, %q: %d platforms, want %d", d, line, len(got), len(want))
+			}
+		}
 	}
 }
