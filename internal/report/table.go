@@ -270,14 +270,14 @@ func isBase(p platform.Platform) bool {
 	return !p.Debug() && p.Snapshotter() == p.DefaultSnapshotter()
 }
 
-func baseKey(p platform.Platform) string {
+// baseSpec is the Spec of the row p follows (isBase): p without the
+// debug variant, on its default snapshotter. The rows are looked up by
+// it rather than by the name of a platform built again (platform.New
+// validates and names it, for every variant of the matrix).
+func baseSpec(p platform.Platform) platform.Spec {
 	s := p.Spec()
-	s.Debug, s.Snapshotter = false, 0
-	b, err := platform.New(s)
-	if err != nil {
-		return p.String()
-	}
-	return b.String()
+	s.Debug, s.Snapshotter = false, p.DefaultSnapshotter()
+	return s
 }
 
 // WriteMatrix prints one row per base platform grouped by family with its
@@ -289,11 +289,11 @@ func WriteMatrix(w io.Writer, r *Report, ps []platform.Platform, s Style) error 
 		return fmt.Errorf("report: %d platforms for %d verdicts", len(ps), len(r.Verdicts))
 	}
 	header(w, r, s)
-	base := map[string]int{}
+	base := map[platform.Spec]int{}
 	var rows []int
 	for i, p := range ps {
 		if isBase(p) {
-			base[p.String()] = i
+			base[p.Spec()] = i
 			rows = append(rows, i)
 		}
 	}
@@ -303,7 +303,7 @@ func WriteMatrix(w io.Writer, r *Report, ps []platform.Platform, s Style) error 
 		if isBase(p) {
 			continue
 		}
-		b, ok := base[baseKey(p)]
+		b, ok := base[baseSpec(p)]
 		if !ok {
 			rows = append(rows, i)
 			continue
@@ -415,8 +415,14 @@ func writeFindings(w io.Writer, r *Report, rows []int, s Style) {
 		status  check.Status
 		n       int
 	}
+	// Keyed by the three fields, not by a string made of them: every
+	// finding of every platform shown is looked up.
+	type key struct {
+		status  check.Status
+		id, msg string
+	}
 	var groups []*group
-	by := map[string]*group{}
+	by := map[key]*group{}
 	skipped := 0
 	for _, i := range rows {
 		for _, fd := range r.Verdicts[i].Findings {
@@ -427,7 +433,7 @@ func writeFindings(w io.Writer, r *Report, rows []int, s Style) {
 				skipped++
 				continue
 			}
-			key := fd.Status.String() + "\x00" + fd.ID + "\x00" + fd.Message
+			key := key{fd.Status, fd.ID, fd.Message}
 			g := by[key]
 			if g == nil {
 				g = &group{id: fd.ID, msg: fd.Message, status: fd.Status}
