@@ -70,7 +70,7 @@ func (d Distribution) Valid() bool { n, _ := d.info(); return n != "" }
 // It is false for Custom, whose layout the user supplies where it is used
 // (for example through flags of `berth config`).
 func (d Distribution) Layout() (Layout, bool) {
-	l, ok := layouts[d]
+	l, ok := layoutOf(d)
 	if !ok {
 		return Layout{}, false
 	}
@@ -79,14 +79,23 @@ func (d Distribution) Layout() (Layout, bool) {
 	return l, true
 }
 
+// layoutOf returns the layouts entry of d; false for Custom and for a
+// value outside the set.
+func layoutOf(d Distribution) (Layout, bool) {
+	if int(d) >= len(layouts) || layouts[d].Runtime == "" {
+		return Layout{}, false
+	}
+	return layouts[d], true
+}
+
 // Runtime is the container runtime the distribution drives. Custom reports
 // Containerd, the runtime `berth config` assumes unless told otherwise; its
 // real runtime is part of the layout supplied at the point of use.
 func (d Distribution) Runtime() Runtime {
-	// The field is read in place: `l, ok := layouts[d]` copied the whole
-	// Layout, and build asks this for every spec it tries.
-	if r := layouts[d].Runtime; r != "" {
-		return r
+	// The field is read in place (layoutOf copies the whole Layout), and
+	// build asks this for every spec it tries.
+	if int(d) < len(layouts) && layouts[d].Runtime != "" {
+		return layouts[d].Runtime
 	}
 	return Containerd
 }

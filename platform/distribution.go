@@ -59,7 +59,11 @@ type Layout struct {
 // Sources: FACTS.md §5, k3s docs "Advanced options: configuring containerd",
 // RKE2 docs "containerd configuration template", k0s docs "runtime",
 // microk8s docs "configuring containerd", CRI-O crio.conf(5).
-var layouts = map[Distribution]Layout{
+//
+// An array indexed by Distribution (Custom's entry empty), not a map: a
+// composite literal of constants is static data, where a map is built by
+// every process's initialisation.
+var layouts = [...]Layout{
 	Kubeadm: {
 		Runtime: Containerd, Config: "etc/containerd/config.toml",
 		DropInDir: "etc/containerd/conf.d", DropIn: DropInImports,
@@ -145,9 +149,12 @@ func CustomLayout(rt Runtime, config, socket, unit string) (Layout, error) {
 func Layouts() map[string]Layout {
 	out := make(map[string]Layout, len(layouts))
 	for k, v := range layouts {
+		if v.Runtime == "" {
+			continue
+		}
 		v.Units = append([]string(nil), v.Units...)
 		v.Markers = append([]string(nil), v.Markers...)
-		out[k.String()] = v
+		out[Distribution(k).String()] = v
 	}
 	return out
 }

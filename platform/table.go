@@ -240,16 +240,25 @@ type teeHostRow struct {
 	measuresDirectBoot bool
 }
 
-// teeHostRows are indexed like teeRows (data never changed).
-var teeHostRows = map[TEE]teeHostRow{
+// teeHostRows are indexed like teeRows (data never changed): an array,
+// static data, where a map is built at initialisation.
+var teeHostRows = [...]teeHostRow{
 	SNP: {qemuObject: "sev-snp-guest", vendorMarks: [3]string{"snp", "amdese", "sev"}, sev: true,
 		productLines: true, measuresDirectBoot: true},
 	TDX: {qemuObject: "tdx-guest", vendorMarks: [3]string{"tdx"}},
 }
 
+// hostRowOf returns t's row; the zero row for NoTEE and unknown values.
+func hostRowOf(t TEE) teeHostRow {
+	if int(t) < len(teeHostRows) {
+		return teeHostRows[t]
+	}
+	return teeHostRow{}
+}
+
 // QEMUGuestObject returns the QEMU object type that launches guests of the
 // TEE ("sev-snp-guest", "tdx-guest"), or "" without a TEE.
-func (t TEE) QEMUGuestObject() string { return teeHostRows[t].qemuObject }
+func (t TEE) QEMUGuestObject() string { return hostRowOf(t).qemuObject }
 
 // VendorBuild reports whether a QEMU build's vendor string names a build
 // that carries the TEE's patches ahead of upstream: Kata's static build,
@@ -263,7 +272,7 @@ func (t TEE) VendorBuild(vendor string) bool {
 	if strings.Contains(v, "kata") {
 		return true
 	}
-	for _, m := range teeHostRows[t].vendorMarks {
+	for _, m := range hostRowOf(t).vendorMarks {
 		if m != "" && strings.Contains(v, m) {
 			return true
 		}
@@ -273,17 +282,17 @@ func (t TEE) VendorBuild(vendor string) bool {
 
 // SEV reports whether the TEE is AMD's SEV family, whose QEMU reports
 // launch errors of its own (QEMUProbe.SEVError).
-func (t TEE) SEV() bool { return teeHostRows[t].sev }
+func (t TEE) SEV() bool { return hostRowOf(t).sev }
 
 // HasProductLines reports whether a platform of this TEE can be pinned to a
 // CPU product line (SNP: AMD publishes VCEKs and firmware per EPYC
 // generation).
-func (t TEE) HasProductLines() bool { return teeHostRows[t].productLines }
+func (t TEE) HasProductLines() bool { return hostRowOf(t).productLines }
 
 // MeasuresDirectBoot reports whether the launch measurement berth computes
 // for the TEE covers a directly booted kernel, initrd and command line
 // (SNP); for TDX they go into RTMRs, which berth does not compute.
-func (t TEE) MeasuresDirectBoot() bool { return teeHostRows[t].measuresDirectBoot }
+func (t TEE) MeasuresDirectBoot() bool { return hostRowOf(t).measuresDirectBoot }
 
 // productLineRow is everything berth knows about one SNP product line.
 type productLineRow struct {
@@ -502,8 +511,9 @@ func (r KataRuntime) ShimPath() string { row, _ := kataRuntimeRowOf(r); return r
 
 // runtimeRoots are the container runtime's root per distribution: where
 // images, snapshots and block-snapshotter layer files are written. The
-// others use containerd's default, var/lib/containerd.
-var runtimeRoots = map[Distribution]string{
+// others use containerd's default, var/lib/containerd. An array indexed
+// by Distribution: static data, where a map is built at initialisation.
+var runtimeRoots = [...]string{
 	K3s:       "var/lib/rancher/k3s/agent/containerd",
 	RKE2:      "var/lib/rancher/rke2/agent/containerd",
 	K0s:       "var/lib/k0s/containerd",
@@ -515,15 +525,15 @@ var runtimeRoots = map[Distribution]string{
 // relative to the host root: where images, snapshots and
 // block-snapshotter layer files are written.
 func (d Distribution) RuntimeRoot() string {
-	if r, ok := runtimeRoots[d]; ok {
-		return r
+	if int(d) < len(runtimeRoots) && runtimeRoots[d] != "" {
+		return runtimeRoots[d]
 	}
 	return "var/lib/containerd"
 }
 
 // UserLayout reports whether the runtime layout of the distribution is
 // given by the user where it is used (custom), not known to berth.
-func (d Distribution) UserLayout() bool { _, ok := layouts[d]; return d.Valid() && !ok }
+func (d Distribution) UserLayout() bool { _, ok := layoutOf(d); return d.Valid() && !ok }
 
 // DefaultDistribution is the distribution of a node on which discovery
 // finds no distribution's markers: plain containerd in kubeadm's layout.

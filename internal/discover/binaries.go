@@ -320,8 +320,11 @@ func (r *pathResolver) resolve(p string) (string, bool) {
 	return cur, true
 }
 
+// numVersion is a constant so that the patterns below are joined at
+// compile time, not by every process's initialisation.
+const numVersion = `v?(\d+\.\d+(?:\.\d+)?)`
+
 var (
-	numVersion = `v?(\d+\.\d+(?:\.\d+)?)`
 	qemuRe     = lazyre.New(`QEMU emulator version (\d+\.\d+(?:\.\d+)?)(?:[^\S\n]*\(([^)\n]*)\))?`)
 	clhRe      = lazyre.New(`(?m)^cloud-hypervisor:?\s+` + numVersion)
 	fcRe       = lazyre.New(`(?mi)^firecracker\s+` + numVersion)
