@@ -11,6 +11,7 @@ package check
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"berth.dev/berth/internal/facts"
@@ -167,14 +168,24 @@ func Ev(field string, value any) Evidence {
 		if v == nil {
 			return Evidence{Field: field, Value: "not reported"}
 		}
-		return Evidence{Field: field, Value: fmt.Sprint(*v)}
+		return Evidence{Field: field, Value: strconv.FormatBool(*v)}
 	case *int:
 		if v == nil {
 			return Evidence{Field: field, Value: "not reported"}
 		}
-		return Evidence{Field: field, Value: fmt.Sprint(*v)}
+		return Evidence{Field: field, Value: strconv.Itoa(*v)}
 	case []string:
 		return Evidence{Field: field, Value: "[" + strings.Join(v, " ") + "]"}
+	// The common kinds without fmt, which is a tenth of an evaluation
+	// (checks run for every platform): what fmt.Sprint prints for them.
+	case bool:
+		return Evidence{Field: field, Value: strconv.FormatBool(v)}
+	case int:
+		return Evidence{Field: field, Value: strconv.Itoa(v)}
+	case int64:
+		return Evidence{Field: field, Value: strconv.FormatInt(v, 10)}
+	case uint64:
+		return Evidence{Field: field, Value: strconv.FormatUint(v, 10)}
 	}
 	return Evidence{Field: field, Value: fmt.Sprint(value)}
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"testing"
 
 	"berth.dev/berth/internal/facts"
@@ -154,5 +155,35 @@ func TestFindingsShared(t *testing.T) {
 	grown := append(vs[0].Findings, Finding{})
 	if &grown[0] == &vs[0].Findings[0] || vs[2].Findings[0].ID != "a.root" {
 		t.Error("appending to one platform's findings reached another's")
+	}
+}
+
+// TestEv holds Ev to what fmt.Sprint prints for the kinds it formats
+// itself, and to its own words for the rest.
+func TestEv(t *testing.T) {
+	type named int
+	tr, zero := true, 0
+	for _, tc := range []struct {
+		value any
+		want  string
+	}{
+		{"x", "x"},
+		{"", `""`},
+		{true, fmt.Sprint(true)},
+		{false, fmt.Sprint(false)},
+		{-42, fmt.Sprint(-42)},
+		{int64(-1 << 62), fmt.Sprint(int64(-1 << 62))},
+		{uint64(1 << 63), fmt.Sprint(uint64(1 << 63))},
+		{&tr, "true"},
+		{(*bool)(nil), "not reported"},
+		{&zero, "0"},
+		{(*int)(nil), "not reported"},
+		{[]string{"a", "b"}, "[a b]"},
+		{named(7), fmt.Sprint(named(7))},
+		{3.5, fmt.Sprint(3.5)},
+	} {
+		if got := Ev("f", tc.value); got.Field != "f" || got.Value != tc.want {
+			t.Errorf("Ev(%T %v) = %+v, want %q", tc.value, tc.value, got, tc.want)
+		}
 	}
 }

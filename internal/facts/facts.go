@@ -67,7 +67,10 @@ type Missing struct {
 // UnknownReason returns why field (or a parent of it) is unknown.
 func (f *Facts) UnknownReason(field string) (string, bool) {
 	for _, m := range f.Unknown {
-		if m.Field == field || strings.HasPrefix(field, m.Field+".") {
+		// field is m.Field or below it, tested without building
+		// m.Field+"." (checks ask this for every field they read, on
+		// every platform).
+		if strings.HasPrefix(field, m.Field) && (len(field) == len(m.Field) || field[len(m.Field)] == '.') {
 			return m.Reason, true
 		}
 	}
