@@ -102,3 +102,60 @@ func BenchmarkCheckAll(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCheckDefault is what `berth check` does after discovery for the
+// host's own platforms (the default set, the bench table's P2), stage by
+// stage: the catalogue, the platforms, the evaluation, the digest and the
+// table.
+func BenchmarkCheckDefault(b *testing.B) {
+	f := benchFacts(b)
+	cat := checks.All()
+	ps := HostPlatforms(f, false)
+	ev, err := check.NewEvaluator(checks.WithPlugins(cat, f))
+	if err != nil {
+		b.Fatal(err)
+	}
+	vs := ev.Evaluate(f, ps, check.Options{})
+	b.Logf("%d platforms", len(ps))
+	b.Run("catalogue", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			checks.All()
+		}
+	})
+	b.Run("platforms", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			HostPlatforms(f, false)
+		}
+	})
+	b.Run("evaluate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ev, err := check.NewEvaluator(checks.WithPlugins(cat, f))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ev.Evaluate(f, ps, check.Options{})
+		}
+	})
+	b.Run("digest", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := report.Digest(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("table", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			rep := report.NewDigested(f, "sha256:0", "matrix", vs, report.Opts{})
+			if err := report.WriteMatrix(&buf, rep, ps, report.Style{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
