@@ -433,11 +433,11 @@ func writeFindings(w io.Writer, r *Report, rows []int, s Style) {
 				skipped++
 				continue
 			}
-			key := key{fd.Status, fd.ID, fd.Message}
-			g := by[key]
+			k := key{fd.Status, fd.ID, fd.Message}
+			g := by[k]
 			if g == nil {
 				g = &group{id: fd.ID, msg: fd.Message, status: fd.Status}
-				by[key] = g
+				by[k] = g
 				groups = append(groups, g)
 			}
 			g.n++
