@@ -128,10 +128,43 @@ func (e *Evaluator) Checks() []Check { return e.checks }
 // shares the base's Findings slice. Callers must treat verdicts as
 // read-only values (copy a Findings slice before changing it).
 func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options) []Verdict {
-	s := e.newRun(f, opt)
-	n := len(e.checks)
-	out := make([]Verdict, len(ps))
+	return e.EvaluatePlan(f, e.Plan(ps), opt)
+}
 
+// Plan is the part of an evaluation that depends on the platforms and the
+// catalogue but not on the facts: which platforms are debug twins of
+// another in the list, and the severity of each check on each of the
+// others (or that it does not apply). For every valid platform that is
+// most of the evaluation's time, so a caller that knows the platforms
+// before discovery ends (check --all, --platform) computes it meanwhile.
+// A Plan is read-only once made and may be used by several evaluations.
+type Plan struct {
+	ps []platform.Platform
+	// ids are the IDs of the checks the table covers: a prefix of the
+	// catalogue of the evaluator that uses the plan (the static
+	// catalogue, to which host plug-ins add checks after discovery).
+	ids []string
+	// twinOf[j] is the index of platform j's base when j is a debug twin
+	// evaluated against it, else -1; row[j] is j's row in sev when it is
+	// evaluated in full, else -1; full lists those platforms in order.
+	twinOf, row []int32
+	full        []int
+	// sev holds one row of len(ids) severities per platform of full.
+	sev []Severity
+	// applicable counts the entries of sev that are not notApplicable.
+	applicable int
+}
+
+// Platforms are the platforms planned for, in order.
+func (pl *Plan) Platforms() []platform.Platform { return pl.ps }
+
+// Plan computes the facts-independent part of evaluating ps (see Plan).
+func (e *Evaluator) Plan(ps []platform.Platform) *Plan {
+	n := len(e.checks)
+	pl := &Plan{ps: ps, ids: make([]string, n)}
+	for i := range e.checks {
+		pl.ids[i] = e.checks[i].ID
+	}
 	// A debug twin is evaluated against its base, the same platform
 	// without the debug variant, when that one is requested too; every
 	// other platform is evaluated in full.
@@ -141,39 +174,81 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 			base[p.Spec()] = int32(j)
 		}
 	}
-	twinOf := make([]int32, len(ps)) // index of the base, or -1
-	row := make([]int32, len(ps))    // row in sev of a platform in full, or -1
-	var full []int
+	pl.twinOf = make([]int32, len(ps))
+	pl.row = make([]int32, len(ps))
 	for j, p := range ps {
-		twinOf[j], row[j] = -1, -1
+		pl.twinOf[j], pl.row[j] = -1, -1
 		if p.Debug() {
 			sp := p.Spec()
 			sp.Debug = false
 			if b, ok := base[sp]; ok {
-				twinOf[j] = b
+				pl.twinOf[j] = b
 				continue
 			}
 		}
-		row[j] = int32(len(full))
-		full = append(full, j)
+		pl.row[j] = int32(len(pl.full))
+		pl.full = append(pl.full, j)
 	}
-
 	// Applicability first, so that the findings of every platform
 	// evaluated in full fit one exactly sized array: hundreds of platforms
 	// times dozens of checks would otherwise be hundreds of allocations
 	// (or a far too large array) that dominate the evaluation.
-	sev := make([]Severity, len(full)*n)
+	pl.sev = make([]Severity, len(pl.full)*n)
+	pl.applicable = e.fillApplicability(pl, pl.sev, n, 0)
+	return pl
+}
+
+// fillApplicability writes the severities of checks from..n-1 on the
+// plan's full platforms into sev (rows of n) and returns how many apply.
+func (e *Evaluator) fillApplicability(pl *Plan, sev []Severity, n, from int) int {
 	total := 0
-	for r, j := range full {
+	for r, j := range pl.full {
 		sr := sev[r*n : (r+1)*n]
-		for i := range e.checks {
-			sv := applies(&e.checks[i], ps[j])
+		for i := from; i < n; i++ {
+			sv := applies(&e.checks[i], pl.ps[j])
 			if sv != notApplicable {
 				total++
 			}
 			sr[i] = sv
 		}
 	}
+	return total
+}
+
+// forEvaluator returns the plan's table widened to e's catalogue: the same
+// when it covers all of it, else a copy with the severities of the checks
+// the plan does not cover (plug-ins) added, or, when the plan's checks are
+// not a prefix of e's, a new plan.
+func (pl *Plan) forEvaluator(e *Evaluator) (sev []Severity, applicable int, fresh *Plan) {
+	n, k := len(e.checks), len(pl.ids)
+	if k > n {
+		p := e.Plan(pl.ps)
+		return p.sev, p.applicable, p
+	}
+	for i, id := range pl.ids {
+		if e.checks[i].ID != id {
+			p := e.Plan(pl.ps)
+			return p.sev, p.applicable, p
+		}
+	}
+	if k == n {
+		return pl.sev, pl.applicable, pl
+	}
+	sev = make([]Severity, len(pl.full)*n)
+	for r := range pl.full {
+		copy(sev[r*n:r*n+k], pl.sev[r*k:(r+1)*k])
+	}
+	return sev, pl.applicable + e.fillApplicability(pl, sev, n, k), pl
+}
+
+// EvaluatePlan is Evaluate with the platforms' plan made beforehand (by
+// this evaluator, or by one whose catalogue is a prefix of this one's).
+func (e *Evaluator) EvaluatePlan(f *facts.Facts, pl *Plan, opt Options) []Verdict {
+	s := e.newRun(f, opt)
+	n := len(e.checks)
+	sev, total, pl := pl.forEvaluator(e)
+	ps, twinOf, row, full := pl.ps, pl.twinOf, pl.row, pl.full
+	out := make([]Verdict, len(ps))
 	all := make([]Finding, 0, total)
 
 	// A debug twin can differ from its base only through the checks whose

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -423,6 +424,58 @@ func TestWithPlugins(t *testing.T) {
 			}
 			if cap(All()) != len(All()) {
 				t.Errorf("All has capacity %d for %d checks: built with room to spare", cap(All()), len(All()))
+			}
+		})
+	}
+}
+
+// TestEvaluatePlan backs the plan that `check --all` makes while discovery
+// runs, with the static catalogue, and evaluates with the host's plug-in
+// checks added: every way of using a plan must give Evaluate's verdicts,
+// and evaluating must leave the plan as it was made.
+func TestEvaluatePlan(t *testing.T) {
+	f := readyFacts()
+	f.Unknown = []facts.Missing{{Field: "qemuProbe", Reason: facts.ReasonNotRun}}
+	f.Plugins.Errors = []facts.PluginError{{Name: "broken", Message: "exit status 2"}}
+	f.Plugins.Findings = []facts.PluginFinding{{Plugin: "attest", ID: "pcr", Status: "fail", Message: "PCR 7 differs"}, {Plugin: "site", Status: "pass"}}
+	other := readyFacts()
+	other.Plugins.Findings = []facts.PluginFinding{{Plugin: "other", Status: "warn"}}
+	static := All()
+	ps := platform.All()
+	withPlugins := evaluator(t, f)
+	if len(withPlugins.Checks()) != len(static)+3 {
+		t.Fatalf("%d checks with plug-ins, want %d", len(withPlugins.Checks()), len(static)+3)
+	}
+	want := withPlugins.Evaluate(f, ps, check.Options{})
+	newEv := func(cs []check.Check) *check.Evaluator {
+		e, err := check.NewEvaluator(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	for _, tc := range []struct {
+		name string
+		by   *check.Evaluator // the evaluator that makes the plan
+	}{
+		{"same catalogue", withPlugins},
+		{"static prefix", newEv(static)},
+		{"shorter prefix", newEv(static[:len(static)/2])},
+		{"other plug-ins", evaluator(t, other)},
+		{"longer", newEv(append(For(f), For(other)[len(static):]...))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := tc.by.Plan(ps)
+			if got := plan.Platforms(); len(got) != len(ps) || got[0] != ps[0] {
+				t.Fatalf("plan of %d platforms, want %d", len(got), len(ps))
+			}
+			for range 2 {
+				if got := withPlugins.EvaluatePlan(f, plan, check.Options{}); !reflect.DeepEqual(got, want) {
+					t.Fatal("verdicts differ from Evaluate's")
+				}
+			}
+			if !reflect.DeepEqual(plan, tc.by.Plan(ps)) {
+				t.Error("evaluating changed the plan")
 			}
 		})
 	}

@@ -52,32 +52,66 @@ type Result struct {
 }
 
 // Run discovers root and evaluates the facts against the platforms.
+//
+// When the platforms do not depend on the facts (given, or all), the
+// evaluation's plan (check.Plan: which checks apply to which platform) is
+// made on the other core while discovery runs: for every valid platform it
+// is most of the evaluation.
 func Run(ctx context.Context, root hostfs.Root, opt Options) (Result, error) {
-	f := discover.Run(ctx, root, opt.Discover)
-	var cat []check.Check
-	if opt.Catalogue != nil {
-		cat = checks.WithPlugins(opt.Catalogue, f)
-	} else {
-		cat = checks.For(f)
+	static := opt.Catalogue
+	if static == nil {
+		static = checks.All()
 	}
-	ev, err := check.NewEvaluator(cat)
+	var planned chan *check.Plan
+	if len(opt.Platforms) > 0 || opt.All {
+		planned = make(chan *check.Plan, 1)
+		go func() {
+			ps := opt.Platforms
+			if len(ps) == 0 {
+				ps = noDebug(HostPlatforms(nil, true), opt.NoDebug)
+			}
+			// A catalogue error is reported below, by the evaluator of
+			// the whole catalogue.
+			ev, err := check.NewEvaluator(static)
+			if err != nil {
+				planned <- nil
+				return
+			}
+			planned <- ev.Plan(ps)
+		}()
+	}
+	f := discover.Run(ctx, root, opt.Discover)
+	ev, err := check.NewEvaluator(checks.WithPlugins(static, f))
 	if err != nil {
 		return Result{}, fmt.Errorf("internal error in the check catalogue: %w", err)
 	}
-	r := Result{Facts: f, Platforms: opt.Platforms}
-	if len(r.Platforms) == 0 {
-		r.Platforms, r.Defaulted = HostPlatforms(f, opt.All), true
-		if opt.NoDebug {
-			r.Platforms = slices.DeleteFunc(r.Platforms, platform.Platform.Debug)
-		}
+	var plan *check.Plan
+	if planned != nil {
+		plan = <-planned
 	}
-	r.Verdicts = ev.Evaluate(f, r.Platforms, opt.Check)
+	if plan == nil {
+		ps := opt.Platforms
+		if len(ps) == 0 {
+			ps = noDebug(HostPlatforms(f, opt.All), opt.NoDebug)
+		}
+		plan = ev.Plan(ps)
+	}
+	r := Result{Facts: f, Platforms: plan.Platforms(), Defaulted: len(opt.Platforms) == 0}
+	r.Verdicts = ev.EvaluatePlan(f, plan, opt.Check)
 	if opt.Digest {
 		if r.FactsDigest, err = report.Digest(f); err != nil {
 			return Result{}, err
 		}
 	}
 	return r, nil
+}
+
+// noDebug leaves the debug variants out of ps when drop is set.
+func noDebug(ps []platform.Platform, drop bool) []platform.Platform {
+	if !drop {
+		return ps
+	}
+	return slices.DeleteFunc(ps, platform.Platform.Debug)
 }
 
 // HostPlatforms are the platforms that make sense for the host: those of

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
+	"berth.dev/berth/internal/check"
+	"berth.dev/berth/internal/checks"
 	"berth.dev/berth/internal/discover"
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/hostfs"
@@ -156,6 +159,47 @@ func TestHostPlatformsTwins(t *testing.T) {
 			if len(want) == 0 || !slices.EqualFunc(got, want, func(a, b platform.Platform) bool { return a.String() == b.String() }) {
 				t.Errorf("%s, %q: %d platforms, want %d", d, line, len(got), len(want))
 			}
+		}
+	}
+}
+
+// TestRunPlanned holds Run, which plans the evaluation of known platforms
+// (all, or requested) while discovery runs, to evaluating them after it.
+func TestRunPlanned(t *testing.T) {
+	now := func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+	all := platform.All()
+	lean := slices.DeleteFunc(slices.Clone(all), platform.Platform.Debug)
+	for _, host := range []string{"snp-genoa-k3s-ready", "tdx-emr-kubeadm-ready", "openshift-crio"} {
+		root, err := hostfs.OpenDir(filepath.Join("..", "..", "testdata", "hosts", host))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			opt  Options
+			want []platform.Platform
+		}{
+			{"all", Options{All: true}, all},
+			{"all without debug", Options{All: true, NoDebug: true}, lean},
+			{"requested", Options{Platforms: all[:7], Catalogue: checks.All()}, all[:7]},
+		} {
+			t.Run(host+"/"+tc.name, func(t *testing.T) {
+				tc.opt.Discover = discover.Options{Now: now}
+				res, err := Run(context.Background(), root, tc.opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(res.Platforms, tc.want) || res.Defaulted != (tc.opt.Platforms == nil) {
+					t.Fatalf("%d platforms (defaulted %v), want %d", len(res.Platforms), res.Defaulted, len(tc.want))
+				}
+				ev, err := check.NewEvaluator(checks.For(res.Facts))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := ev.Evaluate(res.Facts, tc.want, check.Options{}); !reflect.DeepEqual(res.Verdicts, want) {
+					t.Error("verdicts differ from an evaluation after discovery")
+				}
+			})
 		}
 	}
 }
