@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -431,6 +432,9 @@ func TestResolversAgree(t *testing.T) {
 			results[i] = map[string]string{}
 			for _, p := range paths {
 				results[i][p] = describe(c, p)
+				if d := handleDiff(c, p); d != "" {
+					t.Errorf("%s: %s (%s): %s", dir, p, c.resolver(), d)
+				}
 			}
 			c.close()
 		}
@@ -472,6 +476,30 @@ func describe(c *confinedFS, p string) string {
 		parts = append(parts, fmt.Sprintf("readdir=%d", len(ents)))
 	}
 	return strings.Join(parts, " ")
+}
+
+// handleDiff says how reading p through a handle of its directory
+// differs from reading p the general way ("" when it does not): the same
+// bytes or the same error, naming the same path, are wanted.
+func handleDiff(c *confinedFS, p string) string {
+	dir, name := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	h := OpenDirHandle(c, dir)
+	defer h.Close()
+	var diffs []string
+	if got, want := result(h.ReadFile(name)), result(c.ReadFile(p)); got != want {
+		diffs = append(diffs, fmt.Sprintf("ReadFile: handle %.100q, general way %.100q", got, want))
+	}
+	tg, err := h.ReadLink(name)
+	got := result([]byte(tg), err)
+	tg, err = c.ReadLink(p)
+	if want := result([]byte(tg), err); got != want {
+		diffs = append(diffs, fmt.Sprintf("ReadLink: handle %q, general way %q", got, want))
+	}
+	return strings.Join(diffs, "; ")
 }
 
 func errText(err error) string {
