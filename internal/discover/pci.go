@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
 	"berth.dev/berth/internal/pciids"
 )
 
@@ -127,33 +128,39 @@ func forEachDevice(n int, fn func(i int)) {
 // when the kernel does not give the offset and stride.
 func (s *session) pciDevice(addr string, mdev bool) (d facts.PCIDevice, vfs []string, err error) {
 	dir := path.Join(pciDevicesDir, addr)
+	// The device's directory is resolved once, and its files looked up
+	// from it: a path from the root is a walk of six components through
+	// the device's symlink, and a VF's three reads were three such walks.
+	// The reads give what reads of dir/<file> would, errors included.
+	h := hostfs.OpenDirHandle(s.root.FS(), dir)
+	defer h.Close()
 	d = facts.PCIDevice{Address: addr}
-	if b, uerr := s.root.FS().ReadFile(dir + "/uevent"); uerr == nil {
+	if b, uerr := h.ReadFile("uevent"); uerr == nil {
 		err = parsePCIUevent(string(b), &d)
 		if err != nil {
 			err = fmt.Errorf("%s: %s/uevent: %w", facts.ReasonUnparseable, dir, err)
 		}
 	} else {
-		err = s.pciIdentity(dir, &d)
+		err = pciIdentity(h, dir, &d)
 	}
 	if err != nil {
 		return d, nil, err
 	}
 	if d.Driver == "" {
-		if t, err := s.root.FS().ReadLink(dir + "/driver"); err == nil {
+		if t, err := h.ReadLink("driver"); err == nil {
 			d.Driver = path.Base(t)
 		}
 	}
-	if t, err := s.root.FS().ReadLink(dir + "/iommu_group"); err == nil {
+	if t, err := h.ReadLink("iommu_group"); err == nil {
 		if g, err := strconv.Atoi(path.Base(t)); err == nil {
 			d.IOMMUGroup = &g
 		}
 	}
-	if n, ok := s.readInt(dir + "/sriov_totalvfs"); ok {
+	if n, ok := readIntIn(h, "sriov_totalvfs"); ok {
 		d.SRIOVTotal = &n
-		if n, ok := s.readInt(dir + "/sriov_numvfs"); ok {
+		if n, ok := readIntIn(h, "sriov_numvfs"); ok {
 			d.SRIOVNum = &n
-			vfs = s.vfAddresses(dir, addr, n)
+			vfs = vfAddresses(h, addr, n)
 		}
 	}
 	if mdev {
@@ -165,7 +172,7 @@ func (s *session) pciDevice(addr string, mdev bool) (d facts.PCIDevice, vfs []st
 		}
 		// NVIDIA vGPU virtual functions are GPUs of their own: the
 		// link tells them from whole GPUs.
-		if t, err := s.root.FS().ReadLink(dir + "/physfn"); err == nil {
+		if t, err := h.ReadLink("physfn"); err == nil {
 			d.PhysFn = path.Base(t)
 		}
 	}
@@ -182,15 +189,15 @@ func (s *session) pciNUMANode(dir string) *int {
 }
 
 // vfAddresses computes the addresses of the n enabled virtual functions
-// of the physical function at addr (dir in sysfs): VF i has routing ID
-// RID(PF) + offset + i*stride (PCIe base specification, SR-IOV
+// of the physical function at addr (its sysfs directory h): VF i has
+// routing ID RID(PF) + offset + i*stride (PCIe base specification, SR-IOV
 // capability), in the PF's domain.
-func (s *session) vfAddresses(dir, addr string, n int) []string {
+func vfAddresses(h hostfs.DirHandle, addr string, n int) []string {
 	if n <= 0 {
 		return nil
 	}
-	offset, ok1 := s.readInt(dir + "/sriov_offset")
-	stride, ok2 := s.readInt(dir + "/sriov_stride")
+	offset, ok1 := readIntIn(h, "sriov_offset")
+	stride, ok2 := readIntIn(h, "sriov_stride")
 	if !ok1 || !ok2 || offset <= 0 || stride < 0 || n > 1<<16 {
 		return nil
 	}
@@ -259,15 +266,16 @@ func appendHexPad(b []byte, v, width int) []byte {
 	return strconv.AppendInt(b, int64(v), 16)
 }
 
-// pciIdentity reads vendor, device and class from their own files.
-func (s *session) pciIdentity(dir string, d *facts.PCIDevice) error {
+// pciIdentity reads vendor, device and class from their own files of
+// the device's directory h (dir).
+func pciIdentity(h hostfs.DirHandle, dir string, d *facts.PCIDevice) error {
 	for _, fld := range []struct {
 		name  string
 		width int
 		dst   *string
 	}{{"vendor", 4, &d.Vendor}, {"device", 4, &d.Device}, {"class", 6, &d.Class}} {
 		p := dir + "/" + fld.name
-		b, err := s.root.FS().ReadFile(p)
+		b, err := h.ReadFile(fld.name)
 		if err != nil {
 			return errors.New(ReadReason(p, err))
 		}
@@ -342,6 +350,17 @@ func (s *session) readInt(p string) (int, bool) {
 		return 0, false
 	}
 	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+// readIntIn reads the sysfs integer name of the directory h quietly, as
+// readInt does.
+func readIntIn(h hostfs.DirHandle, name string) (int, bool) {
+	b, err := h.ReadFile(name)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	return n, err == nil
 }
 
