@@ -842,12 +842,20 @@ func (r fdReader) Read(p []byte) (int, error) {
 }
 
 // readLimited reads r to its end, failing once it has more than limit
-// bytes; size is the size stat reported (a hint).
+// bytes; size is the size stat reported (a hint). A file with a size gets
+// one byte more than it, room to see the end (fileReader needs no more to
+// know it has read the whole file); one without (proc and cgroup files
+// say 0) gets 512 bytes first, as os.ReadFile does. More slack was most
+// of the memory PCI discovery allocates: a uevent of 250 bytes took 768.
 func readLimited(r io.Reader, name string, size, limit int64) ([]byte, error) {
 	if size > limit {
 		return nil, pathErr("read", name, &TooLargeError{Limit: limit})
 	}
-	return readLimitedCap(r, name, max(size+512, 512), limit)
+	first := size + 1
+	if size <= 0 {
+		first = 512
+	}
+	return readLimitedCap(r, name, first, limit)
 }
 
 // readLimitedCap is readLimited starting with a buffer of first bytes.

@@ -629,7 +629,11 @@ func TestFileReader(t *testing.T) {
 		{name: "sysfs too large", size: 100, limit: 50, sysfs: true, reads: 1},
 		{name: "sized", size: 300, limit: 1 << 20, statSize: 300, reads: 1},
 		{name: "sized large", size: 70000, limit: 1 << 20, statSize: 70000, reads: 1},
-		{name: "grew after fstat", size: 300, limit: 1 << 20, statSize: 200, reads: 2},
+		// The buffer has room for the size and one byte: the first
+		// read fills it, the second reads the rest, the third the end.
+		{name: "grew after fstat", size: 300, limit: 1 << 20, statSize: 200, reads: 3},
+		{name: "sized exactly", size: 200, limit: 1 << 20, statSize: 200, reads: 1},
+		{name: "shrank after fstat", size: 100, limit: 1 << 20, statSize: 200, reads: 2},
 		{name: "proc-like size 0", size: 300, limit: 1 << 20, statSize: 0, reads: 2},
 		{name: "sysfs-like 4096", size: 300, limit: 1 << 20, statSize: 4096, reads: 2},
 	} {
@@ -660,6 +664,11 @@ func TestFileReader(t *testing.T) {
 		}
 		if r.reads != tc.reads {
 			t.Errorf("%s: %d reads, want %d", tc.name, r.reads, tc.reads)
+		}
+		// A file no larger than its size is read into that size and a
+		// byte: what is kept of a read is not several times the file.
+		if !tc.sysfs && tc.statSize > 0 && int64(tc.size) <= tc.statSize && int64(cap(got)) > tc.statSize+1 {
+			t.Errorf("%s: read into %d bytes, want at most %d", tc.name, cap(got), tc.statSize+1)
 		}
 	}
 }
