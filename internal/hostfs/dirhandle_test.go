@@ -22,7 +22,7 @@ import (
 var handleNames = []string{
 	"file", "empty", "link", "abs", "up", "out", "esc", "sub", "fifo", "sock",
 	"zero", "zerolink", "dangling", "loop1", "big", "nope", "marked", "markedlink",
-	"sub/f", "esc/etc/target", "../x", "..", ".", "", "a\x00b", "/etc/target", "sub/", "nope/x",
+	"sub/f", "esc/etc/target", "../x", "../../x", "..", ".", "", "a\x00b", "/etc/target", "sub/", "nope/x",
 }
 
 // handleTree makes a root whose directory d (reached also as the
@@ -35,6 +35,8 @@ func handleTree(t *testing.T) (root, canary string) {
 	root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
 	canary = "canary-" + filepath.Base(base)
 	mkTree(t, outside, map[string]string{"canary": canary, "etc/target": canary})
+	// Beside the root too, where "../x" from the root would lead.
+	mkTree(t, base, map[string]string{"x": canary})
 	up := strings.Repeat("../", strings.Count(root, "/")+4)
 	mkTree(t, root, map[string]string{
 		"d/file":       "content\n",
@@ -145,6 +147,7 @@ func TestDirHandle(t *testing.T) {
 				{"zerolink", "", ErrNotRegular},
 				{"big", "", ErrTooLarge},
 				{"../x", "", fs.ErrInvalid},
+				{"../../x", "", fs.ErrInvalid},
 				{"..", "", fs.ErrInvalid},
 				{".", "", fs.ErrInvalid},
 				{"", "", fs.ErrInvalid},
