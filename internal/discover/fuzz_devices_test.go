@@ -42,7 +42,7 @@ func FuzzPCISysfs(f *testing.F) {
 	f.Add("root:x:0:\nkvm:x:108:alice\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		var d facts.PCIDevice
-		if err := parsePCIUevent(text, &d); err == nil {
+		if err := parsePCIUevent([]byte(text), &d); err == nil {
 			if len(d.Vendor) != 4 || len(d.Device) != 4 || len(d.Class) != 6 {
 				t.Errorf("accepted %q as %+v", text, d)
 			}

@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"sync"
 
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
 	"berth.dev/berth/internal/pciids"
 )
 
@@ -86,7 +88,8 @@ func runPCI(_ context.Context, s *session, f *facts.Facts) {
 			all[i].NUMANode = &n
 		}
 	}
-	devs := make([]facts.PCIDevice, 0, len(ents))
+	// In place: a copy of thousands of PCIDevices is ~200 bytes each.
+	devs := all[:0]
 	for i, d := range all {
 		if okAt[i] {
 			devs = append(devs, d)
@@ -127,33 +130,39 @@ func forEachDevice(n int, fn func(i int)) {
 // when the kernel does not give the offset and stride.
 func (s *session) pciDevice(addr string, mdev bool) (d facts.PCIDevice, vfs []string, err error) {
 	dir := path.Join(pciDevicesDir, addr)
+	// The device's directory is resolved once, and its files looked up
+	// from it: a path from the root is a walk of six components through
+	// the device's symlink, and a VF's three reads were three such walks.
+	// The reads give what reads of dir/<file> would, errors included.
+	h := hostfs.OpenDirHandle(s.root.FS(), dir)
+	defer h.Close()
 	d = facts.PCIDevice{Address: addr}
-	if b, uerr := s.root.FS().ReadFile(dir + "/uevent"); uerr == nil {
-		err = parsePCIUevent(string(b), &d)
+	if b, uerr := h.ReadFile("uevent"); uerr == nil {
+		err = parsePCIUevent(b, &d)
 		if err != nil {
 			err = fmt.Errorf("%s: %s/uevent: %w", facts.ReasonUnparseable, dir, err)
 		}
 	} else {
-		err = s.pciIdentity(dir, &d)
+		err = pciIdentity(h, dir, &d)
 	}
 	if err != nil {
 		return d, nil, err
 	}
 	if d.Driver == "" {
-		if t, err := s.root.FS().ReadLink(dir + "/driver"); err == nil {
+		if t, err := h.ReadLink("driver"); err == nil {
 			d.Driver = path.Base(t)
 		}
 	}
-	if t, err := s.root.FS().ReadLink(dir + "/iommu_group"); err == nil {
+	if t, err := h.ReadLink("iommu_group"); err == nil {
 		if g, err := strconv.Atoi(path.Base(t)); err == nil {
 			d.IOMMUGroup = &g
 		}
 	}
-	if n, ok := s.readInt(dir + "/sriov_totalvfs"); ok {
+	if n, ok := readIntIn(h, "sriov_totalvfs"); ok {
 		d.SRIOVTotal = &n
-		if n, ok := s.readInt(dir + "/sriov_numvfs"); ok {
+		if n, ok := readIntIn(h, "sriov_numvfs"); ok {
 			d.SRIOVNum = &n
-			vfs = s.vfAddresses(dir, addr, n)
+			vfs = vfAddresses(h, addr, n)
 		}
 	}
 	if mdev {
@@ -165,7 +174,7 @@ func (s *session) pciDevice(addr string, mdev bool) (d facts.PCIDevice, vfs []st
 		}
 		// NVIDIA vGPU virtual functions are GPUs of their own: the
 		// link tells them from whole GPUs.
-		if t, err := s.root.FS().ReadLink(dir + "/physfn"); err == nil {
+		if t, err := h.ReadLink("physfn"); err == nil {
 			d.PhysFn = path.Base(t)
 		}
 	}
@@ -182,15 +191,15 @@ func (s *session) pciNUMANode(dir string) *int {
 }
 
 // vfAddresses computes the addresses of the n enabled virtual functions
-// of the physical function at addr (dir in sysfs): VF i has routing ID
-// RID(PF) + offset + i*stride (PCIe base specification, SR-IOV
+// of the physical function at addr (its sysfs directory h): VF i has
+// routing ID RID(PF) + offset + i*stride (PCIe base specification, SR-IOV
 // capability), in the PF's domain.
-func (s *session) vfAddresses(dir, addr string, n int) []string {
+func vfAddresses(h hostfs.DirHandle, addr string, n int) []string {
 	if n <= 0 {
 		return nil
 	}
-	offset, ok1 := s.readInt(dir + "/sriov_offset")
-	stride, ok2 := s.readInt(dir + "/sriov_stride")
+	offset, ok1 := readIntIn(h, "sriov_offset")
+	stride, ok2 := readIntIn(h, "sriov_stride")
 	if !ok1 || !ok2 || offset <= 0 || stride < 0 || n > 1<<16 {
 		return nil
 	}
@@ -259,15 +268,16 @@ func appendHexPad(b []byte, v, width int) []byte {
 	return strconv.AppendInt(b, int64(v), 16)
 }
 
-// pciIdentity reads vendor, device and class from their own files.
-func (s *session) pciIdentity(dir string, d *facts.PCIDevice) error {
+// pciIdentity reads vendor, device and class from their own files of
+// the device's directory h (dir).
+func pciIdentity(h hostfs.DirHandle, dir string, d *facts.PCIDevice) error {
 	for _, fld := range []struct {
 		name  string
 		width int
 		dst   *string
 	}{{"vendor", 4, &d.Vendor}, {"device", 4, &d.Device}, {"class", 6, &d.Class}} {
 		p := dir + "/" + fld.name
-		b, err := s.root.FS().ReadFile(p)
+		b, err := h.ReadFile(fld.name)
 		if err != nil {
 			return errors.New(ReadReason(p, err))
 		}
@@ -282,23 +292,25 @@ func (s *session) pciIdentity(dir string, d *facts.PCIDevice) error {
 
 // parsePCIUevent reads DRIVER, PCI_CLASS and PCI_ID from a device's uevent.
 // It runs once per PCI function (thousands on a big host), so it neither
-// splits the text nor formats.
-func parsePCIUevent(text string, d *facts.PCIDevice) error {
+// splits the text nor formats, and copies out the three values only: a
+// string of the whole text would be kept by them, 200-odd bytes a
+// function.
+func parsePCIUevent(text []byte, d *facts.PCIDevice) error {
 	var id, class string
-	for rest := text; rest != ""; {
-		var l string
-		l, rest, _ = strings.Cut(rest, "\n")
-		k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
+	for rest := text; len(rest) > 0; {
+		var l []byte
+		l, rest, _ = bytes.Cut(rest, []byte("\n"))
+		k, v, ok := bytes.Cut(bytes.TrimSpace(l), []byte("="))
 		if !ok {
 			continue
 		}
-		switch k {
+		switch string(k) {
 		case "DRIVER":
-			d.Driver = v
+			d.Driver = string(v)
 		case "PCI_CLASS":
-			class = v
+			class = string(v)
 		case "PCI_ID":
-			id = v
+			id = string(v)
 		}
 	}
 	ven, dev, ok := strings.Cut(id, ":")
@@ -342,6 +354,17 @@ func (s *session) readInt(p string) (int, bool) {
 		return 0, false
 	}
 	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+// readIntIn reads the sysfs integer name of the directory h quietly, as
+// readInt does.
+func readIntIn(h hostfs.DirHandle, name string) (int, bool) {
+	b, err := h.ReadFile(name)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	return n, err == nil
 }
 

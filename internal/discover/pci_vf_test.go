@@ -42,7 +42,9 @@ func TestVFAddresses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := (&session{root: root}).vfAddresses("pf", tt.addr, tt.n)
+			h := hostfs.OpenDirHandle(root.FS(), "pf")
+			defer h.Close()
+			got := vfAddresses(h, tt.addr, tt.n)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}

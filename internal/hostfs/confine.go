@@ -371,6 +371,19 @@ func onlyDots(todo []string) bool {
 	return true
 }
 
+// openat2Retry is openat2 of name below dir, tried again when
+// interrupted, or when the kernel asks to (EAGAIN: a rename or mount
+// raced with a ".." lookup).
+func openat2Retry(dir int, name string, how *unix.OpenHow) (int, error) {
+	for n := 0; ; n++ {
+		fd, err := unix.Openat2(dir, name, how)
+		if err == unix.EINTR || (err == unix.EAGAIN && n < 64) {
+			continue
+		}
+		return fd, err
+	}
+}
+
 func openatRetry(dir int, name string, flags int) (int, error) {
 	for {
 		fd, err := unix.Openat(dir, name, flags, 0)
@@ -382,7 +395,11 @@ func openatRetry(dir int, name string, flags int) (int, error) {
 
 // readlinkFd returns the target of the symlink an O_PATH|O_NOFOLLOW
 // handle refers to (readlinkat with an empty path, Linux 2.6.39).
-func readlinkFd(fd int) (string, error) {
+func readlinkFd(fd int) (string, error) { return readlinkAt(fd, "") }
+
+// readlinkAt returns the target of the symlink name in the directory fd
+// (a single component, never followed), or of fd itself when name is "".
+func readlinkAt(fd int, name string) (string, error) {
 	// The first try reads into an array on the stack: PCI discovery reads
 	// two links per function, and sysfs links are short.
 	var first [256]byte
@@ -391,7 +408,7 @@ func readlinkFd(fd int) (string, error) {
 		if size > len(first) {
 			buf = make([]byte, size)
 		}
-		n, err := unix.Readlinkat(fd, "", buf)
+		n, err := unix.Readlinkat(fd, name, buf)
 		if err != nil {
 			return "", err
 		}
@@ -734,20 +751,21 @@ func (c *confinedFS) readPseudo(name string, limit int64) (b []byte, ok bool, er
 		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS,
 	}
-	var fd int
-	for n := 0; ; n++ {
-		fd, err = unix.Openat2(anchor, rest, &how)
-		if err == unix.EINTR || (err == unix.EAGAIN && n < 64) {
-			continue
-		}
-		break
-	}
+	fd, err := openat2Retry(anchor, rest, &how)
 	switch {
 	case err == unix.EXDEV:
 		return nil, false, nil
 	case err != nil:
 		return nil, true, pathErr("open", name, err)
 	}
+	b, err = c.readPseudoFd(fd, name, i, limit)
+	return b, true, err
+}
+
+// readPseudoFd reads and closes fd, a file of the pseudo file system i of
+// pseudoTops opened for reading, as readPseudo does; name is the path for
+// errors.
+func (c *confinedFS) readPseudoFd(fd int, name string, i int, limit int64) ([]byte, error) {
 	defer unix.Close(fd)
 	r := &fileReader{fd: fd, sysfs: pseudoTops[i].magic == unix.SYSFS_MAGIC}
 	// One page first: a sysfs attribute is at most a page. The page is
@@ -758,16 +776,16 @@ func (c *confinedFS) readPseudo(name string, limit int64) (b []byte, ok bool, er
 	if page == nil {
 		page = new([sysfsPage]byte)
 	}
-	b, err = readLimitedBuf(r, name, page[:0:min(limit+1, sysfsPage)], limit)
+	b, err := readLimitedBuf(r, name, page[:0:min(limit+1, sysfsPage)], limit)
 	if cap(b) > 0 && &b[:1][0] == &page[0] {
 		b = append(make([]byte, 0, len(b)), b...)
 	}
 	c.pages.Put(page)
 	if errors.Is(err, syscall.EISDIR) {
 		// As the general way says it (read, not open).
-		return nil, true, pathErr("read", name, syscall.EISDIR)
+		return nil, pathErr("read", name, syscall.EISDIR)
 	}
-	return b, true, err
+	return b, err
 }
 
 // sysfsPage is the read size below which sysfs answers a file whole.
@@ -824,12 +842,20 @@ func (r fdReader) Read(p []byte) (int, error) {
 }
 
 // readLimited reads r to its end, failing once it has more than limit
-// bytes; size is the size stat reported (a hint).
+// bytes; size is the size stat reported (a hint). A file with a size gets
+// one byte more than it, room to see the end (fileReader needs no more to
+// know it has read the whole file); one without (proc and cgroup files
+// say 0) gets 512 bytes first, as os.ReadFile does. More slack was most
+// of the memory PCI discovery allocates: a uevent of 250 bytes took 768.
 func readLimited(r io.Reader, name string, size, limit int64) ([]byte, error) {
 	if size > limit {
 		return nil, pathErr("read", name, &TooLargeError{Limit: limit})
 	}
-	return readLimitedCap(r, name, max(size+512, 512), limit)
+	first := size + 1
+	if size <= 0 {
+		first = 512
+	}
+	return readLimitedCap(r, name, first, limit)
 }
 
 // readLimitedCap is readLimited starting with a buffer of first bytes.

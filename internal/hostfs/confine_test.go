@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -431,6 +432,9 @@ func TestResolversAgree(t *testing.T) {
 			results[i] = map[string]string{}
 			for _, p := range paths {
 				results[i][p] = describe(c, p)
+				if d := handleDiff(c, p); d != "" {
+					t.Errorf("%s: %s (%s): %s", dir, p, c.resolver(), d)
+				}
 			}
 			c.close()
 		}
@@ -472,6 +476,30 @@ func describe(c *confinedFS, p string) string {
 		parts = append(parts, fmt.Sprintf("readdir=%d", len(ents)))
 	}
 	return strings.Join(parts, " ")
+}
+
+// handleDiff says how reading p through a handle of its directory
+// differs from reading p the general way ("" when it does not): the same
+// bytes or the same error, naming the same path, are wanted.
+func handleDiff(c *confinedFS, p string) string {
+	dir, name := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	h := OpenDirHandle(c, dir)
+	defer h.Close()
+	var diffs []string
+	if got, want := result(h.ReadFile(name)), result(c.ReadFile(p)); got != want {
+		diffs = append(diffs, fmt.Sprintf("ReadFile: handle %.100q, general way %.100q", got, want))
+	}
+	tg, err := h.ReadLink(name)
+	got := result([]byte(tg), err)
+	tg, err = c.ReadLink(p)
+	if want := result([]byte(tg), err); got != want {
+		diffs = append(diffs, fmt.Sprintf("ReadLink: handle %q, general way %q", got, want))
+	}
+	return strings.Join(diffs, "; ")
 }
 
 func errText(err error) string {
@@ -601,7 +629,11 @@ func TestFileReader(t *testing.T) {
 		{name: "sysfs too large", size: 100, limit: 50, sysfs: true, reads: 1},
 		{name: "sized", size: 300, limit: 1 << 20, statSize: 300, reads: 1},
 		{name: "sized large", size: 70000, limit: 1 << 20, statSize: 70000, reads: 1},
-		{name: "grew after fstat", size: 300, limit: 1 << 20, statSize: 200, reads: 2},
+		// The buffer has room for the size and one byte: the first
+		// read fills it, the second reads the rest, the third the end.
+		{name: "grew after fstat", size: 300, limit: 1 << 20, statSize: 200, reads: 3},
+		{name: "sized exactly", size: 200, limit: 1 << 20, statSize: 200, reads: 1},
+		{name: "shrank after fstat", size: 100, limit: 1 << 20, statSize: 200, reads: 2},
 		{name: "proc-like size 0", size: 300, limit: 1 << 20, statSize: 0, reads: 2},
 		{name: "sysfs-like 4096", size: 300, limit: 1 << 20, statSize: 4096, reads: 2},
 	} {
@@ -632,6 +664,11 @@ func TestFileReader(t *testing.T) {
 		}
 		if r.reads != tc.reads {
 			t.Errorf("%s: %d reads, want %d", tc.name, r.reads, tc.reads)
+		}
+		// A file no larger than its size is read into that size and a
+		// byte: what is kept of a read is not several times the file.
+		if !tc.sysfs && tc.statSize > 0 && int64(tc.size) <= tc.statSize && int64(cap(got)) > tc.statSize+1 {
+			t.Errorf("%s: read into %d bytes, want at most %d", tc.name, cap(got), tc.statSize+1)
 		}
 	}
 }

@@ -287,6 +287,11 @@ func FuzzResolvers(f *testing.F) {
 					t.Fatalf("%s read outside the root (targets %q %q %q)", q, t1, t2, t3)
 				}
 				got[i] = append(got[i], d)
+				// A handle of q's directory reads q as the general way
+				// does (and so never outside either).
+				if hd := handleDiff(c, q); hd != "" {
+					t.Errorf("%s (targets %q %q %q, %s): %s", q, t1, t2, t3, c.resolver(), hd)
+				}
 			}
 			c.close()
 		}

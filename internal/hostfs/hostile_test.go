@@ -222,6 +222,59 @@ var attacks = []attack{
 			}
 		},
 	},
+	{
+		// PCI discovery reads a device's files through a handle of its
+		// directory: the directory is resolved inside the root like any
+		// path, so the entry leads to nothing.
+		name: "PCI device entry linked out through a .. chain (to a directory with a uevent)",
+		build: func(t testing.TB, e hostileEnv) {
+			for f, v := range map[string]string{
+				"uevent": "DRIVER=" + e.canary + "\nPCI_CLASS=30000\nPCI_ID=DEAD:BEEF\n",
+				"vendor": "0xdead\n", "device": "0xbeef\n", "class": "0x030000\n",
+			} {
+				write(t, filepath.Join(e.outside, "pcidev", f), v)
+			}
+			p := "sys/bus/pci/devices/0000:b1:00.0"
+			if err := os.RemoveAll(filepath.Join(e.root, p)); err != nil {
+				t.Fatal(err)
+			}
+			link(t, e, p, e.up()+e.outsideRel()+"/pcidev")
+		},
+		field: "pci[0000:b1:00.0]",
+		want:  map[string]string{"": "missing: sys/bus/pci/devices/0000:b1:00.0/vendor"},
+		check: func(t testing.TB, kind string, f *facts.Facts) {
+			for _, d := range f.PCI {
+				if d.Address == "0000:b1:00.0" || d.Vendor == "dead" {
+					t.Errorf("PCI device read from outside the root: %+v", d)
+				}
+			}
+		},
+	},
+	{
+		// Opened for reading, the FIFO would block discovery for good.
+		name: "FIFO as a PCI device's uevent (its vendor, device and class files answer)",
+		build: func(t testing.TB, e hostileEnv) {
+			p := filepath.Join(e.root, "sys/bus/pci/devices/0000:31:00.0/uevent")
+			os.Remove(p)
+			if err := unix.Mkfifo(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		check: func(t testing.TB, kind string, f *facts.Facts) {
+			if r, ok := f.UnknownReason("pci[0000:31:00.0]"); ok {
+				t.Errorf("pci[0000:31:00.0] unknown: %s", r)
+			}
+			for _, d := range f.PCI {
+				if d.Address == "0000:31:00.0" {
+					if d.Vendor != "8086" || d.Device != "159b" || d.Class != "020000" || d.Driver != "ice" {
+						t.Errorf("0000:31:00.0 = %+v, want the Intel E810 of its vendor, device and class files", d)
+					}
+					return
+				}
+			}
+			t.Errorf("0000:31:00.0 not listed: %+v", f.PCI)
+		},
+	},
 }
 
 func link(t testing.TB, e hostileEnv, name, target string) {
