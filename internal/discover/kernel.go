@@ -9,9 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/hostfs"
 )
 
 // modulesOfInterest are the kernel modules berth reports.
@@ -81,13 +83,26 @@ func (s *session) kernelModules(k *facts.Kernel, release string, relOK bool) {
 			}
 		}
 	}
+	// One listing of sys/module says which of the modules have a
+	// directory there, instead of a lookup each (most are absent); a root
+	// that cannot list it is asked module by module.
+	inSys := func(name string) bool { return s.exists("sys/module/" + name) }
+	if ents, err := s.root.FS().ReadDir("sys/module"); err == nil {
+		listed := make(map[string]bool, len(modulesOfInterest))
+		for _, e := range ents {
+			if slices.Contains(modulesOfInterest, e.Name()) {
+				listed[e.Name()] = true
+			}
+		}
+		inSys = func(name string) bool { return listed[name] }
+	}
 	mods := map[string]facts.Module{}
 	for _, name := range modulesOfInterest {
 		var m facts.Module
 		m.Loaded = loaded[name]
 		m.Builtin = builtin[name]
 		dir := "sys/module/" + name
-		if _, err := s.root.FS().Lstat(dir); err == nil {
+		if inSys(name) {
 			if !m.Loaded && !s.exists(dir+"/initstate") {
 				// sys/module/<m> without initstate is a built-in module
 				// with parameters.
@@ -114,12 +129,15 @@ func (s *session) moduleParams(name string) map[string]string {
 	if err != nil {
 		return nil
 	}
+	// Read by name from the directory: kvm alone has 33 parameters.
+	h := hostfs.OpenDirHandle(s.root.FS(), dir)
+	defer h.Close()
 	params := map[string]string{}
 	for _, e := range ents {
 		if e.IsDir() {
 			continue
 		}
-		b, err := s.root.FS().ReadFile(dir + "/" + e.Name())
+		b, err := h.ReadFile(e.Name())
 		if err != nil {
 			continue
 		}
