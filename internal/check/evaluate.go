@@ -135,7 +135,7 @@ func (e *Evaluator) Evaluate(f *facts.Facts, ps []platform.Platform, opt Options
 // catalogue but not on the facts: which platforms are debug twins of
 // another in the list, and the severity of each check on each of the
 // others (or that it does not apply). For every valid platform that is
-// most of the evaluation's time, so a caller that knows the platforms
+// about half of the evaluation's time, so a caller that knows the platforms
 // before discovery ends (check --all, --platform) computes it meanwhile.
 // A Plan is read-only once made and may be used by several evaluations.
 type Plan struct {

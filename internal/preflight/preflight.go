@@ -56,7 +56,7 @@ type Result struct {
 // When the platforms do not depend on the facts (given, or all), the
 // evaluation's plan (check.Plan: which checks apply to which platform) is
 // made on the other core while discovery runs: for every valid platform it
-// is most of the evaluation.
+// is about half of the evaluation.
 func Run(ctx context.Context, root hostfs.Root, opt Options) (Result, error) {
 	static := opt.Catalogue
 	if static == nil {
