@@ -6,69 +6,43 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"berth.dev/berth/internal/testproc"
 )
 
 // TestRunChildDiesWithBerth: a command Live.Run started (a binary's
 // --version) is killed when berth dies, even by SIGKILL, so that a read
 // that does not subscribe to signals leaves nothing running. The test
-// binary runs itself as "berth": that copy starts a long child, and is
-// killed while it waits.
+// binary runs itself as "berth": that copy starts a long child, marked by
+// its odd sleep time, and is killed while it waits.
 func TestRunChildDiesWithBerth(t *testing.T) {
-	if pidfile := os.Getenv("BERTH_TEST_RUN_CHILD"); pidfile != "" {
+	const marker = "4242.0011"
+	if os.Getenv("BERTH_TEST_RUN_CHILD") != "" {
 		l, err := NewLive("/")
 		if err != nil {
 			os.Exit(3)
 		}
 		l.Timeout = time.Minute
-		l.Run(context.Background(), "/bin/sh", "-c", `echo $$ >"$0.tmp" && mv "$0.tmp" "$0" && exec sleep 60`, pidfile)
+		l.Run(context.Background(), "/bin/sh", "-c", "exec sleep "+marker)
 		os.Exit(0)
 	}
-	pidfile := filepath.Join(t.TempDir(), "child.pid")
+	defer testproc.KillMarked(t, marker)
 	berth := exec.Command(os.Args[0], "-test.run=^TestRunChildDiesWithBerth$")
-	berth.Env = append(os.Environ(), "BERTH_TEST_RUN_CHILD="+pidfile)
+	berth.Env = append(os.Environ(), "BERTH_TEST_RUN_CHILD=1")
 	if err := berth.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var pid int
-	for deadline := time.Now().Add(10 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
-		if b, err := os.ReadFile(pidfile); err == nil {
-			if pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
-				t.Fatal(err)
-			}
-		} else if time.Now().After(deadline) {
-			berth.Process.Kill()
-			t.Fatalf("the child did not start: %v", err)
-		}
+	if !testproc.WaitMarker(t, marker, true, 10*time.Second) {
+		berth.Process.Kill()
+		t.Fatal("the child did not start")
 	}
 	berth.Process.Kill()
 	berth.Wait()
-	for deadline := time.Now().Add(5 * time.Second); alive(pid); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("the child %d outlived berth by 5 s", pid)
-		}
+	if !testproc.WaitMarker(t, marker, false, 5*time.Second) {
+		t.Fatal("the child outlived berth by 5 s")
 	}
-}
-
-// alive reports whether pid runs (a zombie waiting for its new parent to
-// reap it does not).
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // TestOpenUnpacking: beforeUnpack runs for a snapshot only, before

@@ -197,17 +197,14 @@ func TestQEMUDiesWithBerth(t *testing.T) {
 	if err := berth.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); !testproc.MarkerAlive(t, "4242.0009"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			berth.Process.Kill()
-			t.Fatal("the fake QEMU did not start")
-		}
+	defer testproc.KillMarked(t, "4242.0009")
+	if !testproc.WaitMarker(t, "4242.0009", true, 10*time.Second) {
+		berth.Process.Kill()
+		t.Fatal("the fake QEMU did not start")
 	}
 	berth.Process.Kill()
 	berth.Wait()
-	for deadline := time.Now().Add(5 * time.Second); testproc.MarkerAlive(t, "4242.0009"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the fake QEMU outlived berth by 5 s")
-		}
+	if !testproc.WaitMarker(t, "4242.0009", false, 5*time.Second) {
+		t.Fatal("the fake QEMU outlived berth by 5 s")
 	}
 }

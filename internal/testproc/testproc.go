@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,20 +17,55 @@ import (
 
 // MarkerAlive reports whether a process has marker in its command line.
 // Tests give their child processes a marker nothing else has, such as an
-// odd sleep time, since the children's pids are not known.
+// odd sleep time, since the children's pids are not known. A zombie has
+// no command line left, so it does not count.
 func MarkerAlive(t testing.TB, marker string) bool {
+	t.Helper()
+	return len(Marked(t, marker)) > 0
+}
+
+// Marked returns the pids of the processes with marker in their command
+// line.
+func Marked(t testing.TB, marker string) []int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatalf("listing processes: %v", err)
 	}
+	var pids []int
 	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err == nil && strings.Contains(string(b), marker) {
-			return true
+			pids = append(pids, pid)
 		}
 	}
-	return false
+	return pids
+}
+
+// WaitMarker waits up to timeout until a process with marker in its
+// command line runs (alive) or none does (!alive), and reports whether
+// it came to that.
+func WaitMarker(t testing.TB, marker string, alive bool, timeout time.Duration) bool {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); MarkerAlive(t, marker) != alive; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// KillMarked kills (SIGKILL) the processes with marker in their command
+// line: what a failed test leaves running.
+func KillMarked(t testing.TB, marker string) {
+	t.Helper()
+	for _, pid := range Marked(t, marker) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 // WaitGroupGone waits up to timeout until process group pgid has no
