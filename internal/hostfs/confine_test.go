@@ -672,3 +672,63 @@ func TestFileReader(t *testing.T) {
 		}
 	}
 }
+
+// TestReadDirAgreesWithOS lists directories of many entries (several
+// getdents buffers, names of every length up to the limit, every type)
+// and the live /sys and /proc, on each variant, and holds the names,
+// their order and their types to os.ReadDir's.
+func TestReadDirAgreesWithOS(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	if err := os.Mkdir(big, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3000 {
+		name := fmt.Sprintf("%04x:%s", i*7919%65536, strings.Repeat("n", i%240))
+		p := filepath.Join(big, name)
+		var err error
+		switch i % 5 {
+		case 0, 1:
+			err = os.WriteFile(p, nil, 0o644)
+		case 2:
+			err = os.Mkdir(p, 0o755)
+		case 3:
+			err = os.Symlink("../"+name, p)
+		case 4:
+			err = syscall.Mkfifo(p, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	forEachVariant(t, func(t *testing.T, opt confineOptions) {
+		for _, tc := range []struct{ root, name string }{
+			{dir, "big"}, {dir, "empty"}, {"/", "sys/bus/pci/devices"}, {"/", "proc/self"}, {"/", "sys/kernel"},
+		} {
+			c, err := newConfinedFS(tc.root, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, werr := os.ReadDir(filepath.Join(tc.root, tc.name))
+			got, gerr := c.ReadDir(tc.name)
+			c.close()
+			if werr != nil || gerr != nil {
+				t.Fatalf("%s: os.ReadDir %v, ReadDir %v", tc.name, werr, gerr)
+			}
+			if tc.name == "empty" && got != nil {
+				t.Errorf("empty: %v, want nil", got)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s: %d entries, want %d", tc.name, len(got), len(want))
+			}
+			for i := range want {
+				if got[i].Name() != want[i].Name() || got[i].Type() != want[i].Type() || got[i].IsDir() != want[i].IsDir() {
+					t.Fatalf("%s[%d]: %s %v, want %s %v", tc.name, i, got[i].Name(), got[i].Type(), want[i].Name(), want[i].Type())
+				}
+			}
+		}
+	})
+}
