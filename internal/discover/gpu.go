@@ -70,16 +70,27 @@ func isBridge(d facts.PCIDevice) bool { return strings.HasPrefix(d.Class, "0604"
 // when every other member is vfio-bound or a bridge; the others are listed.
 func gpus(devs []facts.PCIDevice) []facts.GPU {
 	// Indices, not copies: a big host has thousands of functions, and a
-	// PCIDevice is a few hundred bytes.
+	// PCIDevice is a few hundred bytes. Only the GPUs' groups are
+	// gathered: on such a host most functions have a group of their own.
 	byGroup := map[int][]int{}
-	for i, d := range devs {
-		if d.IOMMUGroup != nil {
-			byGroup[*d.IOMMUGroup] = append(byGroup[*d.IOMMUGroup], i)
+	for i := range devs {
+		if d := &devs[i]; d.IOMMUGroup != nil && isGPU(*d) {
+			byGroup[*d.IOMMUGroup] = nil
+		}
+	}
+	if len(byGroup) > 0 {
+		for i := range devs {
+			if d := &devs[i]; d.IOMMUGroup != nil {
+				if m, ok := byGroup[*d.IOMMUGroup]; ok {
+					byGroup[*d.IOMMUGroup] = append(m, i)
+				}
+			}
 		}
 	}
 	var out []facts.GPU
-	for _, d := range devs {
-		if !isGPU(d) {
+	for i := range devs {
+		d := &devs[i]
+		if !isGPU(*d) {
 			continue
 		}
 		g := facts.GPU{

@@ -11,10 +11,11 @@ import (
 	"os"
 	"path"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"berth.dev/berth/internal/facts"
 	"berth.dev/berth/internal/hostfs"
@@ -46,56 +47,71 @@ func runPCI(_ context.Context, s *session, f *facts.Facts) {
 		return
 	}
 	mdev := s.exists("sys/class/mdev_bus")
-	all := make([]facts.PCIDevice, len(ents))
-	okAt := make([]bool, len(ents))
-	vfAddrs := make([][]string, len(ents))
-	forEachDevice(len(ents), func(i int) {
-		d, vfs, err := s.pciDevice(ents[i].Name(), mdev)
+	// In the order of their addresses, a PF comes before its VFs: a VF's
+	// routing ID is its PF's plus the SR-IOV offset (at least 1), in the
+	// same domain, and a domain's addresses have digits of one width.
+	if !slices.IsSortedFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }) {
+		slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	}
+	n := len(ents)
+	at := make(map[string]int, n)
+	for i, e := range ents {
+		at[e.Name()] = i
+	}
+	all := make([]facts.PCIDevice, n)
+	okAt := make([]bool, n)
+	vfAddrs := make([][]string, n)
+	// A big host's functions are mostly SR-IOV virtual functions (4,096
+	// on a node with a few NICs and GPUs split up). The kernel shows the
+	// sriov_* files on a PF only, so a function a PF has listed as its VF
+	// is not asked for them: listed[j] says a function before j listed
+	// it when j is read, and skipped[j] that j was read without them.
+	// resolveVFs then settles, in address order and whatever the timing,
+	// which functions are VFs.
+	listed := make([]atomic.Bool, n)
+	skipped := make([]bool, n)
+	forEachDevice(n, func(i int) {
+		known := listed[i].Load()
+		d, vfs, err := s.pciDevice(ents[i].Name(), mdev, !known)
 		if err != nil {
 			s.unknownf("pci["+ents[i].Name()+"]", "%v", err)
 			return
 		}
-		all[i], okAt[i], vfAddrs[i] = d, true, vfs
-	})
-	// A big host's functions are mostly SR-IOV virtual functions (4,096
-	// on a node with a few NICs and GPUs split up). A VF sits on its PF's
-	// bus or on a bus below the same root bridge, and the kernel gives
-	// both the node of that bus (pcibus_to_node): its numa_node is its
-	// PF's, and is not read again. That spares a third of the reads per VF.
-	at := make(map[string]int, len(ents))
-	for i, e := range ents {
-		at[e.Name()] = i
-	}
-	pfOf := make([]int, len(ents))
-	for i := range pfOf {
-		pfOf[i] = -1
-	}
-	for i, vfs := range vfAddrs {
+		all[i], okAt[i], vfAddrs[i], skipped[i] = d, true, vfs, known
 		for _, a := range vfs {
-			if j, ok := at[a]; ok && okAt[j] && j != i {
-				pfOf[j] = i
+			if j, ok := at[a]; ok && j > i {
+				listed[j].Store(true)
 			}
 		}
-	}
-	forEachDevice(len(ents), func(i int) {
-		if okAt[i] && pfOf[i] < 0 {
-			all[i].NUMANode = s.pciNUMANode(path.Join(pciDevicesDir, all[i].Address))
-		}
 	})
+	pfOf := resolveVFs(all, okAt, vfAddrs, skipped, at, func(i int) []string {
+		h := hostfs.OpenDirHandle(s.root.FS(), path.Join(pciDevicesDir, all[i].Address))
+		defer h.Close()
+		all[i].NUMANode = pciNUMANode(h)
+		return readSRIOV(h, &all[i])
+	})
+	// A VF sits on its PF's bus or on a bus below the same root bridge,
+	// and the kernel gives both the node of that bus (pcibus_to_node): its
+	// numa_node is its PF's, and is not read. That spares a third of the
+	// reads per VF.
 	for i, pf := range pfOf {
-		if pf >= 0 && all[pf].NUMANode != nil {
+		if pf < 0 {
+			continue
+		}
+		all[i].NUMANode = nil
+		if all[pf].NUMANode != nil {
 			n := *all[pf].NUMANode
 			all[i].NUMANode = &n
 		}
 	}
-	// In place: a copy of thousands of PCIDevices is ~200 bytes each.
+	// In place: a copy of thousands of PCIDevices is ~200 bytes each. They
+	// are in address order already, as ents are.
 	devs := all[:0]
 	for i, d := range all {
 		if okAt[i] {
 			devs = append(devs, d)
 		}
 	}
-	sort.Slice(devs, func(i, j int) bool { return devs[i].Address < devs[j].Address })
 	s.namePCI(devs)
 	if len(devs) > 0 {
 		f.PCI = devs
@@ -120,15 +136,17 @@ func forEachDevice(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// pciDevice reads one device, except its NUMA node (pciNUMANode). The
+// pciDevice reads one device. The
 // uevent file gives vendor, device, class and driver in one read (sysfs
 // reads dominate discovery time on hosts with hundreds of functions);
 // fixture trees may have only the separate vendor/device/class files and
-// the driver symlink. vfs are the addresses of the virtual functions of a
-// physical function with SR-IOV enabled, computed from its routing ID,
-// VF offset and stride as the PCIe specification lays them out; none
-// when the kernel does not give the offset and stride.
-func (s *session) pciDevice(addr string, mdev bool) (d facts.PCIDevice, vfs []string, err error) {
+// the driver symlink. With sriov, vfs are the addresses of the virtual
+// functions of a physical function with SR-IOV enabled, computed from its
+// routing ID, VF offset and stride as the PCIe specification lays them
+// out; none when the kernel does not give the offset and stride. Without
+// it (a function known to be a VF), neither the sriov_* files nor
+// numa_node are read.
+func (s *session) pciDevice(addr string, mdev, sriov bool) (d facts.PCIDevice, vfs []string, err error) {
 	dir := path.Join(pciDevicesDir, addr)
 	// The device's directory is resolved once, and its files looked up
 	// from it: a path from the root is a walk of six components through
@@ -158,12 +176,9 @@ func (s *session) pciDevice(addr string, mdev bool) (d facts.PCIDevice, vfs []st
 			d.IOMMUGroup = &g
 		}
 	}
-	if n, ok := readIntIn(h, "sriov_totalvfs"); ok {
-		d.SRIOVTotal = &n
-		if n, ok := readIntIn(h, "sriov_numvfs"); ok {
-			d.SRIOVNum = &n
-			vfs = vfAddresses(h, addr, n)
-		}
+	if sriov {
+		d.NUMANode = pciNUMANode(h)
+		vfs = readSRIOV(h, &d)
 	}
 	if mdev {
 		d.VGPUTypes = s.mdevTypes(addr)
@@ -181,10 +196,57 @@ func (s *session) pciDevice(addr string, mdev bool) (d facts.PCIDevice, vfs []st
 	return d, vfs, nil
 }
 
-// pciNUMANode reads a device's numa_node; -1 means "no NUMA affinity"
-// and is left out like an absent file.
-func (s *session) pciNUMANode(dir string) *int {
-	if n, ok := s.readInt(dir + "/numa_node"); ok && n >= 0 {
+// readSRIOV reads the SR-IOV files of the function d from its directory
+// h, and gives the addresses of its enabled VFs.
+func readSRIOV(h hostfs.DirHandle, d *facts.PCIDevice) (vfs []string) {
+	if n, ok := readIntIn(h, "sriov_totalvfs"); ok {
+		d.SRIOVTotal = &n
+		if n, ok := readIntIn(h, "sriov_numvfs"); ok {
+			d.SRIOVNum = &n
+			vfs = vfAddresses(h, d.Address, n)
+		}
+	}
+	return vfs
+}
+
+// resolveVFs says which functions are VFs, and of which PF (pfOf[j] is
+// j's PF's index, or -1), from the VF lists read (vfs; at indexes the
+// functions by address, ok says which were read). A function is a VF when
+// a function before it in address order that is not a VF itself lists
+// it. A VF has no SR-IOV fields: the kernel shows sriov_* on PFs only,
+// so only a fixture could give a VF some, and they are dropped. The
+// functions read without their SR-IOV files (skipped) because another
+// listed them are read now (reread) when that other turned out to be a
+// VF: then, as the rule goes in address order, the answer is what
+// reading every function whole would give, however the reads were timed.
+func resolveVFs(all []facts.PCIDevice, ok []bool, vfs [][]string, skipped []bool, at map[string]int, reread func(i int) []string) []int {
+	pfOf := make([]int, len(all))
+	for i := range pfOf {
+		pfOf[i] = -1
+	}
+	for i := range all {
+		switch {
+		case !ok[i]:
+			continue
+		case pfOf[i] >= 0:
+			all[i].SRIOVTotal, all[i].SRIOVNum = nil, nil
+			continue
+		case skipped[i]:
+			vfs[i] = reread(i)
+		}
+		for _, a := range vfs[i] {
+			if j, found := at[a]; found && j > i && ok[j] {
+				pfOf[j] = i
+			}
+		}
+	}
+	return pfOf
+}
+
+// pciNUMANode reads the numa_node of a device's directory h; -1 means
+// "no NUMA affinity" and is left out like an absent file.
+func pciNUMANode(h hostfs.DirHandle) *int {
+	if n, ok := readIntIn(h, "numa_node"); ok && n >= 0 {
 		return &n
 	}
 	return nil
@@ -269,24 +331,25 @@ func appendHexPad(b []byte, v, width int) []byte {
 }
 
 // pciIdentity reads vendor, device and class from their own files of
-// the device's directory h (dir).
+// the device's directory h (dir) into d. The values are set at the end,
+// not through pointers to d's fields: those would move every caller's
+// PCIDevice to the heap.
 func pciIdentity(h hostfs.DirHandle, dir string, d *facts.PCIDevice) error {
-	for _, fld := range []struct {
+	var v [3]string
+	for i, fld := range [3]struct {
 		name  string
 		width int
-		dst   *string
-	}{{"vendor", 4, &d.Vendor}, {"device", 4, &d.Device}, {"class", 6, &d.Class}} {
+	}{{"vendor", 4}, {"device", 4}, {"class", 6}} {
 		p := dir + "/" + fld.name
 		b, err := h.ReadFile(fld.name)
 		if err != nil {
 			return errors.New(ReadReason(p, err))
 		}
-		v, err := pciHex(strings.TrimSpace(string(b)), fld.width)
-		if err != nil {
+		if v[i], err = pciHex(strings.TrimSpace(string(b)), fld.width); err != nil {
 			return errors.New(unparseable(p, 1, err.Error()))
 		}
-		*fld.dst = v
 	}
+	d.Vendor, d.Device, d.Class = v[0], v[1], v[2]
 	return nil
 }
 
@@ -347,18 +410,8 @@ func pciHex(v string, width int) (string, error) {
 	return strings.ToLower(v), nil
 }
 
-// readInt reads a sysfs integer quietly (for optional files).
-func (s *session) readInt(p string) (int, bool) {
-	v, ok := s.readString("", p)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(v)
-	return n, err == nil
-}
-
-// readIntIn reads the sysfs integer name of the directory h quietly, as
-// readInt does.
+// readIntIn reads the sysfs integer name of the directory h quietly (for
+// optional files).
 func readIntIn(h hostfs.DirHandle, name string) (int, bool) {
 	b, err := h.ReadFile(name)
 	if err != nil {

@@ -181,7 +181,10 @@ type wantedDevice struct {
 }
 
 func newWanted(want []ID) wanted {
-	w := wanted{vendors: make([]wantedVendor, 0, len(want)), devices: make([]wantedDevice, 0, len(want))}
+	// A big host asks for thousands of functions of a few dozen models:
+	// the lists grow as distinct ids come, not to len(want).
+	n := min(len(want), 64)
+	w := wanted{vendors: make([]wantedVendor, 0, n), devices: make([]wantedDevice, 0, n)}
 	for _, id := range want {
 		id = ID{strings.ToLower(id.Vendor), strings.ToLower(id.Device)}
 		if len(id.Vendor) != 4 || len(id.Device) != 4 {
