@@ -26,8 +26,8 @@ import (
 func (f Facts) MarshalJSON() ([]byte, error) { return f.MarshalCompactJSON() }
 
 // MarshalCompactJSON is MarshalJSON without the copy of Facts a value
-// receiver makes. Called directly (report.Digest, output.EncodeJSON), it
-// also spares json.Marshal's second pass over a Marshaler's text, which
+// receiver makes. Called directly (report.Digest), it also spares
+// json.Marshal's second pass over a Marshaler's text, which
 // validates and compacts it again: 9 ms for the 0.9 MB of a host with
 // 4,096 PCI functions.
 func (f *Facts) MarshalCompactJSON() ([]byte, error) {
@@ -42,26 +42,77 @@ func (f *Facts) MarshalCompactJSON() ([]byte, error) {
 	return e.b, nil
 }
 
+// MarshalIndentJSON is what json.MarshalIndent(f, "", "  ") writes (the
+// tests hold the two equal), written indented at once: indenting the
+// compact text afterwards was a second pass over all of it, 1.2 MB on a
+// host with 4,096 PCI functions.
+func (f *Facts) MarshalIndentJSON() ([]byte, error) {
+	e := jsonEnc{b: make([]byte, 0, 16<<10+320*len(f.PCI)), indent: true}
+	e.encFacts(f)
+	if e.err != nil {
+		return nil, e.err
+	}
+	return e.b, nil
+}
+
 // jsonEnc is the state of the generated encoder: the text so far and the
-// first error (only a time outside the years 0-9999 has one).
+// first error (only a time outside the years 0-9999 has one). With
+// indent, members and elements go on lines of their own, two spaces
+// deeper per level (depth), as json.Indent puts them.
 type jsonEnc struct {
-	b   []byte
-	err error
+	b      []byte
+	err    error
+	indent bool
+	depth  int
 }
 
 // key starts an object member; start is where the object's first member
 // begins, so that every other one is preceded by a comma.
 func (e *jsonEnc) key(start int, k string) {
+	e.sep(start)
+	e.b = append(e.b, k...)
+	if e.indent {
+		e.b = append(e.b, ' ')
+	}
+}
+
+// sep starts a member or element of the object or array whose first one
+// begins at start: a comma after another one, and, indented, a new line.
+func (e *jsonEnc) sep(start int) {
 	if len(e.b) > start {
 		e.b = append(e.b, ',')
 	}
-	e.b = append(e.b, k...)
+	if e.indent {
+		e.newline()
+	}
+}
+
+func (e *jsonEnc) newline() {
+	e.b = append(e.b, '\n')
+	for range e.depth {
+		e.b = append(e.b, "  "...)
+	}
 }
 
 // open starts an object and returns where its first member begins.
-func (e *jsonEnc) open() int {
-	e.b = append(e.b, '{')
+func (e *jsonEnc) open() int { return e.begin('{') }
+
+// close ends the object open returned start for.
+func (e *jsonEnc) close(start int) { e.end(start, '}') }
+
+func (e *jsonEnc) begin(c byte) int {
+	e.b = append(e.b, c)
+	e.depth++
 	return len(e.b)
+}
+
+// end closes an object or array; an empty one stays "{}" or "[]".
+func (e *jsonEnc) end(start int, c byte) {
+	e.depth--
+	if e.indent && len(e.b) > start {
+		e.newline()
+	}
+	e.b = append(e.b, c)
 }
 
 func (e *jsonEnc) null() { e.b = append(e.b, "null"...) }
@@ -110,14 +161,12 @@ func encSlice[T any](e *jsonEnc, s []T, enc func(*jsonEnc, *T)) {
 		e.null()
 		return
 	}
-	e.b = append(e.b, '[')
+	start := e.begin('[')
 	for i := range s {
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
+		e.sep(start)
 		enc(e, &s[i])
 	}
-	e.b = append(e.b, ']')
+	e.end(start, ']')
 }
 
 func encMap[T any](e *jsonEnc, m map[string]T, enc func(*jsonEnc, *T)) {
@@ -125,17 +174,18 @@ func encMap[T any](e *jsonEnc, m map[string]T, enc func(*jsonEnc, *T)) {
 		e.null()
 		return
 	}
-	e.b = append(e.b, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
+	start := e.open()
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		e.sep(start)
 		e.str(k)
 		e.b = append(e.b, ':')
+		if e.indent {
+			e.b = append(e.b, ' ')
+		}
 		v := m[k]
 		enc(e, &v)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) bool(v bool) { e.b = strconv.AppendBool(e.b, v) }

@@ -66,7 +66,7 @@ func (e *jsonEnc) encFacts(v *Facts) {
 		e.key(start, "\"unknown\":")
 		encSlice(e, v.Unknown, (*jsonEnc).encMissing)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encCPU(v *CPU) {
@@ -115,7 +115,7 @@ func (e *jsonEnc) encCPU(v *CPU) {
 		e.key(start, "\"cpuid\":")
 		encPtr(e, v.CPUID, (*jsonEnc).encCPUID)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encVirt(v *Virt) {
@@ -148,7 +148,7 @@ func (e *jsonEnc) encVirt(v *Virt) {
 		e.key(start, "\"acpiOemId\":")
 		e.str(string(v.ACPIOEMID))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encKernel(v *Kernel) {
@@ -181,7 +181,7 @@ func (e *jsonEnc) encKernel(v *Kernel) {
 		e.key(start, "\"bootLogSource\":")
 		e.str(string(v.BootLogSource))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encDevices(v *Devices) {
@@ -194,7 +194,7 @@ func (e *jsonEnc) encDevices(v *Devices) {
 		e.key(start, "\"kvm\":")
 		encPtr(e, v.KVM, (*jsonEnc).encKVMProbe)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encIOMMU(v *IOMMU) {
@@ -213,7 +213,7 @@ func (e *jsonEnc) encIOMMU(v *IOMMU) {
 		e.key(start, "\"vfioDmaEntryLimit\":")
 		e.intPtr(v.VFIODMAEntryLimit)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encPCIDevice(v *PCIDevice) {
@@ -262,7 +262,7 @@ func (e *jsonEnc) encPCIDevice(v *PCIDevice) {
 		e.key(start, "\"physfn\":")
 		e.str(string(v.PhysFn))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encGPU(v *GPU) {
@@ -313,7 +313,7 @@ func (e *jsonEnc) encGPU(v *GPU) {
 		e.key(start, "\"vgpuTypes\":")
 		e.strs(v.VGPUTypes)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encMemory(v *Memory) {
@@ -334,7 +334,7 @@ func (e *jsonEnc) encMemory(v *Memory) {
 		e.key(start, "\"numaNodes\":")
 		e.int(int64(v.NUMANodes))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encCgroups(v *Cgroups) {
@@ -351,7 +351,7 @@ func (e *jsonEnc) encCgroups(v *Cgroups) {
 		e.key(start, "\"miscCapacity\":")
 		e.int64Map(v.MiscCapacity)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encLimits(v *Limits) {
@@ -364,7 +364,7 @@ func (e *jsonEnc) encLimits(v *Limits) {
 		e.key(start, "\"inotifyMaxUserWatches\":")
 		e.intPtr(v.InotifyMaxUserWatches)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encOS(v *OS) {
@@ -381,7 +381,7 @@ func (e *jsonEnc) encOS(v *OS) {
 		e.key(start, "\"prettyName\":")
 		e.str(string(v.PrettyName))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encTEE(v *TEE) {
@@ -392,7 +392,7 @@ func (e *jsonEnc) encTEE(v *TEE) {
 	e.encTDX(&v.TDX)
 	e.key(start, "\"sgx\":")
 	e.encSGX(&v.SGX)
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encRuntimes(v *Runtimes) {
@@ -405,7 +405,7 @@ func (e *jsonEnc) encRuntimes(v *Runtimes) {
 		e.key(start, "\"crio\":")
 		encPtr(e, v.CRIO, (*jsonEnc).encContainerRuntime)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encDistribution(v *Distribution) {
@@ -418,7 +418,7 @@ func (e *jsonEnc) encDistribution(v *Distribution) {
 		e.key(start, "\"evidence\":")
 		e.strs(v.Evidence)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encBinary(v *Binary) {
@@ -443,7 +443,7 @@ func (e *jsonEnc) encBinary(v *Binary) {
 		e.key(start, "\"recorded\":")
 		e.bool(bool(v.Recorded))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encQEMUProbe(v *QEMUProbe) {
@@ -488,7 +488,7 @@ func (e *jsonEnc) encQEMUProbe(v *QEMUProbe) {
 		e.key(start, "\"recorded\":")
 		e.bool(bool(v.Recorded))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encStorage(v *Storage) {
@@ -501,7 +501,7 @@ func (e *jsonEnc) encStorage(v *Storage) {
 		e.key(start, "\"filesystems\":")
 		encSlice(e, v.Filesystems, (*jsonEnc).encFilesystem)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encNetwork(v *Network) {
@@ -512,7 +512,7 @@ func (e *jsonEnc) encNetwork(v *Network) {
 	}
 	e.key(start, "\"reachability\":")
 	e.encReachability(&v.Reachability)
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encPlugins(v *Plugins) {
@@ -537,7 +537,7 @@ func (e *jsonEnc) encPlugins(v *Plugins) {
 		e.key(start, "\"findings\":")
 		encSlice(e, v.Findings, (*jsonEnc).encPluginFinding)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encMissing(v *Missing) {
@@ -546,7 +546,7 @@ func (e *jsonEnc) encMissing(v *Missing) {
 	e.str(string(v.Field))
 	e.key(start, "\"reason\":")
 	e.str(string(v.Reason))
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encCPUID(v *CPUID) {
@@ -563,7 +563,7 @@ func (e *jsonEnc) encCPUID(v *CPUID) {
 		e.key(start, "\"recorded\":")
 		e.bool(bool(v.Recorded))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encDMI(v *DMI) {
@@ -588,7 +588,7 @@ func (e *jsonEnc) encDMI(v *DMI) {
 		e.key(start, "\"biosVersion\":")
 		e.str(string(v.BIOSVersion))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encModule(v *Module) {
@@ -605,7 +605,7 @@ func (e *jsonEnc) encModule(v *Module) {
 		e.key(start, "\"params\":")
 		e.strMap(v.Params)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encDeviceNode(v *DeviceNode) {
@@ -632,7 +632,7 @@ func (e *jsonEnc) encDeviceNode(v *DeviceNode) {
 		e.key(start, "\"accessible\":")
 		e.boolPtr(v.Accessible)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encKVMProbe(v *KVMProbe) {
@@ -657,7 +657,7 @@ func (e *jsonEnc) encKVMProbe(v *KVMProbe) {
 		e.key(start, "\"recorded\":")
 		e.bool(bool(v.Recorded))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encHugePage(v *HugePage) {
@@ -668,7 +668,7 @@ func (e *jsonEnc) encHugePage(v *HugePage) {
 	e.uint(uint64(v.Total))
 	e.key(start, "\"free\":")
 	e.uint(uint64(v.Free))
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encSNP(v *SNP) {
@@ -721,7 +721,7 @@ func (e *jsonEnc) encSNP(v *SNP) {
 		e.key(start, "\"iommuSnp\":")
 		e.boolPtr(v.IOMMUSNP)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encTDX(v *TDX) {
@@ -758,7 +758,7 @@ func (e *jsonEnc) encTDX(v *TDX) {
 		e.key(start, "\"sysfs\":")
 		e.strMap(v.Sysfs)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encSGX(v *SGX) {
@@ -771,7 +771,7 @@ func (e *jsonEnc) encSGX(v *SGX) {
 		e.key(start, "\"kvmSgx\":")
 		e.boolPtr(v.KVMSGX)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encContainerRuntime(v *ContainerRuntime) {
@@ -844,7 +844,7 @@ func (e *jsonEnc) encContainerRuntime(v *ContainerRuntime) {
 		e.key(start, "\"ignoredHandlers\":")
 		e.strs(v.IgnoredHandlers)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encBlockDevice(v *BlockDevice) {
@@ -869,7 +869,7 @@ func (e *jsonEnc) encBlockDevice(v *BlockDevice) {
 		e.key(start, "\"slaves\":")
 		e.strs(v.Slaves)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encFilesystem(v *Filesystem) {
@@ -890,7 +890,7 @@ func (e *jsonEnc) encFilesystem(v *Filesystem) {
 		e.key(start, "\"recorded\":")
 		e.bool(bool(v.Recorded))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encSRIOVNIC(v *SRIOVNIC) {
@@ -913,7 +913,7 @@ func (e *jsonEnc) encSRIOVNIC(v *SRIOVNIC) {
 		e.key(start, "\"vfs\":")
 		encSlice(e, v.VFs, (*jsonEnc).encSRIOVVF)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encReachability(v *Reachability) {
@@ -932,7 +932,7 @@ func (e *jsonEnc) encReachability(v *Reachability) {
 		e.key(start, "\"targets\":")
 		encSlice(e, v.Targets, (*jsonEnc).encEndpoint)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encPluginError(v *PluginError) {
@@ -941,7 +941,7 @@ func (e *jsonEnc) encPluginError(v *PluginError) {
 	e.str(string(v.Name))
 	e.key(start, "\"message\":")
 	e.str(string(v.Message))
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encPluginFinding(v *PluginFinding) {
@@ -964,7 +964,7 @@ func (e *jsonEnc) encPluginFinding(v *PluginFinding) {
 		e.key(start, "\"remedy\":")
 		e.str(string(v.Remedy))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encRange(v *Range) {
@@ -973,7 +973,7 @@ func (e *jsonEnc) encRange(v *Range) {
 	e.int(int64(v.Min))
 	e.key(start, "\"max\":")
 	e.int(int64(v.Max))
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encHandler(v *Handler) {
@@ -1016,7 +1016,7 @@ func (e *jsonEnc) encHandler(v *Handler) {
 		e.key(start, "\"source\":")
 		e.str(string(v.Source))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encSRIOVVF(v *SRIOVVF) {
@@ -1031,7 +1031,7 @@ func (e *jsonEnc) encSRIOVVF(v *SRIOVVF) {
 		e.key(start, "\"iommuGroup\":")
 		e.intPtr(v.IOMMUGroup)
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func (e *jsonEnc) encEndpoint(v *Endpoint) {
@@ -1058,7 +1058,7 @@ func (e *jsonEnc) encEndpoint(v *Endpoint) {
 		e.key(start, "\"certUntrusted\":")
 		e.bool(bool(v.CertUntrusted))
 	}
-	e.b = append(e.b, '}')
+	e.close(start)
 }
 
 func zeroPlugins(v *Plugins) bool {

@@ -18,18 +18,26 @@ type plainFacts Facts
 func reflectJSON(f *Facts) ([]byte, error) { return json.Marshal((*plainFacts)(f)) }
 
 // checkSameJSON fails t unless the generated encoder, and encoding/json
-// through it, write what reflection writes for f (or all three fail).
+// through it, write what reflection writes for f, compact and indented
+// (or all fail).
 func checkSameJSON(t *testing.T, f *Facts) {
 	t.Helper()
 	want, werr := reflectJSON(f)
 	got, gerr := f.MarshalCompactJSON()
 	val, aerr := f.MarshalJSON()
 	via, verr := json.Marshal(f)
-	if (werr != nil) != (gerr != nil) || (werr != nil) != (verr != nil) || (werr != nil) != (aerr != nil) {
-		t.Fatalf("errors differ: reflection %v, MarshalCompactJSON %v, MarshalJSON %v, json.Marshal %v", werr, gerr, aerr, verr)
+	wantInd, wierr := json.MarshalIndent((*plainFacts)(f), "", "  ")
+	ind, ierr := f.MarshalIndentJSON()
+	if (werr != nil) != (gerr != nil) || (werr != nil) != (verr != nil) || (werr != nil) != (aerr != nil) ||
+		(werr != nil) != (wierr != nil) || (werr != nil) != (ierr != nil) {
+		t.Fatalf("errors differ: reflection %v, MarshalCompactJSON %v, MarshalJSON %v, json.Marshal %v, reflection indented %v, MarshalIndentJSON %v",
+			werr, gerr, aerr, verr, wierr, ierr)
 	}
 	if werr != nil {
 		return
+	}
+	if !bytes.Equal(ind, wantInd) {
+		t.Fatalf("MarshalIndentJSON differs from json.MarshalIndent by reflection:\n got %s\nwant %s", ind, wantInd)
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("MarshalCompactJSON differs from reflection:\n got %s\nwant %s", got, want)

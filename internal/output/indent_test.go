@@ -96,23 +96,23 @@ func FuzzEscapeJSONish(f *testing.F) {
 	})
 }
 
-// compactOnly writes its JSON through MarshalCompactJSON; its MarshalJSON
+// indentOnly writes its JSON through MarshalIndentJSON; its MarshalJSON
 // says something else, so that the test sees which one EncodeJSON used.
-type compactOnly struct{}
+type indentOnly struct{}
 
-func (compactOnly) MarshalCompactJSON() ([]byte, error) {
-	return []byte(`{"a":[1,{"b":"\u003c"}]}`), nil
+func (indentOnly) MarshalIndentJSON() ([]byte, error) {
+	return []byte("{\n  \"a\": \"\x7f\"\n}"), nil
 }
-func (compactOnly) MarshalJSON() ([]byte, error) { return []byte(`"not this"`), nil }
+func (indentOnly) MarshalJSON() ([]byte, error) { return []byte(`"not this"`), nil }
 
-// TestEncodeJSONCompactMarshaler takes a CompactMarshaler's text as it
-// is, indented as Render indents json.Marshal's.
-func TestEncodeJSONCompactMarshaler(t *testing.T) {
-	got, err := EncodeJSON(compactOnly{})
+// TestEncodeJSONIndentMarshaler takes an IndentMarshaler's text as it
+// is, with the newline and the escapes Render adds to any JSON.
+func TestEncodeJSONIndentMarshaler(t *testing.T) {
+	got, err := EncodeJSON(indentOnly{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "{\n  \"a\": [\n    1,\n    {\n      \"b\": \"\\u003c\"\n    }\n  ]\n}\n"
+	want := "{\n  \"a\": \"\\u007f\"\n}\n"
 	if string(got) != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}

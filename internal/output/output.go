@@ -132,25 +132,31 @@ func render(w io.Writer, f Format, v any, table func(io.Writer) error, sgr bool)
 	}
 }
 
-// CompactMarshaler is implemented by a value (facts.Facts) whose
-// MarshalCompactJSON returns exactly what json.Marshal writes for it,
-// held to that by its own tests. EncodeJSON takes that text as it is:
-// json.Marshal would validate and compact a Marshaler's text once more,
-// byte by byte.
-type CompactMarshaler interface {
-	MarshalCompactJSON() ([]byte, error)
+// IndentMarshaler is implemented by a value (facts.Facts) whose
+// MarshalIndentJSON returns exactly what json.MarshalIndent(v, "", "  ")
+// writes for it, held to that by its own tests: EncodeJSON takes that text
+// as it is, instead of indenting the compact text in a second pass.
+type IndentMarshaler interface {
+	MarshalIndentJSON() ([]byte, error)
 }
 
 // EncodeJSON returns what Render writes for v with -o json: indented JSON
-// and a newline. A JSONAppender writes itself; any other value (or a
-// JSONAppender that fails) is encoded by encoding/json, through WireValue
-// for a Wire.
+// and a newline. A JSONAppender writes itself, an IndentMarshaler
+// indents itself; any other value (or a JSONAppender that fails) is
+// encoded by encoding/json, through WireValue for a Wire.
 func EncodeJSON(v any) ([]byte, error) {
 	if a, ok := v.(JSONAppender); ok {
 		var jw JSONWriter
 		if err := a.AppendJSON(&jw); err == nil {
 			return append(jw.buf, '\n'), nil
 		}
+	}
+	if m, ok := v.(IndentMarshaler); ok {
+		b, err := m.MarshalIndentJSON()
+		if err != nil {
+			return nil, err
+		}
+		return escapeJSONish(append(b, '\n')), nil
 	}
 	if wv, ok := v.(Wire); ok {
 		v = wv.WireValue()
@@ -159,13 +165,7 @@ func EncodeJSON(v any) ([]byte, error) {
 	// into a buffer sized from the compact JSON at once (the encoder
 	// grows its buffer by doubling, and json.Indent validates every byte
 	// again).
-	var b []byte
-	var err error
-	if m, ok := v.(CompactMarshaler); ok {
-		b, err = m.MarshalCompactJSON()
-	} else {
-		b, err = json.Marshal(v)
-	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

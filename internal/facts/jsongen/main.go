@@ -222,7 +222,7 @@ func (g *gen) encoder(t reflect.Type) error {
 		}
 		g.buf.WriteString(body + "\n")
 	}
-	g.buf.WriteString("e.b = append(e.b, '}')\n}\n\n")
+	g.buf.WriteString("e.close(start)\n}\n\n")
 	return nil
 }
 
