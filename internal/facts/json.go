@@ -69,11 +69,24 @@ type jsonEnc struct {
 // key starts an object member; start is where the object's first member
 // begins, so that every other one is preceded by a comma.
 func (e *jsonEnc) key(start int, k string) {
+	if e.indent {
+		e.indentedKey(start, k)
+		return
+	}
+	if len(e.b) > start {
+		e.b = append(e.b, ',')
+	}
+	e.b = append(e.b, k...)
+}
+
+// indentedKey is key when indenting, out of line: key is inlined at each
+// of the generated encoder's members, and this would double its code.
+//
+//go:noinline
+func (e *jsonEnc) indentedKey(start int, k string) {
 	e.sep(start)
 	e.b = append(e.b, k...)
-	if e.indent {
-		e.b = append(e.b, ' ')
-	}
+	e.b = append(e.b, ' ')
 }
 
 // sep starts a member or element of the object or array whose first one
