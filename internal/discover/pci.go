@@ -50,8 +50,10 @@ func runPCI(_ context.Context, s *session, f *facts.Facts) {
 	// In the order of their addresses, a PF comes before its VFs: a VF's
 	// routing ID is its PF's plus the SR-IOV offset (at least 1), in the
 	// same domain, and a domain's addresses have digits of one width.
-	if !slices.IsSortedFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }) {
-		slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	// fs.ReadDirFS promises that order; a root that breaks it is sorted.
+	byName := func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }
+	if !slices.IsSortedFunc(ents, byName) {
+		slices.SortFunc(ents, byName)
 	}
 	n := len(ents)
 	at := make(map[string]int, n)
@@ -136,11 +138,10 @@ func forEachDevice(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// pciDevice reads one device. The
-// uevent file gives vendor, device, class and driver in one read (sysfs
-// reads dominate discovery time on hosts with hundreds of functions);
-// fixture trees may have only the separate vendor/device/class files and
-// the driver symlink. With sriov, vfs are the addresses of the virtual
+// pciDevice reads one device. The uevent file gives vendor, device,
+// class and driver in one read (sysfs reads dominate discovery time on
+// hosts with hundreds of functions); fixture trees may have only the
+// separate vendor/device/class files and the driver symlink. With sriov, vfs are the addresses of the virtual
 // functions of a physical function with SR-IOV enabled, computed from its
 // routing ID, VF offset and stride as the PCIe specification lays them
 // out; none when the kernel does not give the offset and stride. Without
