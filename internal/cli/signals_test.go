@@ -103,10 +103,10 @@ func TestSignalRemovesSnapshot(t *testing.T) {
 		wantCode int
 		within   time.Duration
 	}{
-		{"SIGTERM", []syscall.Signal{syscall.SIGTERM}, false, ExitTerminated, 2 * time.Second},
-		{"SIGINT", []syscall.Signal{syscall.SIGINT}, false, ExitInterrupted, 2 * time.Second},
-		{"SIGTERM to a deaf command, then SIGINT", []syscall.Signal{syscall.SIGTERM, syscall.SIGINT}, true, ExitTerminated, 2 * time.Second},
-		{"SIGINT to a deaf command, grace period", []syscall.Signal{syscall.SIGINT}, true, ExitInterrupted, 3 * time.Second},
+		{"SIGTERM", []syscall.Signal{syscall.SIGTERM}, false, ExitTerminated, 8 * time.Second},
+		{"SIGINT", []syscall.Signal{syscall.SIGINT}, false, ExitInterrupted, 8 * time.Second},
+		{"SIGTERM to a deaf command, then SIGINT", []syscall.Signal{syscall.SIGTERM, syscall.SIGINT}, true, ExitTerminated, 8 * time.Second},
+		{"SIGINT to a deaf command, grace period", []syscall.Signal{syscall.SIGINT}, true, ExitInterrupted, 8 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmp := t.TempDir()

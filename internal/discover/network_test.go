@@ -62,7 +62,9 @@ func TestReachabilityLive(t *testing.T) {
 	defer close(release)
 	s := tempRoot(t, map[string]string{"etc/hostname": "x\n"}, nil)
 	s.root = liveRoot{s.root}
-	prober := netprobe.Prober{Client: netprobe.NewClient(), Timeout: 300 * time.Millisecond}
+	// The answering server must beat the timeout on a loaded machine too;
+	// only the hanging one may meet it.
+	prober := netprobe.Prober{Client: netprobe.NewClient(), Timeout: 3 * time.Second}
 	targets := []netprobe.Target{
 		{Role: netprobe.RoleRegistry, URL: ok.URL + "/v2/"},
 		{Role: netprobe.RoleAttestation, URL: hang.URL},
@@ -72,7 +74,7 @@ func TestReachabilityLive(t *testing.T) {
 		Timeout: prober.Timeout,
 	}
 	r := s.reachability(context.Background())
-	if !r.Checked || r.NotChecked != "" || r.TimeoutMS != 300 || len(r.Targets) != 2 {
+	if !r.Checked || r.NotChecked != "" || r.TimeoutMS != 3000 || len(r.Targets) != 2 {
 		t.Fatalf("reachability = %+v, want two checked targets", r)
 	}
 	if got := r.Targets[0]; !got.Reachable || got.HTTPStatus != http.StatusUnauthorized || got.Role != netprobe.RoleRegistry {

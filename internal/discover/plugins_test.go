@@ -75,7 +75,7 @@ func TestRunChecksMerges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := liveSession(t, "/", Options{PluginTimeout: 2 * time.Second})
+	s := liveSession(t, "/", Options{PluginTimeout: time.Minute})
 	p := facts.Plugins{Features: map[string]string{"zone": "eu-1"}, FeatureSources: map[string]string{"zone": "etc/berth/features.d/10"}}
 	s.runChecks(context.Background(), &p, dir)
 	if p.Features["zone"] != "eu-2" || p.FeatureSources["zone"] != "etc/berth/checks.d/attest" {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"berth.dev/berth/platform"
 )
@@ -51,12 +50,9 @@ func TestInstallOfflineFromMirror(t *testing.T) {
 		t.Errorf("record platforms %v", st.Current.Platforms)
 	}
 
-	// A re-run does nothing, fetches nothing, and is fast.
-	start := time.Now()
+	// A re-run does nothing and fetches nothing. How long it takes is the
+	// benchmarks' business, not a test's.
 	res = install(t, e.installer(t), rel.m, snp)
-	if d := time.Since(start); d > 100*time.Millisecond {
-		t.Errorf("re-run took %v, want < 100ms", d)
-	}
 	if res.Changed || res.Fetched != 0 {
 		t.Errorf("re-run: changed %v fetched %d", res.Changed, res.Fetched)
 	}

@@ -86,13 +86,13 @@ func TestRunChecksDoubleFork(t *testing.T) {
 			marker := "7778.1" + strconv.Itoa(i) + "1"
 			pidFile := filepath.Join(tmp, "exits.pid")
 			r, took := runOne(t, doubleFork(marker, pidFile)+`echo '{"schemaVersion":1,"findings":[{"id":"site.daemon.ok","status":"pass","title":"daemon started"}]}'`,
-				Options{Timeout: 5 * time.Second, Isolation: tc.iso, cgroupKillFile: killFile})
+				Options{Timeout: time.Minute, Isolation: tc.iso, cgroupKillFile: killFile})
 			checkNothingLeft(t, r, marker, pidFile, tc.want)
 			if r.Err != nil || len(r.Output.Findings) != 1 {
 				t.Errorf("exiting plug-in: err=%v output=%+v", r.Err, r.Output)
 			}
-			if took > 2*time.Second {
-				t.Errorf("exiting plug-in took %s: berth waited for the daemon holding stdout (timeout 5s)", took)
+			if took > 30*time.Second {
+				t.Errorf("exiting plug-in took %s: berth waited for the daemon holding stdout (timeout 1m)", took)
 			}
 			t.Logf("plug-in that exits: RunChecks returned after %s (%s)", took, r.Isolation)
 
@@ -104,8 +104,8 @@ func TestRunChecksDoubleFork(t *testing.T) {
 			if r.Err == nil || !strings.Contains(r.Err.Error(), "timed out after 1s") {
 				t.Errorf("hanging plug-in: err=%v, want the timeout", r.Err)
 			}
-			if took < time.Second || took > 2500*time.Millisecond {
-				t.Errorf("hanging plug-in took %s, want the 1s timeout", took)
+			if took < time.Second || took > 30*time.Second {
+				t.Errorf("hanging plug-in took %s, want the 1s timeout, not the daemon's two hours", took)
 			}
 			t.Logf("plug-in that hangs: RunChecks returned after %s (%s)", took, r.Isolation)
 		})
@@ -156,7 +156,7 @@ func TestSubreaperLeavesOtherChildren(t *testing.T) {
 	}
 	for range 3 {
 		r, _ := runOne(t, doubleFork("7778.301", filepath.Join(t.TempDir(), "pid"))+`echo '{"schemaVersion":1}'`,
-			Options{Timeout: time.Second, Isolation: IsolateSubreaper})
+			Options{Timeout: time.Minute, Isolation: IsolateSubreaper})
 		if r.Err != nil {
 			t.Errorf("plug-in: %v", r.Err)
 		}
