@@ -91,7 +91,7 @@ func TestProbeAllKeepsOrder(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
 	defer srv.Close()
 	targets := []Target{{RoleRegistry, refusedURL(t)}, {RoleAttestation, srv.URL}}
-	got := Prober{Client: srv.Client(), Timeout: time.Second}.ProbeAll(context.Background(), targets)
+	got := Prober{Client: srv.Client(), Timeout: time.Minute}.ProbeAll(context.Background(), targets)
 	if len(got) != 2 || got[0].Role != RoleRegistry || got[0].Failure != "refused" || got[1].Role != RoleAttestation || got[1].HTTPStatus != http.StatusTeapot {
 		t.Errorf("ProbeAll = %+v", got)
 	}
