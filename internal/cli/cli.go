@@ -14,8 +14,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"berth.dev/berth/internal/discover"
 	"berth.dev/berth/internal/output"
 	"berth.dev/berth/platform"
@@ -49,8 +47,8 @@ func ExitErr(code int, err error) error { return &exitError{code: code, err: err
 
 // Wiring is what a binary adds to the shared command tree.
 type Wiring struct {
-	// Commands are added to the root command.
-	Commands []func(*Globals) *cobra.Command
+	// Commands are added to the root command, after the host commands.
+	Commands []Command
 	// Verify runs `verify --platform p`, as install does after installing
 	// on a live root; nil when the binary cannot verify.
 	Verify func(ctx context.Context, g *Globals, p platform.Platform) error

@@ -36,7 +36,7 @@ var delegated = []struct{ name, short string }{
 func Delegate(binary string) Wiring {
 	w := Wiring{delegateTo: binary}
 	for _, d := range delegated {
-		w.Commands = append(w.Commands, func(g *Globals) *cobra.Command {
+		w.Commands = append(w.Commands, Command{Name: d.name, New: func(g *Globals) *cobra.Command {
 			return &cobra.Command{
 				Use:                d.name,
 				Short:              d.short + " (runs " + binary + ")",
@@ -45,7 +45,7 @@ func Delegate(binary string) Wiring {
 					return g.runDelegate(cmd.Context(), binary, d.name, g.args)
 				},
 			}
-		})
+		}})
 	}
 	w.Verify = func(ctx context.Context, g *Globals, p platform.Platform) error {
 		args := []string{"verify", "--platform", p.String(), "-o", g.output, "--root", g.root}

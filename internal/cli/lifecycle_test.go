@@ -42,7 +42,7 @@ func TestRunSignalOutcomes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var finished, cleaned atomic.Bool
-			w := Wiring{ForceAfter: forceAfter, Commands: []func(*Globals) *cobra.Command{func(g *Globals) *cobra.Command {
+			w := Wiring{ForceAfter: forceAfter, Commands: []Command{{Name: "hold", New: func(g *Globals) *cobra.Command {
 				c := &cobra.Command{Use: "hold", RunE: func(cmd *cobra.Command, _ []string) error {
 					g.life.add(func() { cleaned.Store(true) })
 					syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
@@ -61,7 +61,7 @@ func TestRunSignalOutcomes(t *testing.T) {
 					c.Annotations[AnnotationEarlyStart] = "true"
 				}
 				return c
-			}}}
+			}}}}
 			var out, errb bytes.Buffer
 			code := Run([]string{"hold"}, strings.NewReader(""), &out, &errb, func(string) string { return "" }, w)
 			if code != tc.wantCode || finished.Load() != tc.wantFinal || !cleaned.Load() || errb.Len() > 0 {

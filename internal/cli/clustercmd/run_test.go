@@ -15,3 +15,13 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	code := cli.Run(args, strings.NewReader(""), &out, &errb, func(string) string { return "" }, Wiring())
 	return code, out.String(), errb.String()
 }
+
+// TestCommandNames holds each added Command's Name to what its constructor
+// builds (cli's own test does the host commands).
+func TestCommandNames(t *testing.T) {
+	for _, c := range Wiring().Commands {
+		if got := c.New(&cli.Globals{}).Name(); got != c.Name {
+			t.Errorf("Command %q builds %q", c.Name, got)
+		}
+	}
+}

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/cli/installcmd"
 	"berth.dev/berth/internal/discover"
@@ -24,8 +22,13 @@ import (
 // install verify in-process.
 func Wiring() cli.Wiring {
 	return cli.Wiring{
-		Commands: append([]func(*cli.Globals) *cobra.Command{newAgentCmd, newFleetCmd, newNodeInstallerCmd, newRuntimeClassesCmd, newVerifyCmd},
-			installcmd.Commands()...),
+		Commands: append([]cli.Command{
+			{Name: "agent", New: newAgentCmd},
+			{Name: "fleet", New: newFleetCmd},
+			{Name: "node-installer", New: newNodeInstallerCmd},
+			{Name: "runtimeclasses", New: newRuntimeClassesCmd},
+			{Name: "verify", New: newVerifyCmd},
+		}, installcmd.Commands()...),
 		Network: networkProbe,
 		Verify: func(ctx context.Context, g *cli.Globals, p platform.Platform) error {
 			v := newVerifyCmd(g)

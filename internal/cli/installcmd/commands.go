@@ -7,13 +7,15 @@
 package installcmd
 
 import (
-	"github.com/spf13/cobra"
-
 	"berth.dev/berth/internal/cli"
 )
 
-// Commands are the constructors of the commands of this package, for a
-// binary's cli.Wiring.
-func Commands() []func(*cli.Globals) *cobra.Command {
-	return []func(*cli.Globals) *cobra.Command{newInstallCmd, newUninstallCmd, newRollbackCmd, newBundleCmd}
+// Commands are the commands of this package, for a binary's cli.Wiring.
+func Commands() []cli.Command {
+	return []cli.Command{
+		{Name: "install", New: newInstallCmd},
+		{Name: "uninstall", New: newUninstallCmd},
+		{Name: "rollback", New: newRollbackCmd},
+		{Name: "bundle", New: newBundleCmd},
+	}
 }
