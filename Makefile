@@ -36,7 +36,7 @@ IMAGE_TAR ?= bin/berth-agent-oci.tar
 IMAGE_TAG ?= ghcr.io/berth-dev/berth-agent:latest
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 image:
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '-s -w -X berth.dev/berth/internal/buildinfo.version=$(VERSION)' -o bin/berth-cluster-linux-amd64 ./cmd/berth-cluster
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '-s -w -X berth.dev/berth/internal/cli/buildinfo.version=$(VERSION)' -o bin/berth-cluster-linux-amd64 ./cmd/berth-cluster
 	cd tools/ociimage && $(GO) run . build -binary ../../bin/berth-cluster-linux-amd64 -o ../../$(IMAGE_TAR) -tag $(IMAGE_TAG) -version $(VERSION)
 	cd tools/ociimage && $(GO) run . verify ../../$(IMAGE_TAR)
 

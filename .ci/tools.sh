@@ -22,9 +22,9 @@ command -v qemu-system-x86_64 >/dev/null || pkgs+=(qemu-system-x86)
 # Headless Chromium renders the berth fleet --html page in its test.
 [ -x /usr/bin/chromium ] || pkgs+=(chromium)
 # mount(8) sets up the private mount namespace containerd runs in for the
-# runtime configuration tests (internal/cri/critest.StartOnRoot).
+# runtime configuration tests (internal/testkit/critest.StartOnRoot).
 command -v mount >/dev/null || pkgs+=(mount)
-# The real node of internal/testnode: runc, the CNI bridge/host-local
+# The real node of internal/testkit/testnode: runc, the CNI bridge/host-local
 # plugins, ip(8) to delete its bridge.
 command -v runc >/dev/null || pkgs+=(runc)
 [ -x /usr/lib/cni/bridge ] || pkgs+=(containernetworking-plugins)
@@ -57,7 +57,7 @@ flock 8   # concurrent tools.sh runs wait here instead of building twice
 build_containerd() { # VERSION [shim] -> path on stdout
   # With "shim", containerd-shim-runc-v2 of the same source is built too
   # (static, -trimpath, as upstream's Makefile builds shims), for the real
-  # node of internal/testnode: Debian's 1.6 shim cannot start tasks for
+  # node of internal/testkit/testnode: Debian's 1.6 shim cannot start tasks for
   # containerd 2.x ("failed to start shim: ... not found").
   local ver=$1 out="$cache/bin/containerd-$1" shim="$cache/bin/containerd-shim-runc-v2-$1"
   local mod=github.com/containerd/containerd major=${1%%.*} want=()
@@ -114,7 +114,7 @@ echo "export BERTH_CONTAINERDS=\"$ctrs\"" >> "$envtmp"
 # One 1.x and one 2.x, for the tests that need just one of each.
 echo "export BERTH_CONTAINERD1=/usr/bin/containerd" >> "$envtmp"
 echo "export BERTH_CONTAINERD2=$ctr2" >> "$envtmp"
-# Its runc shim, for the real node of internal/testnode.
+# Its runc shim, for the real node of internal/testkit/testnode.
 echo "export BERTH_CONTAINERD2_SHIM=$cache/bin/containerd-shim-runc-v2-$newest2" >> "$envtmp"
 
 # Kubernetes control plane and node (etcd, kube-apiserver,

@@ -17,10 +17,10 @@ reports="${2:-5000}"
 # shellcheck disable=SC1091
 [ -f .ci/tools.env ] && . .ci/tools.env
 echo "-- $agents simulated agents"
-go test ./internal/agent/ -run 'TestFleetPublishAndQuiet$' -count=1 -timeout 30m -v -args -agents="$agents" \
+go test ./internal/cluster/agent/ -run 'TestFleetPublishAndQuiet$' -count=1 -timeout 30m -v -args -agents="$agents" \
   | grep -E '^(BENCH|--- |FAIL|ok)' 
 echo "-- berth fleet over $reports NodeReports"
 go test ./internal/cli/clustercmd/ -run 'TestClusterEndToEnd$' -count=1 -timeout 30m -v -args -fleet-reports="$reports" \
   | grep -E '^(BENCH|--- |    --- |FAIL|ok)|created [0-9]+ NodeReports'
 echo "-- fleet analysis, 100,000 reports in memory"
-go test ./internal/fleet/ -run '^$' -bench 'BenchmarkAnalyze100k$' -benchtime 5x -count=1 | grep -E '^(Benchmark|ok|FAIL)'
+go test ./internal/cluster/fleet/ -run '^$' -bench 'BenchmarkAnalyze100k$' -benchtime 5x -count=1 | grep -E '^(Benchmark|ok|FAIL)'

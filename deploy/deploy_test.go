@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"berth.dev/berth/api/v1alpha1"
-	"berth.dev/berth/internal/testenv"
+	"berth.dev/berth/internal/testkit/testenv"
 )
 
 // env is the control plane shared by the package's tests. Tests that need

@@ -26,9 +26,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"berth.dev/berth/internal/configure"
-	"berth.dev/berth/internal/goldenfile"
-	"berth.dev/berth/internal/testenv"
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/testkit/goldenfile"
+	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/platform"
 )
 

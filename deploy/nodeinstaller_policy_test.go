@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"berth.dev/berth/internal/testenv"
+	"berth.dev/berth/internal/testkit/testenv"
 )
 
 // nodeEvent creates, as cfg, an Event in default about Node about, the way

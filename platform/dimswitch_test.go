@@ -34,15 +34,15 @@ var dimensionAllowed = map[string]string{
 	// Each TEE's host checks are an area of their own (snp.*, tdx.*)
 	// reading that TEE's facts; the predicate is the area's applicability,
 	// not a property that another row could carry.
-	"internal/checks/checks.go:isSNP": "the snp.* check area applies to SNP platforms",
-	"internal/checks/checks.go:isTDX": "the tdx.* check area applies to TDX platforms",
+	"internal/evaluate/catalog/checks.go:isSNP": "the snp.* check area applies to SNP platforms",
+	"internal/evaluate/catalog/checks.go:isTDX": "the tdx.* check area applies to TDX platforms",
 	// The reference-value computations are per-TEE algorithms in
-	// internal/refvalues (SNP launch digest, TDX MRTD); the switch picks the
+	// internal/node/refvalues (SNP launch digest, TDX MRTD); the switch picks the
 	// algorithm and its flags.
 	"internal/cli/refvalues.go:runRefvalues": "chooses the SNP or TDX measurement algorithm",
 	// Kata's two runtimes have two template families; they are Kata's data,
 	// kept equal to ../shared/upstream by TestKataConfigConformance.
-	"internal/configure/kata_upstream.go:templateBase": "Kata's Go and Rust template data",
+	"internal/node/configure/kata_upstream.go:templateBase": "Kata's Go and Rust template data",
 }
 
 // TestNoDimensionSwitchOutsidePlatform walks every non-test Go file of the

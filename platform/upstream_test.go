@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"berth.dev/berth/internal/upstreamtest"
+	"berth.dev/berth/internal/testkit/upstreamtest"
 	"berth.dev/berth/platform"
 )
 

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"berth.dev/berth/internal/goldenfile"
+	"berth.dev/berth/internal/testkit/goldenfile"
 )
 
 // crdPath is the CRD manifest generated from the Go types by this test.

@@ -23,8 +23,8 @@ func TestNoClusterDependencies(t *testing.T) {
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		for _, banned := range []string{"k8s.io/client-go/", "google.golang.org/grpc", "k8s.io/cri-api/", "berth.dev/berth/internal/cli/clustercmd",
-			"net/http", "crypto/tls", "github.com/klauspost/compress", "berth.dev/berth/internal/cli/installcmd", "berth.dev/berth/internal/install",
-			"berth.dev/berth/internal/fetch", "berth.dev/berth/internal/netprobe", "github.com/vbauerster/mpb", "github.com/acarl005/stripansi"} {
+			"net/http", "crypto/tls", "github.com/klauspost/compress", "berth.dev/berth/internal/cli/installcmd", "berth.dev/berth/internal/node/install",
+			"berth.dev/berth/internal/node/fetch", "berth.dev/berth/internal/host/netprobe", "github.com/vbauerster/mpb", "github.com/acarl005/stripansi"} {
 			if strings.HasPrefix(dep+"/", banned) || strings.HasPrefix(dep, banned) {
 				t.Errorf("berth links %s", dep)
 			}

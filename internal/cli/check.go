@@ -11,12 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/check"
-	"berth.dev/berth/internal/checks"
-	"berth.dev/berth/internal/discover"
-	"berth.dev/berth/internal/output"
-	"berth.dev/berth/internal/preflight"
-	"berth.dev/berth/internal/report"
+	"berth.dev/berth/internal/evaluate/catalog"
+	"berth.dev/berth/internal/evaluate/check"
+	"berth.dev/berth/internal/evaluate/preflight"
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/present/output"
+	"berth.dev/berth/internal/present/report"
 	"berth.dev/berth/platform"
 )
 
@@ -161,7 +161,7 @@ func runCheck(cmd *cobra.Command, g *Globals, fl checkFlags) error {
 		// when it is stopped (AnnotationEarlyStart).
 		g.life.needSignals()
 	}
-	static := checks.All()
+	static := catalog.All()
 	ig, err := check.ParseIgnore(fl.ignore, func(id string) bool {
 		if strings.HasPrefix(id, "plugin.") {
 			return true
@@ -294,7 +294,7 @@ func newCheckExplainCmd(g *Globals) *cobra.Command {
 		Long:  "explain describes one check by ID; without an ID it lists every check by area.",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cat := checks.All()
+			cat := catalog.All()
 			if len(args) == 0 {
 				return listChecks(g.stdout, cat)
 			}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"berth.dev/berth/internal/goldenfile"
-	"berth.dev/berth/internal/testhosts"
+	"berth.dev/berth/internal/testkit/goldenfile"
+	"berth.dev/berth/internal/testkit/testhosts"
 )
 
 const hostsDir = "../../testdata/hosts"

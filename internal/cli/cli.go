@@ -14,8 +14,8 @@ import (
 	"log/slog"
 	"time"
 
-	"berth.dev/berth/internal/discover"
-	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )
 

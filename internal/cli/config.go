@@ -11,12 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/check"
-	"berth.dev/berth/internal/checks"
-	"berth.dev/berth/internal/configure"
-	"berth.dev/berth/internal/discover"
-	"berth.dev/berth/internal/facts"
-	"berth.dev/berth/internal/hostfs"
+	"berth.dev/berth/internal/evaluate/catalog"
+	"berth.dev/berth/internal/evaluate/check"
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/platform"
 )
 
@@ -243,7 +243,7 @@ func configErr(err error) error {
 // notReady evaluates p's checks on the node and, when p is not ready,
 // describes the failing checks.
 func notReady(f *facts.Facts, p platform.Platform) (string, bool, error) {
-	ev, err := check.NewEvaluator(checks.For(f))
+	ev, err := check.NewEvaluator(catalog.For(f))
 	if err != nil {
 		return "", false, fmt.Errorf("internal error in the check catalogue: %w", err)
 	}

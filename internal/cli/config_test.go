@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"berth.dev/berth/internal/goldenfile"
+	"berth.dev/berth/internal/testkit/goldenfile"
 )
 
 // TestConfigRenderGolden renders on fixture hosts whose facts select the

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/discover"
-	"berth.dev/berth/internal/facts"
-	"berth.dev/berth/internal/hostfs"
-	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/present/output"
 )
 
 // OpenRoot opens the host root selected by --root and --live. Every

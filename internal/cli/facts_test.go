@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"berth.dev/berth/internal/facts"
+	"berth.dev/berth/internal/host/facts"
 )
 
 const fixtureRoot = "../../testdata/hosts/snp-genoa-k3s-ready"

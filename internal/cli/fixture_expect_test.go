@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"berth.dev/berth/internal/check"
-	"berth.dev/berth/internal/checks"
-	"berth.dev/berth/internal/discover"
-	"berth.dev/berth/internal/hostfs"
-	"berth.dev/berth/internal/testhosts"
+	"berth.dev/berth/internal/evaluate/catalog"
+	"berth.dev/berth/internal/evaluate/check"
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit/testhosts"
 	"berth.dev/berth/platform"
 )
 
@@ -121,7 +121,7 @@ func TestFixtureVerdicts(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := discover.Run(context.Background(), root, discover.Options{Now: func() time.Time { return time.Unix(0, 0) }})
-			e, err := check.NewEvaluator(checks.For(f))
+			e, err := check.NewEvaluator(catalog.For(f))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,9 +10,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"berth.dev/berth/internal/facts"
-	"berth.dev/berth/internal/report"
-	"berth.dev/berth/internal/treetest"
+	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/internal/present/report"
+	"berth.dev/berth/internal/testkit/treetest"
 )
 
 // The host strings of the hostile root: a screen clear (ESC[2J), a window

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"berth.dev/berth/internal/goldenfile"
+	"berth.dev/berth/internal/testkit/goldenfile"
 )
 
 const exampleManifest = "../../examples/manifest-kata.yaml"

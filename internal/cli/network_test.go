@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"berth.dev/berth/internal/netprobe"
+	"berth.dev/berth/internal/host/netprobe"
 )
 
 // TestNetworkDefaults: --network-timeout's default is netprobe's, which

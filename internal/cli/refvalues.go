@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/manifest"
-	"berth.dev/berth/internal/output"
-	"berth.dev/berth/internal/refvalues"
+	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/internal/node/refvalues"
+	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )
 

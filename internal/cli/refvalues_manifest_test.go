@@ -11,7 +11,7 @@ import (
 )
 
 const (
-	mfData    = "../../internal/manifest/testdata/"
+	mfData    = "../../internal/node/manifest/testdata/"
 	mfVectors = mfData + "vectors.yaml"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-const rvData = "../../internal/refvalues/testdata/"
+const rvData = "../../internal/node/refvalues/testdata/"
 
 func TestRefvaluesCmd(t *testing.T) {
 	tests := []struct {

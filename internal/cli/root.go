@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )
 

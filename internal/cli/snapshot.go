@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/buildinfo"
-	"berth.dev/berth/internal/snapshot"
+	"berth.dev/berth/internal/cli/buildinfo"
+	"berth.dev/berth/internal/host/snapshot"
 )
 
 func newSnapshotCmd(g *Globals) *cobra.Command {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/buildinfo"
-	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/cli/buildinfo"
+	"berth.dev/berth/internal/present/output"
 )
 
 func newVersionCmd(g *Globals) *cobra.Command {

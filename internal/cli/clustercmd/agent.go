@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"berth.dev/berth/internal/agent"
-	"berth.dev/berth/internal/buildinfo"
+	"berth.dev/berth/internal/cli/buildinfo"
+	"berth.dev/berth/internal/cluster/agent"
 	"berth.dev/berth/platform"
 )
 

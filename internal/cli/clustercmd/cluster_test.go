@@ -26,10 +26,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"berth.dev/berth/api/v1alpha1"
-	"berth.dev/berth/internal/agent"
-	"berth.dev/berth/internal/discover"
-	"berth.dev/berth/internal/hostfs"
-	"berth.dev/berth/internal/testenv"
+	"berth.dev/berth/internal/cluster/agent"
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit/testenv"
 )
 
 // writeKubeconfig writes cfg (client certificates and impersonation) as a

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/fleet"
-	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/cluster/fleet"
+	"berth.dev/berth/internal/present/output"
 )
 
 type fleetFlags struct {

@@ -20,12 +20,12 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"berth.dev/berth/api/v1alpha1"
-	"berth.dev/berth/internal/agent"
-	"berth.dev/berth/internal/discover"
-	"berth.dev/berth/internal/hostfs"
-	"berth.dev/berth/internal/nodereport"
-	"berth.dev/berth/internal/preflight"
-	"berth.dev/berth/internal/testhosts"
+	"berth.dev/berth/internal/cluster/agent"
+	"berth.dev/berth/internal/cluster/nodereport"
+	"berth.dev/berth/internal/evaluate/preflight"
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit/testhosts"
 )
 
 // fleetReports is how many NodeReports fleetScale creates; bench/cluster.sh

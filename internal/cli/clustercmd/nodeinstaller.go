@@ -17,16 +17,16 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 
-	"berth.dev/berth/internal/agent"
-	"berth.dev/berth/internal/check"
-	"berth.dev/berth/internal/checks"
 	"berth.dev/berth/internal/cli"
-	"berth.dev/berth/internal/configure"
-	"berth.dev/berth/internal/fetch"
-	"berth.dev/berth/internal/hostfs"
-	"berth.dev/berth/internal/install"
-	"berth.dev/berth/internal/manifest"
-	"berth.dev/berth/internal/nodeinstall"
+	"berth.dev/berth/internal/cluster/agent"
+	"berth.dev/berth/internal/cluster/nodeinstall"
+	"berth.dev/berth/internal/evaluate/catalog"
+	"berth.dev/berth/internal/evaluate/check"
+	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/fetch"
+	"berth.dev/berth/internal/node/install"
+	"berth.dev/berth/internal/node/manifest"
 	"berth.dev/berth/platform"
 )
 
@@ -351,7 +351,7 @@ func knownCheck(id string) bool {
 	if strings.HasPrefix(id, "plugin.") {
 		return true
 	}
-	return slices.ContainsFunc(checks.All(), func(c check.Check) bool { return c.ID == id })
+	return slices.ContainsFunc(catalog.All(), func(c check.Check) bool { return c.ID == id })
 }
 
 // journal reads a unit's log with the host's journalctl, run chrooted into

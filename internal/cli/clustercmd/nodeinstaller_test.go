@@ -21,9 +21,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"berth.dev/berth/internal/nodeinstall"
-	"berth.dev/berth/internal/testenv"
-	"berth.dev/berth/internal/treetest"
+	"berth.dev/berth/internal/cluster/nodeinstall"
+	"berth.dev/berth/internal/testkit/testenv"
+	"berth.dev/berth/internal/testkit/treetest"
 )
 
 const pin = "@sha256:0000000000000000000000000000000000000000000000000000000000000000"

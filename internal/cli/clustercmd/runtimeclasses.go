@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"berth.dev/berth/internal/configure"
-	"berth.dev/berth/internal/nodereport"
-	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/cluster/nodereport"
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/present/output"
 )
 
 func newRuntimeClassesCmd(g *cli.Globals) *cobra.Command {

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"berth.dev/berth/internal/configure"
-	"berth.dev/berth/internal/goldenfile"
-	"berth.dev/berth/internal/nodereport"
+	"berth.dev/berth/internal/cluster/nodereport"
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/testkit/goldenfile"
 	"berth.dev/berth/platform"
 )
 

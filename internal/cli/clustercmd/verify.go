@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/cri"
-	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/node/cri"
+	"berth.dev/berth/internal/present/output"
 )
 
 // verifyResult is what berth verify reports.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/cli"
-	"berth.dev/berth/internal/cri/critest"
+	"berth.dev/berth/internal/testkit/critest"
 )
 
 func TestVerifyWithoutRuntime(t *testing.T) {

@@ -12,9 +12,9 @@ import (
 
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/cli/installcmd"
-	"berth.dev/berth/internal/discover"
-	"berth.dev/berth/internal/facts"
-	"berth.dev/berth/internal/netprobe"
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/internal/host/netprobe"
 	"berth.dev/berth/platform"
 )
 

@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/configure"
-	"berth.dev/berth/internal/fetch"
-	"berth.dev/berth/internal/install"
-	"berth.dev/berth/internal/manifest"
-	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/fetch"
+	"berth.dev/berth/internal/node/install"
+	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/internal/present/output"
 )
 
 func newBundleCmd(g *cli.Globals) *cobra.Command {

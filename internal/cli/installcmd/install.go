@@ -19,13 +19,13 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"berth.dev/berth/internal/configure"
-	"berth.dev/berth/internal/discover"
-	"berth.dev/berth/internal/facts"
-	"berth.dev/berth/internal/fetch"
-	"berth.dev/berth/internal/install"
-	"berth.dev/berth/internal/manifest"
-	"berth.dev/berth/internal/output"
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/fetch"
+	"berth.dev/berth/internal/node/install"
+	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"berth.dev/berth/internal/treetest"
+	"berth.dev/berth/internal/testkit/treetest"
 )
 
 // diffListing names the lines of two listings that differ.

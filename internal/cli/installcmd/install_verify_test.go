@@ -3,7 +3,7 @@
 package installcmd
 
 import (
-	"berth.dev/berth/internal/configure"
+	"berth.dev/berth/internal/node/configure"
 
 	"berth.dev/berth/internal/cli"
 
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"berth.dev/berth/internal/cri/critest"
+	"berth.dev/berth/internal/testkit/critest"
 )
 
 // buildBinaries builds berth and berth-cluster into one directory, as make

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/term"
 
-	"berth.dev/berth/internal/fetch"
+	"berth.dev/berth/internal/node/fetch"
 )
 
 // barProgress draws install's and bundle's progress on a terminal: one

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"berth.dev/berth/internal/fetch"
-	"berth.dev/berth/internal/goldenfile"
+	"berth.dev/berth/internal/node/fetch"
+	"berth.dev/berth/internal/testkit/goldenfile"
 )
 
 // TestBarProgress feeds the terminal display a sequence of fetch events

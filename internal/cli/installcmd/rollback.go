@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/install"
+	"berth.dev/berth/internal/node/install"
 )
 
 func newRollbackCmd(g *cli.Globals) *cobra.Command {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/install"
-	"berth.dev/berth/internal/manifest"
+	"berth.dev/berth/internal/node/install"
+	"berth.dev/berth/internal/node/manifest"
 )
 
 func newUninstallCmd(g *cli.Globals) *cobra.Command {

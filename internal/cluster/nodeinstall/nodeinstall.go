@@ -1,0 +1,778 @@
+// Package nodeinstall is what `berth node-installer` does on one node of a
+// cluster, run by a DaemonSet with the host's / mounted: in install mode it
+// runs the preflight of each platform the operator chose, installs the
+// ready ones (berth install's workflow: fetch, verify, atomic switch),
+// applies their runtime configuration with a transactional restart of the
+// container runtime through systemd, and labels the node; a platform that
+// is not ready gets no files, a label saying so and a Node Event naming
+// the failing check. In cleanup mode it removes the runtime configuration
+// (restarting and verifying again), everything berth installed under the
+// prefix, and its labels.
+//
+// The package parses no flags: the command (internal/cli/clustercmd) turns
+// them into a Config. Runs are idempotent: a second run changes no file,
+// restarts nothing and writes no label.
+package nodeinstall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+
+	"berth.dev/berth/api/v1alpha1"
+	"berth.dev/berth/internal/evaluate/check"
+	"berth.dev/berth/internal/evaluate/preflight"
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/fetch"
+	"berth.dev/berth/internal/node/install"
+	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/platform"
+)
+
+// Mode is what a run does: install or clean up.
+type Mode string
+
+// The modes.
+const (
+	ModeInstall Mode = "install"
+	ModeCleanup Mode = "cleanup"
+)
+
+// ModeEnv is the environment variable that selects the mode when the flag
+// is not given: the Helm pre-delete hook switches the DaemonSet to cleanup
+// by setting it in the pod template (see Teardown).
+const ModeEnv = "BERTH_NODE_INSTALLER_MODE"
+
+// ParseMode parses a --mode value.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case ModeInstall, ModeCleanup:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("mode %q: expected install or cleanup", s)
+}
+
+// Labels, field manager and Event reasons of the node-installer.
+const (
+	// InstalledLabelPrefix + platform name is "true" on a node where the
+	// platform was installed and its handler is live, "no" where its
+	// checks fail.
+	InstalledLabelPrefix = v1alpha1.LabelPrefix + "installed."
+	// KataDeployLabel is the label kata-deploy puts on a node once Kata is
+	// installed; its RuntimeClasses and docs select on it.
+	KataDeployLabel = "katacontainers.io/kata-runtime"
+	// FieldManager owns the installer's labels (server-side apply), apart
+	// from the agent's berth-agent, so that neither removes the other's.
+	FieldManager = "berth-node-installer"
+	// ReasonNotReady is the Event reason on a Node where a chosen platform
+	// is not ready.
+	ReasonNotReady = "BerthPlatformNotReady"
+	// ReasonInstallFailed is the Event reason when installing or
+	// configuring a ready platform failed.
+	ReasonInstallFailed = "BerthInstallFailed"
+	// maxLabelName is the limit of a label key's name part.
+	maxLabelName = 63
+)
+
+// InstalledLabel is the installed label of p, and false when the key
+// would be too long (such a platform is installed but not labelled: a cut
+// name could select the wrong platform).
+func InstalledLabel(p platform.Platform) (string, bool) {
+	name := "installed." + p.Name()
+	return v1alpha1.LabelPrefix + name, len(name) <= maxLabelName
+}
+
+// Config is one node's installer.
+type Config struct {
+	// NodeName is the Node this pod runs on.
+	NodeName string
+	// Root is the host root, read by the preflight (discovery).
+	Root hostfs.Root
+	// HostDir is the host root's directory on this machine (/host), where
+	// the prefix and the runtime configuration are written.
+	HostDir string
+	// Platforms are the platforms the operator chose; install mode needs
+	// at least one.
+	Platforms []platform.Platform
+	// Prefix is the installation prefix as the host names it (/opt/berth).
+	Prefix string
+	// KataConfigDir is where the Kata configuration goes ("" is
+	// <prefix>/etc/kata).
+	KataConfigDir string
+	// Custom is the runtime layout of the custom distribution's platforms
+	// (their config file, unit and socket); nil when none is custom.
+	Custom *platform.Layout
+	// ConfigVersion is the containerd config version to write when the
+	// node's containerd version is unknown (0: refuse then).
+	ConfigVersion int
+	// Manifest is the release to install (install mode).
+	Manifest *manifest.Manifest
+	// Fetcher gets the components (install mode).
+	Fetcher *fetch.Fetcher
+	// Parallel bounds concurrent downloads (0: 4).
+	Parallel int
+	// Discover are the discovery options of the preflight.
+	Discover discover.Options
+	// Check turns the preflight's results into verdicts: checks the
+	// operator chose to ignore (--ignore) count as warnings, as with
+	// berth check and berth install.
+	Check check.Options
+	// Runtime returns the running container runtime of a layout (its
+	// active unit, restarted through systemd, and its CRI socket).
+	Runtime func(ctx context.Context, l platform.Layout) (configure.Runtime, error)
+	// RestartLease, when set, serialises runtime restarts across the
+	// cluster's nodes (nil: no lock, as on one host).
+	RestartLease *RestartLease
+	// KataDeployLabels also sets kata-deploy's KataDeployLabel on a node
+	// where a platform was installed.
+	KataDeployLabels bool
+	// Log receives progress; nil discards.
+	Log *slog.Logger
+	// Now is the clock of Events; nil is time.Now.
+	Now func() time.Time
+}
+
+// Installer runs the node-installer on one node. Build it with New.
+type Installer struct {
+	cfg Config
+	dyn dynamic.Interface
+
+	mu    sync.Mutex
+	ready bool
+}
+
+// New checks cfg and returns an installer using the given client.
+func New(cfg Config, dyn dynamic.Interface) (*Installer, error) {
+	if cfg.NodeName == "" {
+		return nil, errors.New("node-installer: no node name (--node-name or NODE_NAME)")
+	}
+	if cfg.Root == nil || cfg.HostDir == "" {
+		return nil, errors.New("node-installer: no host root")
+	}
+	if cfg.Prefix == "" || cfg.Prefix[0] != '/' {
+		return nil, fmt.Errorf("node-installer: prefix %q: expected an absolute path on the host", cfg.Prefix)
+	}
+	if cfg.Runtime == nil {
+		return nil, errors.New("node-installer: no container runtime to restart")
+	}
+	for _, p := range cfg.Platforms {
+		if p.Distribution().UserLayout() && cfg.Custom == nil {
+			return nil, fmt.Errorf("node-installer: platform %s is for a custom distribution: give its runtime's config file and unit", p)
+		}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 4
+	}
+	return &Installer{cfg: cfg, dyn: dyn}, nil
+}
+
+// Ready reports whether the last run finished: /readyz, which holds the
+// DaemonSet's rollout on this node until then.
+func (n *Installer) Ready() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ready
+}
+
+func (n *Installer) setReady() {
+	n.mu.Lock()
+	n.ready = true
+	n.mu.Unlock()
+}
+
+// Health serves /healthz (the process runs) and /readyz (this node is
+// done).
+func (n *Installer) Health() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !n.Ready() {
+			http.Error(w, "the node-installer has not finished on this node", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// Status is the outcome for one platform.
+type Status string
+
+// The platform outcomes.
+const (
+	StatusInstalled Status = "installed"
+	StatusNotReady  Status = "not-ready"
+	StatusRemoved   Status = "removed"
+)
+
+// PlatformResult is what a run did for one platform.
+type PlatformResult struct {
+	Platform string `json:"platform"`
+	Status   Status `json:"status"`
+	// Label is the installed label key ("" when the name does not fit).
+	Label string `json:"label,omitempty"`
+	// Blocker, Message and Remedy name the first failing check of a
+	// platform that is not ready.
+	Blocker string `json:"blocker,omitempty"`
+	Message string `json:"message,omitempty"`
+	Remedy  string `json:"remedy,omitempty"`
+}
+
+// Report is what one run did.
+type Report struct {
+	Mode      Mode             `json:"mode"`
+	Node      string           `json:"node"`
+	Platforms []PlatformResult `json:"platforms"`
+	// Changed lists the files of the runtime configuration written or
+	// restored, and says whether the installation changed.
+	Changed   []string `json:"changed,omitempty"`
+	Installed bool     `json:"installed"`
+	// Restarts counts runtime restarts (0 when nothing changed).
+	Restarts int `json:"restarts"`
+	// Handlers are the runtime's handlers after the run, per unit.
+	Handlers map[string][]string `json:"handlers,omitempty"`
+	// Removed and Kept are what cleanup removed under the prefix and what
+	// it left because it changed since berth wrote it.
+	Removed []string       `json:"removed,omitempty"`
+	Kept    []install.Kept `json:"kept,omitempty"`
+	// Labels are the labels the installer owns on the node after the run;
+	// LabelsChanged is false when they were already so.
+	Labels        map[string]string `json:"labels"`
+	LabelsChanged bool              `json:"labelsChanged"`
+	// Events are the reasons of the Events written.
+	Events []string `json:"events,omitempty"`
+}
+
+// Run runs mode once; on success the installer is ready. An install that
+// fails on a ready platform leaves an Event on the Node and returns the
+// error: the pod restarts and retries, and its readiness holds the rollout
+// on this node.
+func (n *Installer) Run(ctx context.Context, mode Mode) (*Report, error) {
+	var rep *Report
+	var err error
+	lk := &restartLock{lease: n.cfg.RestartLease}
+	defer lk.done()
+	switch mode {
+	case ModeInstall:
+		rep, err = n.install(ctx, lk)
+	case ModeCleanup:
+		rep, err = n.cleanup(ctx, lk)
+	default:
+		return nil, fmt.Errorf("mode %q: expected install or cleanup", mode)
+	}
+	if err != nil {
+		return rep, err
+	}
+	n.setReady()
+	return rep, nil
+}
+
+// layout is the runtime layout p is configured in.
+func (n *Installer) layout(p platform.Platform) (platform.Layout, error) {
+	if p.Distribution().UserLayout() {
+		return *n.cfg.Custom, nil
+	}
+	l, ok := p.Distribution().Layout()
+	if !ok {
+		return platform.Layout{}, fmt.Errorf("platform %s: berth does not know where %s keeps its container runtime; use the custom distribution with its config file and unit", p, p.Distribution())
+	}
+	return l, nil
+}
+
+// countingRuntime counts the restarts of a runtime, for the report, and
+// takes the cluster's restart lock before the first.
+type countingRuntime struct {
+	configure.Runtime
+	n    *int
+	lock *restartLock
+}
+
+func (c countingRuntime) Restart(ctx context.Context) error {
+	if err := c.lock.take(ctx); err != nil {
+		return fmt.Errorf("waiting for the cluster's restart lock: %w", err)
+	}
+	*c.n++
+	return c.Runtime.Restart(ctx)
+}
+
+func (n *Installer) install(ctx context.Context, lk *restartLock) (*Report, error) {
+	cfg := n.cfg
+	rep := &Report{Mode: ModeInstall, Node: cfg.NodeName, Handlers: map[string][]string{}}
+	if len(cfg.Platforms) == 0 {
+		return rep, errors.New("node-installer: no --platform: berth never picks a platform for you")
+	}
+	if cfg.Manifest == nil || cfg.Fetcher == nil {
+		return rep, errors.New("node-installer: install needs a manifest")
+	}
+	dopt := cfg.Discover
+	dopt.Layout = cfg.Custom
+	pre, err := preflight.Run(ctx, cfg.Root, preflight.Options{Discover: dopt, Check: cfg.Check, Platforms: cfg.Platforms})
+	if err != nil {
+		return rep, err
+	}
+	var ready []platform.Platform
+	var notReady []check.Verdict
+	for i, v := range pre.Verdicts {
+		if v.Status == check.NotReady {
+			notReady = append(notReady, v)
+		} else {
+			ready = append(ready, pre.Platforms[i])
+		}
+	}
+	if len(ready) > 0 {
+		failed := func(err error) (*Report, error) {
+			msg := fmt.Sprintf("berth could not install %s on this node: %v", platformNames(ready), err)
+			if eerr := n.event(ctx, ReasonInstallFailed, "install", msg); eerr != nil {
+				cfg.Log.Error("writing the Event", "err", eerr)
+			} else {
+				rep.Events = append(rep.Events, ReasonInstallFailed)
+			}
+			return rep, err
+		}
+		// The runtime of each platform first: nothing is written on a
+		// node whose runtime cannot be restarted.
+		runtimes, err := n.runtimes(ctx, ready, &rep.Restarts, lk)
+		if err != nil {
+			return failed(err)
+		}
+		n.useRunningVersion(ctx, pre.Facts, runtimes)
+		if err := makePrefix(cfg.HostDir, cfg.Prefix); err != nil {
+			return failed(err)
+		}
+		if err := n.installReady(ctx, pre.Facts, ready, runtimes, rep); err != nil {
+			return failed(err)
+		}
+	}
+	want := map[string]string{}
+	for _, p := range ready {
+		r := PlatformResult{Platform: p.String(), Status: StatusInstalled}
+		if key, ok := InstalledLabel(p); ok {
+			r.Label, want[key] = key, "true"
+		} else {
+			cfg.Log.Warn("platform name too long for a label: installed but not labelled", "platform", p.String())
+		}
+		rep.Platforms = append(rep.Platforms, r)
+	}
+	if cfg.KataDeployLabels && len(ready) > 0 {
+		want[KataDeployLabel] = "true"
+	}
+	for _, v := range notReady {
+		p, err := platform.Parse(v.Platform)
+		if err != nil {
+			return rep, fmt.Errorf("internal error: verdict for %q: %w", v.Platform, err)
+		}
+		r := notReadyResult(p, v)
+		if key, ok := InstalledLabel(p); ok {
+			r.Label, want[key] = key, "no"
+		}
+		rep.Platforms = append(rep.Platforms, r)
+	}
+	rep.Labels = want
+	if rep.LabelsChanged, err = n.applyLabels(ctx, want); err != nil {
+		return rep, err
+	}
+	for _, r := range rep.Platforms {
+		if r.Status != StatusNotReady {
+			continue
+		}
+		msg := fmt.Sprintf("platform %s is not ready on this node, so berth installed nothing for it: %s: %s", r.Platform, r.Blocker, r.Message)
+		if r.Remedy != "" {
+			msg += "; remedy: " + r.Remedy
+		}
+		if err := n.event(ctx, ReasonNotReady, r.Platform, msg); err != nil {
+			return rep, err
+		}
+		rep.Events = append(rep.Events, ReasonNotReady)
+		cfg.Log.Info("platform not ready: nothing installed", "platform", r.Platform, "check", r.Blocker)
+	}
+	return rep, nil
+}
+
+// notReadyResult names the first failing check of a platform that is not
+// ready: the root cause, in the catalogue's tree order.
+func notReadyResult(p platform.Platform, v check.Verdict) PlatformResult {
+	r := PlatformResult{Platform: p.String(), Status: StatusNotReady, Blocker: v.BlockedBy, Remedy: v.Remedy}
+	for _, fd := range v.Findings {
+		if fd.Status != check.Fail {
+			continue
+		}
+		if r.Blocker == "" {
+			r.Blocker = fd.ID
+		}
+		if fd.ID == r.Blocker {
+			r.Message = fd.Message
+			if r.Remedy == "" {
+				r.Remedy = fd.Remedy
+			}
+			break
+		}
+	}
+	return r
+}
+
+func platformNames(ps []platform.Platform) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, p.String())
+	}
+	return fmt.Sprint(s)
+}
+
+// runningRuntime is a runtime that can say which daemon answers on its
+// socket (UnitRuntime).
+type runningRuntime interface {
+	Running(ctx context.Context) (name, version string, err error)
+}
+
+// useRunningVersion makes the version of the containerd that answers on
+// the node's socket the one the configuration is written for: discovery
+// found a containerd binary on the PATH, which need not be the one the
+// unit runs (a tarball install beside the distribution's package, say), and
+// the config format follows the daemon the restart starts again.
+func (n *Installer) useRunningVersion(ctx context.Context, f *facts.Facts, runtimes map[string]configure.Runtime) {
+	c := f.Runtimes.Containerd
+	if c == nil {
+		return
+	}
+	for _, rt := range runtimes {
+		inner := rt
+		if cr, ok := rt.(countingRuntime); ok {
+			inner = cr.Runtime
+		}
+		rr, ok := inner.(runningRuntime)
+		if !ok {
+			continue
+		}
+		name, version, err := rr.Running(ctx)
+		version = strings.TrimPrefix(version, "v")
+		if err != nil || name != "containerd" || version == "" || version == c.Version {
+			continue
+		}
+		n.cfg.Log.Info("containerd's version from the running daemon", "binary", c.Binary, "binaryVersion", c.Version, "running", version)
+		c.Version = version
+		return
+	}
+}
+
+// runtimes finds the running container runtime of each platform, keyed
+// by platform; restarts counts their restarts.
+func (n *Installer) runtimes(ctx context.Context, ps []platform.Platform, restarts *int, lk *restartLock) (map[string]configure.Runtime, error) {
+	out := map[string]configure.Runtime{}
+	for _, p := range ps {
+		l, err := n.layout(p)
+		if err != nil {
+			return nil, err
+		}
+		rt, err := n.cfg.Runtime(ctx, l)
+		if err != nil {
+			return nil, fmt.Errorf("platform %s: finding the running container runtime: %w", p, err)
+		}
+		out[p.String()] = countingRuntime{Runtime: rt, n: restarts, lock: lk}
+	}
+	return out, nil
+}
+
+// installReady installs the ready platforms with berth install's
+// workflow: the components are installed, each platform's configuration
+// applied with a restart of its runtime and a check over CRI (rolled back
+// if a handler is lost), and every handler verified live.
+func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready []platform.Platform, runtimes map[string]configure.Runtime, rep *Report) error {
+	cfg := n.cfg
+	w, err := configure.OpenOSRoot(cfg.HostDir)
+	if err != nil {
+		return fmt.Errorf("opening the host root %s: %w", cfg.HostDir, err)
+	}
+	defer w.Close()
+	wf := &install.Workflow{
+		Installer: &install.Installer{
+			Layout:   install.Layout{Root: cfg.HostDir, Prefix: cfg.Prefix},
+			Fetcher:  cfg.Fetcher,
+			Parallel: cfg.Parallel,
+			Log:      cfg.Log,
+		},
+		Applier: install.RuntimeConfig{
+			FS:      w,
+			Options: configure.Options{Paths: configure.Paths{Prefix: cfg.Prefix, KataConfigDir: cfg.KataConfigDir}},
+			Target: func(p platform.Platform) (configure.Target, error) {
+				if p.Distribution().UserLayout() {
+					return configure.TargetForLayout(f, p, *cfg.Custom, cfg.ConfigVersion)
+				}
+				return configure.TargetFor(f, p, cfg.ConfigVersion)
+			},
+			Runtime: func(_ context.Context, p platform.Platform) (configure.Runtime, bool) {
+				rt, ok := runtimes[p.String()]
+				return rt, ok
+			},
+		},
+		Verifier: criVerifier{runtimes: runtimes, handlers: rep.Handlers},
+	}
+	pl, err := wf.Plan(cfg.Manifest, ready)
+	if err != nil {
+		return err
+	}
+	out, err := wf.Run(ctx, pl)
+	if out != nil {
+		if out.Install != nil {
+			rep.Installed = out.Install.Changed
+		}
+		for _, a := range out.Applied {
+			rep.Changed = append(rep.Changed, a.Changed...)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	cfg.Log.Info("installed", "platforms", platformNames(ready), "id", pl.ID, "changed", rep.Installed, "config", len(rep.Changed), "restarts", rep.Restarts)
+	return nil
+}
+
+// criVerifier is the workflow's verifier: it asks the runtime over CRI,
+// as ApplyLive did after a restart; a run that changed nothing still
+// proves the handlers live.
+type criVerifier struct {
+	runtimes map[string]configure.Runtime
+	handlers map[string][]string
+}
+
+func (v criVerifier) Verify(ctx context.Context, p platform.Platform) (configure.Verification, error) {
+	rt := v.runtimes[p.String()]
+	res := configure.Verification{Platform: p.String(), Handler: p.Handler(), Runtime: rt.Name()}
+	hs, err := rt.Handlers(ctx)
+	if err != nil {
+		res.Runtime, res.Error = "", err.Error()
+		return res, nil
+	}
+	res.Handlers, res.Live = hs, slices.Contains(hs, p.Handler())
+	v.handlers[rt.Name()] = hs
+	return res, nil
+}
+
+func (n *Installer) cleanup(ctx context.Context, lk *restartLock) (*Report, error) {
+	cfg := n.cfg
+	rep := &Report{Mode: ModeCleanup, Node: cfg.NodeName, Handlers: map[string][]string{}}
+	l := install.Layout{Root: cfg.HostDir, Prefix: cfg.Prefix}
+	// Status resolves the prefix inside the root: a prefix leaving it is
+	// refused before anything is removed.
+	st, err := l.Status()
+	if err != nil {
+		return rep, err
+	}
+	plats := st.Platforms()
+	if err := n.removeConfig(ctx, plats, rep, lk); err != nil {
+		return rep, err
+	}
+	created, err := createdDirs(cfg.HostDir, cfg.Prefix)
+	if err != nil {
+		return rep, err
+	}
+	rm, err := (&install.Installer{Layout: l, Log: cfg.Log}).Uninstall(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("removing what berth installed under %s: %w", cfg.Prefix, err)
+	}
+	rep.Removed, rep.Kept = rm.Removed, rm.Kept
+	for _, k := range rm.Kept {
+		cfg.Log.Warn("left in place", "path", k.Path, "why", k.Why)
+	}
+	for _, s := range plats {
+		rep.Platforms = append(rep.Platforms, PlatformResult{Platform: s, Status: StatusRemoved})
+	}
+	if created != nil {
+		removed, err := removeCreated(cfg.HostDir, created)
+		rep.Removed = append(rep.Removed, removed...)
+		if err != nil {
+			return rep, err
+		}
+	}
+	rep.Labels = map[string]string{}
+	if rep.LabelsChanged, err = n.applyLabels(ctx, rep.Labels); err != nil {
+		return rep, err
+	}
+	cfg.Log.Info("cleaned up", "platforms", fmt.Sprint(plats), "removed", len(rm.Removed), "kept", len(rm.Kept), "restarts", rep.Restarts)
+	return rep, nil
+}
+
+// removeConfig removes the runtime configuration of the installed
+// platforms, each with a restart and a check that every other handler is
+// still live (configure.RemoveLive).
+func (n *Installer) removeConfig(ctx context.Context, plats []string, rep *Report, lk *restartLock) error {
+	if len(plats) == 0 {
+		return nil
+	}
+	w, err := configure.OpenOSRoot(n.cfg.HostDir)
+	if err != nil {
+		return fmt.Errorf("opening the host root %s: %w", n.cfg.HostDir, err)
+	}
+	defer w.Close()
+	st, err := configure.LoadState(w)
+	if err != nil {
+		return err
+	}
+	for _, s := range plats {
+		p, err := platform.Parse(s)
+		if err != nil {
+			return fmt.Errorf("the installation record names platform %q: %w", s, err)
+		}
+		ps, ok := st.Platforms[p.Handler()]
+		if !ok {
+			continue
+		}
+		var l platform.Layout
+		if ps.Layout != nil {
+			// A custom distribution's paths, as given when it was applied.
+			l = *ps.Layout
+		} else if l, err = n.layout(p); err != nil {
+			return err
+		}
+		rt, err := n.cfg.Runtime(ctx, l)
+		if err != nil {
+			return fmt.Errorf("platform %s: finding the running container runtime: %w", p, err)
+		}
+		res, err := configure.RemoveLive(ctx, w, p.Handler(), countingRuntime{Runtime: rt, n: &rep.Restarts, lock: lk})
+		if res != nil && res.Result != nil {
+			rep.Changed = append(rep.Changed, res.Changed...)
+		}
+		if err != nil {
+			return fmt.Errorf("removing the runtime configuration of %s: %w", p, err)
+		}
+		if res.Restarted {
+			rep.Handlers[rt.Name()] = res.After
+		}
+	}
+	return nil
+}
+
+// createdFile, in the prefix, lists (as a JSON array, relative to the host
+// root, outermost first) the prefix's parent directories the installer
+// created because they did not exist: cleanup removes them, if empty, so
+// that the host is left as it was. It lives in the prefix, which is
+// berth's, since the installer may write nothing else on its Node than
+// its labels.
+const createdFile = ".node-installer-created-dirs"
+
+// makePrefix creates the prefix when one of its parents is missing,
+// recording the parents it creates in createdFile first thing, so that a
+// cleanup after a failed install finds them. When the parents exist it
+// does nothing: the installer creates the prefix itself and Uninstall
+// removes it.
+func makePrefix(hostDir, prefix string) error {
+	host, err := install.OpenHostRoot(hostDir)
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	rel, exists, err := install.ResolveIn(host, prefix)
+	if err != nil || exists {
+		return err
+	}
+	var missing []string
+	for d := path.Dir(rel); d != "." && d != "/"; d = path.Dir(d) {
+		if _, err := host.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append([]string{d}, missing...)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := host.MkdirAll(rel, 0o755); err != nil {
+		return fmt.Errorf("creating the prefix %s: %w", prefix, err)
+	}
+	b, _ := json.Marshal(missing)
+	if err := host.WriteFile(path.Join(rel, createdFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("recording the directories made for the prefix %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// created is what createdDirs read: the prefix (relative to the host root)
+// and the parents the installer made for it.
+type created struct {
+	prefix string
+	dirs   []string
+}
+
+// createdDirs reads createdFile (nil when there is none). Only ancestors
+// of the prefix are taken: the file is in a directory others may write.
+func createdDirs(hostDir, prefix string) (*created, error) {
+	host, err := install.OpenHostRoot(hostDir)
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close()
+	rel, exists, err := install.ResolveIn(host, prefix)
+	if err != nil || !exists {
+		return nil, err
+	}
+	data, err := host.ReadFile(path.Join(rel, createdFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path.Join(prefix, createdFile), err)
+	}
+	var dirs []string
+	if err := json.Unmarshal(data, &dirs); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path.Join(prefix, createdFile), err)
+	}
+	dirs = slices.DeleteFunc(dirs, func(d string) bool {
+		return path.Clean(d) != d || d == "." || !strings.HasPrefix(rel, d+"/")
+	})
+	return &created{prefix: rel, dirs: dirs}, nil
+}
+
+// removeCreated removes createdFile, then the prefix and the parents the
+// installer made, deepest first, each only if it is empty (something else
+// may have been put there since). It returns what it removed.
+func removeCreated(hostDir string, c *created) ([]string, error) {
+	host, err := install.OpenHostRoot(hostDir)
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close()
+	var removed []string
+	rm := func(rel string) error {
+		err := host.Remove(rel)
+		switch {
+		case err == nil:
+			removed = append(removed, "/"+rel)
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
+		default:
+			return fmt.Errorf("removing /%s: %w", rel, err)
+		}
+		return nil
+	}
+	if err := rm(path.Join(c.prefix, createdFile)); err != nil {
+		return removed, err
+	}
+	dirs := append(slices.Clone(c.dirs), c.prefix)
+	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	for _, d := range dirs {
+		if err := rm(d); err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}

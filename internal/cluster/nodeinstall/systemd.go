@@ -1,0 +1,247 @@
+package nodeinstall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/cri"
+	"berth.dev/berth/platform"
+)
+
+// The systemd D-Bus names the installer uses (org.freedesktop.systemd1(5)).
+const (
+	systemdDest      = "org.freedesktop.systemd1"
+	systemdPath      = dbus.ObjectPath("/org/freedesktop/systemd1")
+	managerInterface = "org.freedesktop.systemd1.Manager"
+	unitInterface    = "org.freedesktop.systemd1.Unit"
+	// SystemdSocket is systemd's private socket, relative to the host
+	// root: a peer-to-peer D-Bus connection straight to PID 1, which needs
+	// no bus daemon and accepts root (EXTERNAL authentication).
+	SystemdSocket = "run/systemd/private"
+)
+
+// Systemd talks to the host's systemd over its private D-Bus socket. The
+// node-installer runs in a container with the host's / at /host, so it
+// cannot run the host's systemctl (systemctl refuses to act in a chroot)
+// and should not enter the host's namespaces (no hostPID, no nsenter):
+// the socket is a file on the host's file system, and systemd's Manager
+// API on it is what systemctl itself uses.
+type Systemd struct {
+	// Socket is the path of the private socket on this machine
+	// (/host/run/systemd/private in the DaemonSet).
+	Socket string
+	// JobTimeout bounds how long Restart waits for the restart job; zero
+	// means 3 minutes (systemd's default start timeout is 90 s, twice
+	// over for the stop and the start).
+	JobTimeout time.Duration
+}
+
+// dial opens one connection: systemd's private socket speaks D-Bus
+// without a bus daemon, so there is no Hello and no match rule to add
+// (systemd sends its signals to every private connection).
+func (s Systemd) dial(ctx context.Context) (*dbus.Conn, error) {
+	conn, err := dbus.Dial("unix:path="+s.Socket, dbus.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to systemd at %s: %w", s.Socket, err)
+	}
+	if err := conn.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Geteuid()))}); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("authenticating to systemd at %s: %w", s.Socket, err)
+	}
+	return conn, nil
+}
+
+// ActiveState returns the unit's ActiveState ("active", "inactive",
+// "failed", ...), or "" with an error when systemd does not know the unit
+// (it is not loaded: no such service on this host).
+func (s Systemd) ActiveState(ctx context.Context, unit string) (string, error) {
+	conn, err := s.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	var path dbus.ObjectPath
+	if err := conn.Object(systemdDest, systemdPath).CallWithContext(ctx, managerInterface+".GetUnit", 0, unit).Store(&path); err != nil {
+		return "", fmt.Errorf("systemd GetUnit %s: %w", unit, named(err))
+	}
+	v, err := conn.Object(systemdDest, path).GetProperty(unitInterface + ".ActiveState")
+	if err != nil {
+		return "", fmt.Errorf("systemd %s ActiveState: %w", unit, named(err))
+	}
+	st, ok := v.Value().(string)
+	if !ok {
+		return "", fmt.Errorf("systemd %s ActiveState: a %s, not a string", unit, v.Signature())
+	}
+	return st, nil
+}
+
+// Restart restarts unit as `systemctl restart` does (RestartUnit with mode
+// "replace") and waits for the job to finish: a job result other than
+// "done" (failed, timeout, dependency, canceled) is an error naming it.
+func (s Systemd) Restart(ctx context.Context, unit string) error {
+	timeout := s.JobTimeout
+	if timeout <= 0 {
+		timeout = 3 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := s.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// Listen before asking: the job may finish before the reply is read.
+	sigs := make(chan *dbus.Signal, 64)
+	conn.Signal(sigs)
+	var job dbus.ObjectPath
+	if err := conn.Object(systemdDest, systemdPath).CallWithContext(ctx, managerInterface+".RestartUnit", 0, unit, "replace").Store(&job); err != nil {
+		return fmt.Errorf("systemd RestartUnit %s: %w", unit, named(err))
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("systemd restart of %s (job %s): no result within %s: %w", unit, job, timeout, ctx.Err())
+		case sig, ok := <-sigs:
+			if !ok {
+				return fmt.Errorf("systemd restart of %s (job %s): the connection closed before the job finished", unit, job)
+			}
+			if sig.Name != managerInterface+".JobRemoved" || len(sig.Body) < 4 {
+				continue
+			}
+			// JobRemoved(u id, o job, s unit, s result)
+			if p, _ := sig.Body[1].(dbus.ObjectPath); p != job {
+				continue
+			}
+			if result, _ := sig.Body[3].(string); result != "done" {
+				return fmt.Errorf("systemd restart of %s: job %s", unit, result)
+			}
+			return nil
+		}
+	}
+}
+
+// namedError is a D-Bus error with its name, which says more than its
+// text (org.freedesktop.systemd1.NoSuchUnit,
+// org.freedesktop.DBus.Error.AccessDenied).
+type namedError struct{ err dbus.Error }
+
+func (e namedError) Error() string { return e.err.Name + ": " + e.err.Error() }
+func (e namedError) Unwrap() error { return e.err }
+
+func named(err error) error {
+	var de dbus.Error
+	if errors.As(err, &de) {
+		return namedError{de}
+	}
+	return err
+}
+
+// ErrNoActiveUnit is returned by SelectUnit when no candidate unit runs.
+var ErrNoActiveUnit = errors.New("none of the runtime's units is active")
+
+// SelectUnit returns the first of units that systemd reports active: a
+// distribution names several (k3s or k3s-agent) and the node runs one.
+func (s Systemd) SelectUnit(ctx context.Context, units []string) (string, error) {
+	var why []string
+	for _, u := range units {
+		st, err := s.ActiveState(ctx, u)
+		if err == nil && st == "active" {
+			return u, nil
+		}
+		if err != nil {
+			why = append(why, err.Error())
+		} else {
+			why = append(why, u+" is "+st)
+		}
+	}
+	return "", fmt.Errorf("%w: %v", ErrNoActiveUnit, why)
+}
+
+// UnitRuntime is the node's container runtime as configure.ApplyLive
+// drives it: restarted through systemd's D-Bus API, asked over its CRI
+// socket which handlers it loaded.
+type UnitRuntime struct {
+	Systemd Systemd
+	// Unit is the runtime's systemd unit (containerd.service).
+	Unit string
+	// CRISocket is the runtime's CRI socket on this machine
+	// (/host/run/containerd/containerd.sock).
+	CRISocket string
+	// Wait bounds how long Handlers waits for the socket to answer after
+	// a restart; zero means a minute.
+	Wait time.Duration
+	// Journal, when set, returns the unit's recent log; nil means there is
+	// no journal to read.
+	Journal func(ctx context.Context, unit string) string
+}
+
+var _ configure.Runtime = UnitRuntime{}
+
+// Name is the unit.
+func (u UnitRuntime) Name() string { return u.Unit }
+
+// Restart restarts the unit through systemd and waits for the job.
+func (u UnitRuntime) Restart(ctx context.Context) error { return u.Systemd.Restart(ctx, u.Unit) }
+
+// Handlers waits until the runtime answers over CRI and returns its
+// handlers.
+func (u UnitRuntime) Handlers(ctx context.Context) ([]string, error) {
+	wait := u.Wait
+	if wait <= 0 {
+		wait = time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		st, err := cri.Query(ctx, u.CRISocket, 5*time.Second)
+		if err == nil {
+			return st.Names(), nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("asking %s over CRI at %s: %w", u.Unit, u.CRISocket, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("asking %s over CRI at %s: %w", u.Unit, u.CRISocket, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// Running returns the name and version of the runtime that answers on
+// the CRI socket now (containerd, v2.4.2).
+func (u UnitRuntime) Running(ctx context.Context) (name, version string, err error) {
+	st, err := cri.Query(ctx, u.CRISocket, 5*time.Second)
+	if err != nil {
+		return "", "", err
+	}
+	return st.RuntimeName, st.RuntimeVersion, nil
+}
+
+// Log returns the unit's recent problem lines, when a journal was given.
+func (u UnitRuntime) Log(ctx context.Context) string {
+	if u.Journal == nil {
+		return ""
+	}
+	return configure.ProblemLines(u.Journal(ctx, u.Unit), 10)
+}
+
+// RuntimeFinder returns a Config.Runtime for a host whose systemd sd
+// reaches: the first active unit of the layout, restarted through sd, asked
+// over the CRI socket socket(l) names on this machine. journal, when set,
+// reads a unit's log for the error of a failed restart.
+func RuntimeFinder(sd Systemd, socket func(l platform.Layout) string, journal func(ctx context.Context, unit string) string) func(context.Context, platform.Layout) (configure.Runtime, error) {
+	return func(ctx context.Context, l platform.Layout) (configure.Runtime, error) {
+		unit, err := sd.SelectUnit(ctx, l.Units)
+		if err != nil {
+			return nil, err
+		}
+		return UnitRuntime{Systemd: sd, Unit: unit, CRISocket: socket(l), Journal: journal}, nil
+	}
+}

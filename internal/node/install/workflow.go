@@ -1,0 +1,373 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/fetch"
+	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/platform"
+)
+
+// Workflow is berth install from start to finish: refuse a platform the
+// node cannot run, install what the platforms need, apply each platform's
+// runtime configuration, make the runtime load it, and ask the running
+// runtime whether each platform's handler is live.
+//
+// What lies outside this package (the node's checks, the runtime's unit,
+// the CRI socket) comes in as values, so that the workflow holds no state
+// of its own and a test can replace any step. Plan, then Run:
+//
+//	pl, err := w.Plan(m, ps)
+//	out, err := w.Run(ctx, pl)
+type Workflow struct {
+	// Installer fetches (its Fetcher) and installs the components.
+	Installer *Installer
+	// Checker refuses a platform whose checks fail on the node; nil runs
+	// no checks.
+	Checker Checker
+	// Applier writes a platform's runtime configuration; nil installs the
+	// files only (no configuration, no restart, no verification).
+	Applier Applier
+	// Restarter makes the runtime load what Applier changed; nil leaves
+	// that to the user.
+	Restarter Restarter
+	// Verifier asks the running runtime for each platform's handler; nil
+	// skips verification, and NoVerify says why (the root is not a
+	// running system, say).
+	Verifier Verifier
+	NoVerify string
+	// Reporter hears of each step as it ends; nil hears nothing.
+	Reporter Reporter
+	// Now is the clock of the install's duration; nil is time.Now.
+	Now func() time.Time
+}
+
+// Checker runs a platform's checks on the node.
+type Checker interface {
+	// Check returns why p must not be installed here, or nil.
+	Check(p platform.Platform) error
+}
+
+// Applier writes a platform's runtime configuration (berth config apply).
+type Applier interface {
+	Apply(ctx context.Context, p platform.Platform) (*configure.Result, error)
+}
+
+// Preflighter is an Applier that can tell, before anything is installed,
+// that it would refuse to write a platform's runtime configuration (a
+// path of it leaves the host root): Run asks it first, so that a refusal
+// leaves no half install behind.
+type Preflighter interface {
+	Preflight(ctx context.Context, p platform.Platform) error
+}
+
+// Restarter makes the running runtime load the configuration that Apply
+// changed for p (restarting its unit when asked and needed), and says
+// what it did.
+type Restarter interface {
+	Restart(ctx context.Context, p platform.Platform, res *configure.Result) error
+}
+
+// Verifier asks the running runtime whether p's handler is live (berth
+// verify). An error means the question could not be asked at all (no
+// verifier binary, say); a runtime that does not answer is a Verification
+// with Error set.
+type Verifier interface {
+	Verify(ctx context.Context, p platform.Platform) (configure.Verification, error)
+}
+
+// Reporter hears of each step of Run as it ends, to tell the user.
+type Reporter interface {
+	// Installed follows the install step, whatever its outcome (err).
+	Installed(res *Result, took time.Duration, err error)
+	// Verified follows each platform's verification.
+	Verified(v configure.Verification)
+	// NotVerified says why no platform is verified.
+	NotVerified(reason string)
+}
+
+// Outcome is what Run did, as far as it got.
+type Outcome struct {
+	Plan    *Plan   `json:"plan"`
+	Install *Result `json:"install,omitempty"`
+	// Applied are the runtime configuration changes, per platform.
+	Applied []*configure.Result `json:"applied,omitempty"`
+	// Verified are the verifications, one per platform asked for.
+	Verified []configure.Verification `json:"verified,omitempty"`
+}
+
+// InstallError is a failure of the install step itself (fetch, digest,
+// staging, switch): nothing of the new installation is current.
+type InstallError struct{ Err error }
+
+func (e *InstallError) Error() string { return e.Err.Error() }
+func (e *InstallError) Unwrap() error { return e.Err }
+
+// NotLiveError says which platforms' handlers the runtime does not serve
+// after the install (or could not be asked about).
+type NotLiveError struct {
+	Platforms []string
+	// Of is how many platforms were verified.
+	Of int
+}
+
+func (e *NotLiveError) Error() string {
+	return fmt.Sprintf("installed, but the runtime does not serve %d of %d platforms: %s",
+		len(e.Platforms), e.Of, strings.Join(e.Platforms, ", "))
+}
+
+// Refusals runs the checks of every platform and returns each refusal:
+// what a dry run reports, where Plan stops at the first.
+func (w *Workflow) Refusals(ps []platform.Platform) []error {
+	if w.Checker == nil {
+		return nil
+	}
+	var out []error
+	for _, p := range ps {
+		if err := w.Checker.Check(p); err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+// Plan refuses a platform whose checks fail, then resolves what installing
+// ps takes (the platforms the prefix already serves included).
+func (w *Workflow) Plan(m *manifest.Manifest, ps []platform.Platform) (*Plan, error) {
+	if errs := w.Refusals(ps); len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return w.Installer.Plan(m, ps)
+}
+
+// DryRun resolves what Run would install and returns it with every
+// refusal that Plan would stop at, changing nothing.
+func (w *Workflow) DryRun(m *manifest.Manifest, ps []platform.Platform) (*Plan, []error, error) {
+	refusals := w.Refusals(ps)
+	pl, err := w.Installer.Plan(m, ps)
+	return pl, refusals, err
+}
+
+// Run installs pl, then for each platform asked for applies its runtime
+// configuration and has the runtime load it, then verifies every one of
+// them: all are verified and reported, and the error is a *NotLiveError
+// when any handler is not live.
+func (w *Workflow) Run(ctx context.Context, pl *Plan) (*Outcome, error) {
+	out := &Outcome{Plan: pl}
+	now := time.Now
+	if w.Now != nil {
+		now = w.Now
+	}
+	start := now()
+	// Every refusal before anything is changed: the installer's paths
+	// (Install checks them again), then the configuration's.
+	if err := w.Installer.Preflight(ctx, pl); err != nil {
+		if w.Reporter != nil {
+			w.Reporter.Installed(nil, now().Sub(start), err)
+		}
+		return out, err
+	}
+	if pf, ok := w.Applier.(Preflighter); ok {
+		for _, p := range pl.requested {
+			if err := pf.Preflight(ctx, p); err != nil {
+				if w.Reporter != nil {
+					w.Reporter.Installed(nil, now().Sub(start), err)
+				}
+				return out, err
+			}
+		}
+	}
+	res, err := w.Installer.Install(ctx, pl)
+	if err != nil {
+		err = &InstallError{Err: err}
+	}
+	out.Install = res
+	if w.Reporter != nil {
+		w.Reporter.Installed(res, now().Sub(start), err)
+	}
+	if err != nil || w.Applier == nil {
+		return out, err
+	}
+	for _, p := range pl.requested {
+		cres, err := w.Applier.Apply(ctx, p)
+		if err != nil {
+			return out, fmt.Errorf("installed, but applying the runtime configuration of %s failed: %w", p, err)
+		}
+		out.Applied = append(out.Applied, cres)
+		if w.Restarter != nil {
+			if err := w.Restarter.Restart(ctx, p, cres); err != nil {
+				return out, fmt.Errorf("installed and configured %s, but: %w", p, err)
+			}
+		}
+	}
+	if w.Verifier == nil {
+		if w.Reporter != nil {
+			w.Reporter.NotVerified(w.NoVerify)
+		}
+		return out, nil
+	}
+	var notLive []string
+	for _, p := range pl.requested {
+		v, err := w.Verifier.Verify(ctx, p)
+		if err != nil {
+			return out, fmt.Errorf("installed and configured, but verifying %s: %w", p, err)
+		}
+		out.Verified = append(out.Verified, v)
+		if w.Reporter != nil {
+			w.Reporter.Verified(v)
+		}
+		if !v.Live {
+			notLive = append(notLive, p.String())
+		}
+	}
+	if len(notLive) > 0 {
+		return out, &NotLiveError{Platforms: notLive, Of: len(pl.requested)}
+	}
+	return out, nil
+}
+
+// IsFailure reports whether err is the install failing or refused, or a
+// handler not live (exit status 1), rather than a usage or internal error.
+func IsFailure(err error) bool {
+	var ie *InstallError
+	var nl *NotLiveError
+	var re *RefusedError
+	var se *fetch.SizeError
+	var sp *fetch.SpaceError
+	return errors.As(err, &ie) || errors.As(err, &nl) || errors.As(err, &re) || errors.As(err, &se) || errors.As(err, &sp)
+}
+
+// RuntimeConfig is the Applier of berth install: it renders a platform's
+// runtime configuration as berth config render does and applies it as
+// berth config apply does. It is the one place install calls package
+// configure.
+type RuntimeConfig struct {
+	// FS is the host root, writable.
+	FS configure.FS
+	// Target takes from the node's facts what the platform's files depend
+	// on (config version, imports).
+	Target func(p platform.Platform) (configure.Target, error)
+	// Options are the render options; Paths.Prefix names the installation
+	// prefix (as seen by the host, not under --root).
+	Options configure.Options
+	// Runtime, when set and ok, is the running runtime: each change is
+	// then applied with a restart, verified over CRI and rolled back if a
+	// handler is lost (configure.ApplyLive); without it the files are only
+	// written.
+	Runtime func(ctx context.Context, p platform.Platform) (configure.Runtime, bool)
+}
+
+// Preflight renders p's runtime configuration and refuses it when a path
+// it writes (the files, berth's state and backups) cannot be reached
+// inside the host root through FS: a directory on the way that is a
+// symlink leaving the root, or the file itself a symlink that does. It
+// reads only.
+func (c RuntimeConfig) Preflight(ctx context.Context, p platform.Platform) error {
+	t, err := c.Target(p)
+	if err != nil {
+		return err
+	}
+	r, err := configure.Render(p, t, c.Options)
+	if err != nil {
+		return err
+	}
+	names := []string{configure.StatePath, configure.BackupDir + "/x"}
+	for _, f := range r.Host {
+		names = append(names, f.Path)
+	}
+	prefix := strings.TrimPrefix(path.Clean("/"+c.Options.Paths.Prefix), "/")
+	if c.Options.Paths.Prefix == "" {
+		prefix = strings.TrimPrefix(configure.DefaultPrefix, "/")
+	}
+	for _, n := range names {
+		if err := reachable(c.FS, n, 0); err != nil {
+			// A link on the prefix's own path: the files could go where
+			// it leads, if the prefix named that.
+			if re := (*RefusedError)(nil); errors.As(err, &re) && (prefix+"/" == strings.TrimPrefix(re.Path, "/")+"/" || strings.HasPrefix(prefix+"/", strings.TrimPrefix(re.Path, "/")+"/")) {
+				re.Why += "; give --prefix the path the link leads to, or install with --no-config"
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// reachable checks that the runtime configuration writer can reach name
+// (relative to the host root) without leaving it: each existing directory
+// on the way is asked for through fsys (which refuses a symlink out of the
+// root), and a symlink at name itself is followed as the writer follows
+// it, an absolute target inside the root.
+func reachable(fsys configure.FS, name string, depth int) error {
+	if depth > 8 {
+		return &RefusedError{Path: "/" + name, Why: "too many levels of symlinks"}
+	}
+	comps := strings.Split(path.Clean(name), "/")
+	cur := ""
+	for i, c := range comps {
+		cur = path.Join(cur, c)
+		fi, err := fsys.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return refusedConfig(cur, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if i < len(comps)-1 {
+			// A directory on the way: through it, as the writer goes.
+			if _, err := fsys.Lstat(cur + "/."); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return refusedConfig(cur, err)
+			}
+			continue
+		}
+		t, err := fsys.Readlink(cur)
+		if err != nil {
+			return refusedConfig(cur, err)
+		}
+		if path.IsAbs(t) {
+			return reachable(fsys, strings.TrimPrefix(path.Clean(t), "/"), depth+1)
+		}
+		next := path.Join(path.Dir(cur), t)
+		if next == ".." || strings.HasPrefix(next, "../") {
+			return &RefusedError{Path: "/" + cur, Why: fmt.Sprintf("the runtime configuration is written there, and it is a symlink to %s, which %s", t, ErrOutsideRoot), Outside: true}
+		}
+		return reachable(fsys, next, depth+1)
+	}
+	return nil
+}
+
+func refusedConfig(name string, err error) error {
+	return &RefusedError{Path: "/" + name, Why: fmt.Sprintf("the runtime configuration is written under it, and it cannot be reached inside the host root (%v)", err),
+		Outside: strings.Contains(err.Error(), "escapes")}
+}
+
+// Apply renders and applies p's runtime configuration.
+func (c RuntimeConfig) Apply(ctx context.Context, p platform.Platform) (*configure.Result, error) {
+	t, err := c.Target(p)
+	if err != nil {
+		return nil, err
+	}
+	r, err := configure.Render(p, t, c.Options)
+	if err != nil {
+		return nil, err
+	}
+	if c.Runtime != nil {
+		if rt, ok := c.Runtime(ctx, p); ok {
+			res, err := configure.ApplyLive(ctx, c.FS, r, rt)
+			if res == nil || res.Result == nil {
+				return nil, err
+			}
+			return res.Result, err
+		}
+	}
+	return configure.Apply(c.FS, r)
+}
