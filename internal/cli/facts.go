@@ -10,6 +10,7 @@ import (
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/present/factstable"
 	"berth.dev/berth/internal/present/output"
 )
 
@@ -90,7 +91,7 @@ Whatever could not be determined is listed under "unknown" with the reason.
 				return err
 			}
 			g.life.awaitSignals() // AnnotationEarlyStart
-			return output.Render(g.stdout, format, f, func(w io.Writer) error { return facts.WriteTable(w, f) })
+			return output.Render(g.stdout, format, f, func(w io.Writer) error { return factstable.Write(w, f) })
 		},
 	}
 	cmd.Flags().BoolVar(&probe, "probe", false, "also run live probes that start processes (the QEMU probe); live roots only")

@@ -18,6 +18,7 @@ import (
 
 	"berth.dev/berth/internal/cli/buildinfo"
 	"berth.dev/berth/internal/cluster/agent"
+	"berth.dev/berth/internal/cluster/serve"
 	"berth.dev/berth/platform"
 )
 
@@ -176,7 +177,9 @@ func runAgent(cmd *cobra.Command, g *cli.Globals, fl agentFlags) error {
 
 	serveErr := make(chan error, 1)
 	if fl.metricsAddr != "" {
-		go func() { serveErr <- agent.Serve(ctx, fl.metricsAddr, agent.Handler(a, m), log) }()
+		go func() {
+			serveErr <- flagErr("--metrics-addr", serve.HTTP(ctx, fl.metricsAddr, agent.Handler(a, m), log))
+		}()
 	}
 	log.Info("berth agent starting", "node", fl.nodeName, "root", root.Path(), "live", root.Live(), "interval", fl.interval, "server", cfg.Host)
 	runErr := a.Run(ctx, trigger)
@@ -187,4 +190,13 @@ func runAgent(cmd *cobra.Command, g *cli.Globals, fl agentFlags) error {
 		}
 	}
 	return runErr
+}
+
+// flagErr names the flag whose value err is about; nil stays nil. The
+// serving package knows addresses, not the command line they came from.
+func flagErr(flag string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", flag, err)
 }

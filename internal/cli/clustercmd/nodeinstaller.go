@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"berth.dev/berth/internal/cli"
-	"berth.dev/berth/internal/cluster/agent"
 	"berth.dev/berth/internal/cluster/nodeinstall"
+	"berth.dev/berth/internal/cluster/serve"
 	"berth.dev/berth/internal/evaluate/catalog"
 	"berth.dev/berth/internal/evaluate/check"
 	"berth.dev/berth/internal/host/hostfs"
@@ -311,7 +311,7 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 
 	serveErr := make(chan error, 1)
 	if fl.healthAddr != "" {
-		go func() { serveErr <- agent.Serve(ctx, fl.healthAddr, in.Health(), log) }()
+		go func() { serveErr <- flagErr("--health-addr", serve.HTTP(ctx, fl.healthAddr, in.Health(), log)) }()
 	}
 	log.Info("berth node-installer starting", "node", fl.nodeName, "mode", mode, "root", root.Path(), "platforms", fl.platforms, "prefix", fl.prefix)
 	// The run is not cut short by SIGTERM: a restart of the runtime

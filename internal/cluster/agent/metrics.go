@@ -1,11 +1,7 @@
 package agent
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -84,24 +80,4 @@ func Handler(a *Agent, m *Metrics) http.Handler {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry}))
 	return mux
-}
-
-// Serve listens on addr and serves h until ctx is done.
-func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listening on --metrics-addr %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shut)
-	}()
-	log.Info("serving health and metrics", "addr", ln.Addr().String())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving --metrics-addr %s: %w", addr, err)
-	}
-	return nil
 }

@@ -142,7 +142,7 @@ func BenchmarkCheckDefault(b *testing.B) {
 	b.Run("digest", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := report.Digest(f); err != nil {
+			if _, err := f.Digest(); err != nil {
 				b.Fatal(err)
 			}
 		}

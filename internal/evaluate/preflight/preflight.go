@@ -13,7 +13,6 @@ import (
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
-	"berth.dev/berth/internal/present/report"
 	"berth.dev/berth/platform"
 )
 
@@ -47,7 +46,7 @@ type Result struct {
 	// than requested.
 	Defaulted bool
 	Verdicts  []check.Verdict
-	// FactsDigest is report.Digest of Facts when Options.Digest is set.
+	// FactsDigest is Facts.Digest when Options.Digest is set.
 	FactsDigest string
 }
 
@@ -99,7 +98,7 @@ func Run(ctx context.Context, root hostfs.Root, opt Options) (Result, error) {
 	r := Result{Facts: f, Platforms: plan.Platforms(), Defaulted: len(opt.Platforms) == 0}
 	r.Verdicts = ev.EvaluatePlan(f, plan, opt.Check)
 	if opt.Digest {
-		if r.FactsDigest, err = report.Digest(f); err != nil {
+		if r.FactsDigest, err = f.Digest(); err != nil {
 			return Result{}, err
 		}
 	}

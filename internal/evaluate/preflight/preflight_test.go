@@ -64,10 +64,10 @@ func TestRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want, err := report.Digest(dig.Facts); err != nil || dig.FactsDigest != want {
-				t.Errorf("digest %q, report.Digest %q (%v)", dig.FactsDigest, want, err)
+			if want, err := dig.Facts.Digest(); err != nil || dig.FactsDigest != want {
+				t.Errorf("digest %q, Facts.Digest %q (%v)", dig.FactsDigest, want, err)
 			}
-			if want, _ := report.Digest(all.Facts); dig.FactsDigest != want {
+			if want, _ := all.Facts.Digest(); dig.FactsDigest != want {
 				t.Errorf("digest %q of the same host, %q without Options.Digest", dig.FactsDigest, want)
 			}
 			lean, err := Run(context.Background(), root, Options{Discover: discover.Options{Now: now}, NoDebug: true})

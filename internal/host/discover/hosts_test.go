@@ -1,7 +1,6 @@
 package discover
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -16,8 +15,8 @@ import (
 // hostsDir holds the fixture host trees shared by all tests.
 const hostsDir = "../../../testdata/hosts"
 
-// tableGoldenHost is the fixture whose table summary is golden-tested.
-const tableGoldenHost = "snp-genoa-k3s-ready"
+// benchHost is the fixture BenchmarkDiscoverFixture discovers.
+const benchHost = "snp-genoa-k3s-ready"
 
 // discoverHost runs discovery on one fixture with the fixed clock; Root is
 // normalised so that goldens do not depend on the checkout path.
@@ -45,25 +44,13 @@ func TestHostsGolden(t *testing.T) {
 				t.Errorf("facts JSON of %s is %d bytes, over the 16 KiB budget", h, len(b))
 			}
 			goldenfile.Assert(t, filepath.Join("testdata", "golden", h+".json"), b)
-			if h == tableGoldenHost {
-				var tb bytes.Buffer
-				if err := facts.WriteTable(&tb, f); err != nil {
-					t.Fatal(err)
-				}
-				for i, l := range bytes.Split(tb.Bytes(), []byte("\n")) {
-					if len(l) > 80 {
-						t.Errorf("table line %d is %d columns: %q", i+1, len(l), l)
-					}
-				}
-				goldenfile.Assert(t, filepath.Join("testdata", "golden", h+".table"), tb.Bytes())
-			}
 		})
 	}
 }
 
 // BenchmarkDiscoverFixture is discovery of one fixture root (budget: 5 ms).
 func BenchmarkDiscoverFixture(b *testing.B) {
-	root, err := hostfs.OpenDir(filepath.Join(hostsDir, tableGoldenHost))
+	root, err := hostfs.OpenDir(filepath.Join(hostsDir, benchHost))
 	if err != nil {
 		b.Fatal(err)
 	}

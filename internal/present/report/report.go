@@ -5,9 +5,6 @@
 package report
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"time"
 
 	"berth.dev/berth/internal/evaluate/check"
@@ -74,27 +71,16 @@ type Summary struct {
 	NotReady          int `json:"notReady"`
 }
 
-// Digest returns "sha256:<hex>" of the canonical JSON of f: what
-// json.Marshal writes, through the generated encoder of Facts.
-func Digest(f *facts.Facts) (string, error) {
-	b, err := f.MarshalCompactJSON()
-	if err != nil {
-		return "", fmt.Errorf("encoding facts for the digest: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
-}
-
 // New builds a report.
 func New(f *facts.Facts, mode string, vs []check.Verdict, opts Opts) (*Report, error) {
-	d, err := Digest(f)
+	d, err := f.Digest()
 	if err != nil {
 		return nil, err
 	}
 	return NewDigested(f, d, mode, vs, opts), nil
 }
 
-// NewDigested builds a report of facts whose Digest is digest, computed
+// NewDigested builds a report of facts whose Facts.Digest is digest, computed
 // by the caller (beside the evaluation, see preflight.Options.Digest).
 func NewDigested(f *facts.Facts, digest, mode string, vs []check.Verdict, opts Opts) *Report {
 	r := &Report{Verdicts: vs, Header: Header{Kind: Kind, SchemaVersion: SchemaVersion, Mode: mode, FactsDigest: digest, Options: opts,

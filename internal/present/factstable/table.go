@@ -1,4 +1,7 @@
-package facts
+// Package factstable renders Facts for people: the table `berth facts`
+// prints. It lives apart from the facts package so that the data model
+// carries no presentation and the host wing nothing of the present one.
+package factstable
 
 import (
 	"fmt"
@@ -7,18 +10,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"berth.dev/berth/internal/host/facts"
 )
 
-// tableWidth is the width WriteTable wraps to.
+// tableWidth is the width Write wraps to.
 const tableWidth = 80
 
 // labelWidth is the width of the label column.
 const labelWidth = 16
 
-// WriteTable writes a readable summary of f, at most 80 columns wide:
+// Write writes a readable summary of f, at most 80 columns wide:
 // CPU, virtualisation, kernel, devices, IOMMU and GPUs, TEE, runtimes,
 // distribution and binaries, then every unknown fact with its reason.
-func WriteTable(w io.Writer, f *Facts) error {
+func Write(w io.Writer, f *facts.Facts) error {
 	t := &tableWriter{w: w}
 	mode := "offline"
 	if f.Live {
@@ -176,7 +181,7 @@ func WriteTable(w io.Writer, f *Facts) error {
 	t.row("SGX", fmt.Sprintf("enclave=%t provision=%t", f.TEE.SGX.Enclave, f.TEE.SGX.Provision))
 
 	t.section("Runtimes")
-	rt := func(name string, r *ContainerRuntime) {
+	rt := func(name string, r *facts.ContainerRuntime) {
 		if r == nil {
 			t.row(name, "not found")
 			return
@@ -281,7 +286,7 @@ func (t *tableWriter) wrap(first, indent, text string) {
 	}
 }
 
-func famModel(c CPU) string {
+func famModel(c facts.CPU) string {
 	var parts []string
 	if c.Family != nil {
 		parts = append(parts, fmt.Sprintf("family %d", *c.Family))
@@ -326,7 +331,7 @@ func boolKV(k string, b *bool) string {
 	return fmt.Sprintf("%s=%t", k, *b)
 }
 
-func rangeKV(k string, r *Range) string {
+func rangeKV(k string, r *facts.Range) string {
 	if r == nil {
 		return ""
 	}
