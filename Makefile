@@ -42,7 +42,7 @@ image:
 
 # Benchmarks are never part of `make test`: bench/run.sh runs bench/*.sh,
 # bench/peers.sh among them (berth side by side with its peers, the table
-# in the README's Performance section).
+# in bench/RESULTS.md).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 	bash bench/run.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # berth side by side with the tools it is compared with, in one run on this
-# machine (issue #17), printing one Markdown table: the README's
-# "Performance" section shows that table and nothing measured otherwise.
+# machine, printing one Markdown table: bench/RESULTS.md shows that
+# table and nothing measured otherwise.
 #
 # Peers, installed or built the same way on every machine:
 #   - a Go hello world (fmt.Println), built here with the same toolchain:
@@ -14,7 +14,7 @@
 #     this module's versions, while it serves the versions themselves);
 #   - `virt-host-validate qemu` from Debian's libvirt-clients (apt).
 #
-# Method: every command runs RUNS times (default 15) after 3 warm-up runs,
+# Method: every command runs RUNS times (default 45) after 3 warm-up runs,
 # interleaved: each round runs all commands once, in an order shuffled per
 # round, so a burst of load from another process hits both sides of a
 # ratio alike. Wall time is a python3 perf_counter around the process (no
