@@ -41,7 +41,7 @@ var dimensionAllowed = map[string]string{
 	// algorithm and its flags.
 	"internal/cli/refvalues.go:runRefvalues": "chooses the SNP or TDX measurement algorithm",
 	// Kata's two runtimes have two template families; they are Kata's data,
-	// kept equal to ../shared/upstream by TestKataConfigConformance.
+	// kept equal to testdata/upstream by TestKataConfigConformance.
 	"internal/node/configure/kata_upstream.go:templateBase": "Kata's Go and Rust template data",
 }
 

@@ -3,7 +3,7 @@
 // build fills them, with the prefix as prefixToken: one base per runtime
 // and each shim's changes to it. They were derived with the conformance
 // test's template expansion (conformance_test.go), which also compares
-// them with the templates in ../shared/upstream: a new Kata release shows
+// them with the templates in testdata/upstream: a new Kata release shows
 // up there as a failing test that lists each changed key.
 
 package configure
