@@ -41,7 +41,7 @@ fi
 echo "export BERTH_CACHE=$cache" >> "$envtmp"
 
 # containerd, every version in tools/containerd-versions, for the runtime
-# configuration tests, built the way ../shared/upstream/runtime-configs/README.md
+# configuration tests, built the way testdata/upstream/runtime-configs/README.md
 # says the configs there were made: the module as the proxy serves it
 # (checked against the checksum database), copied to a writable folder
 # (-mod=mod may add go.sum lines; 2.0.x ships vendor/modules.txt without

@@ -14,8 +14,9 @@ import (
 // Sources: Kata Containers 4.1.0's configuration templates
 // (src/runtime/config, src/runtime-rs/config) and kata-deploy's Helm chart
 // (values.yaml `shims`, templates/runtimeclasses.yaml,
-// templates/node-feature-rules.yaml); tests compare these rows with those
-// files in ../shared/upstream.
+// templates/node-feature-rules.yaml); tests compare these rows with the
+// templates, values.yaml and runtimeclasses.yaml, copied into the
+// repository root's testdata/upstream.
 
 // hypervisorRow is everything berth knows about one hypervisor.
 type hypervisorRow struct {

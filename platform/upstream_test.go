@@ -15,7 +15,7 @@ import (
 	"berth.dev/berth/platform"
 )
 
-// chartDir is kata-deploy's Helm chart in the shared upstream files.
+// chartDir is kata-deploy's Helm chart in the upstream reference files (testdata/upstream).
 var chartDir = []string{"kata-containers-4.1.0", "tools", "packaging", "kata-deploy", "helm-chart", "kata-deploy"}
 
 // ChartShim is one entry of the chart's values.yaml `shims` map.

@@ -50,7 +50,7 @@ const (
 )
 
 // TestCorpus proves, with real containerd binaries of every version in
-// BERTH_CONTAINERDS and the real configs of ../shared/upstream/runtime-configs
+// BERTH_CONTAINERDS and the real configs of testdata/upstream/runtime-configs
 // (plus no config file at all), that `berth config apply` keeps every
 // handler the node had live, adds its own, changes nothing when run again,
 // and that `berth config remove` gives back the node byte for byte.

@@ -13,6 +13,26 @@ import (
 // artefacts (the kata-static layout, relocated).
 const DefaultPrefix = "/opt/berth"
 
+// Kata's templates, as berth renders them, are generated data
+// (kata_upstream_gen.go) from the copies in testdata/upstream: a new Kata
+// release is new data files and a run of katagen, never hand-edited Go.
+//go:generate go run ./katagen -upstream ../../../testdata/upstream -o kata_upstream_gen.go
+
+// prefixToken stands for berth's install prefix in template values
+// (kata_upstream_gen.go), so that the data does not depend on the prefix
+// a node installs to.
+const prefixToken = "@PREFIX@"
+
+// kataKey is one key of Kata's configuration with the value a template
+// gives it. table is "hypervisor" (the platform's [hypervisor.<section>]),
+// "hypervisor.factory" ([hypervisor.<section>.factory]), "agent"
+// ([agent.kata]), "agent.mem_agent", "factory" or "runtime". A value of
+// type []map[string]any is an array of tables under the table.
+type kataKey struct {
+	table, key string
+	value      any
+}
+
 // Paths are the host paths of what a platform runs, all under Prefix.
 type Paths struct {
 	Prefix string

@@ -44,7 +44,7 @@ func stripHeader(b []byte) string {
 
 // TestKataConfigEveryPlatform renders the Kata configuration of every
 // platform, parses it back, checks every key against the keys Kata's
-// templates (../shared/upstream) define for that table, so that a typo
+// templates (testdata/upstream) define for that table, so that a typo
 // never reaches a node, where Kata would silently ignore it, and the
 // values the platform implies, and keeps one golden file per distinct
 // configuration.

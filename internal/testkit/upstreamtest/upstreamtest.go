@@ -1,9 +1,9 @@
 // Package upstreamtest finds the real upstream files that conformance tests
 // compare berth with: configs written by real containerd versions, Kata's
-// templates and so on. They live in shared/upstream/ beside the repository
-// (../shared/upstream from the root of the clone; in CI a fresh clone with a
-// copy of shared/ beside it), never in the project tree, so tests must find
-// them from wherever `go test` runs the package.
+// templates and so on. They live in the repository, in testdata/upstream/
+// with their licences and a provenance list, so that a fresh clone passes
+// its tests with nothing beside it; tests must find them from wherever
+// `go test` runs the package.
 package upstreamtest
 
 import (
@@ -20,13 +20,12 @@ import (
 // Module is the module path whose go.mod marks the repository root.
 const Module = "berth.dev/berth"
 
-// Env names the shared directory (the one holding upstream/) when it is
-// not beside the repository.
-const Env = "BERTH_SHARED"
+// Rel is the folder of the upstream files, relative to the repository
+// root: inside the clone, so that the tests need nothing beside it.
+const Rel = "testdata/upstream"
 
-// Dir returns the absolute path of the shared upstream directory:
-// $BERTH_SHARED/upstream when the variable is set, else ../shared/upstream
-// from the repository root. The test fails, never skips, when it is
+// Dir returns the absolute path of the upstream files, <repository
+// root>/testdata/upstream. The test fails, never skips, when it is
 // missing: a conformance test that silently does not run proves nothing.
 func Dir(t testing.TB) string {
 	t.Helper()
@@ -43,7 +42,7 @@ func Path(t testing.TB, elem ...string) string {
 	t.Helper()
 	p := filepath.Join(append([]string{Dir(t)}, elem...)...)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("upstream reference file: %v (the shared directory is incomplete: copy shared/ beside the clone again)", err)
+		t.Fatalf("upstream reference file: %v (%s/provenance.tsv lists the files the tests read: restore them with git)", err, Rel)
 	}
 	return p
 }
@@ -79,20 +78,10 @@ func RepoRoot(t testing.TB) string {
 	return root
 }
 
-const hint = "the tests read real upstream files from shared/upstream/ beside the repository root " +
-	"(../shared/upstream); copy or clone shared/ there, or set " + Env + " to the shared directory"
+const hint = "the tests read real upstream files from " + Rel + "/ in the repository " +
+	"(see its README.md): restore them with git"
 
 func find() (string, error) {
-	if s := os.Getenv(Env); s != "" {
-		dir, err := filepath.Abs(filepath.Join(s, "upstream"))
-		if err != nil {
-			return "", err
-		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return "", fmt.Errorf("%s=%s: no directory %s: %s", Env, s, dir, hint)
-		}
-		return dir, nil
-	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -101,7 +90,7 @@ func find() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %s", err, hint)
 	}
-	dir := filepath.Join(filepath.Dir(root), "shared", "upstream")
+	dir := filepath.Join(root, filepath.FromSlash(Rel))
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return "", fmt.Errorf("no directory %s: %s", dir, hint)
 	}

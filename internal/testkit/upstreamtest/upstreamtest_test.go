@@ -26,10 +26,9 @@ func TestRepoRoot(t *testing.T) {
 	repo := filepath.Join(top, "main")
 	nested := filepath.Join(repo, "tools", "k8s", "sub")
 	for p, data := range map[string]string{
-		filepath.Join(repo, "go.mod"):                      "module berth.dev/berth\n",
-		filepath.Join(repo, "tools", "k8s", "go.mod"):      "module berth.dev/berth/tools/k8s\n",
-		filepath.Join(nested, "x.go"):                      "package sub\n",
-		filepath.Join(top, "shared", "upstream", "README"): "x\n",
+		filepath.Join(repo, "go.mod"):                 "module berth.dev/berth\n",
+		filepath.Join(repo, "tools", "k8s", "go.mod"): "module berth.dev/berth/tools/k8s\n",
+		filepath.Join(nested, "x.go"):                 "package sub\n",
 	} {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -52,14 +51,5 @@ func TestRepoRoot(t *testing.T) {
 		if (err != nil) != tt.wantErr || got != tt.want {
 			t.Errorf("repoRoot(%s) = %q, %v; want %q (error %v)", tt.from, got, err, tt.want, tt.wantErr)
 		}
-	}
-}
-
-// TestDir finds the real shared directory of this checkout; like every
-// conformance test it fails when shared/ is missing.
-func TestDir(t *testing.T) {
-	dir := Dir(t)
-	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
-		t.Errorf("%s has no README.md: %v", dir, err)
 	}
 }
