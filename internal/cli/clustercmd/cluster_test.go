@@ -262,7 +262,7 @@ func TestClusterEndToEnd(t *testing.T) {
 
 	t.Run("health, metrics, SIGHUP and SIGTERM", func(t *testing.T) {
 		p := procs["tdx-1"]
-		addr := p.waitLog(t, regexp.MustCompile(`serving health and metrics" addr=(\S+)`), 10*time.Second)[1]
+		addr := p.waitLog(t, regexp.MustCompile(`serving health endpoints" addr=(\S+)`), 10*time.Second)[1]
 		get := func(path string) (int, string) {
 			resp, err := http.Get("http://" + addr + path)
 			if err != nil {

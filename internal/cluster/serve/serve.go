@@ -45,7 +45,7 @@ func Listener(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Lo
 		defer cancel()
 		_ = srv.Shutdown(shut)
 	}()
-	log.Info("serving", "addr", ln.Addr().String())
+	log.Info("serving health endpoints", "addr", ln.Addr().String())
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving %s: %w", ln.Addr(), err)
 	}
