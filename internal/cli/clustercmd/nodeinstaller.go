@@ -22,11 +22,13 @@ import (
 	"berth.dev/berth/internal/cluster/nodeinstall"
 	"berth.dev/berth/internal/evaluate/catalog"
 	"berth.dev/berth/internal/evaluate/check"
-	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/internal/node/runtimectl"
+	"berth.dev/berth/internal/node/runtimectl/systemdbus"
 	"berth.dev/berth/platform"
 )
 
@@ -100,7 +102,7 @@ rollout waits on this node.`,
 	f.StringVar(&fl.crioConfig, "crio-config", "", "custom distribution: CRI-O's main config file on the host")
 	f.StringVar(&fl.runtimeUnit, "runtime-unit", "", "custom distribution: the runtime's systemd unit")
 	f.StringVar(&fl.runtimeSocket, "runtime-socket", "", "the runtime's CRI socket on the host (default: the distribution's)")
-	f.StringVar(&fl.systemdSocket, "systemd-socket", "/"+nodeinstall.SystemdSocket, "systemd's private D-Bus socket on the host (under --root)")
+	f.StringVar(&fl.systemdSocket, "systemd-socket", "/"+systemdbus.PrivateSocket, "systemd's private D-Bus socket on the host (under --root)")
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version to write when the node's containerd version is unknown")
 	f.BoolVar(&fl.kataDeployLabels, "kata-deploy-labels", false, "also label the node "+nodeinstall.KataDeployLabel+"=true where a platform is installed")
 	f.StringVar(&fl.mode, "mode", "", "install or cleanup (default $"+nodeinstall.ModeEnv+", else install)")
@@ -277,14 +279,19 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 				log.Info("waiting for another node's runtime restart", "lease", fl.restartLease, "holder", h)
 			}}
 	}
-	sd := nodeinstall.Systemd{Socket: filepath.Join(hostDir, filepath.FromSlash(strings.TrimPrefix(fl.systemdSocket, "/")))}
-	ncfg.Runtime = nodeinstall.RuntimeFinder(sd, func(l platform.Layout) string {
-		s := l.Socket
-		if fl.runtimeSocket != "" {
-			s = fl.runtimeSocket
-		}
-		return filepath.Join(hostDir, filepath.FromSlash(strings.TrimPrefix(s, "/")))
-	}, journal(root))
+	onHost := func(p string) string { return filepath.Join(hostDir, filepath.FromSlash(strings.TrimPrefix(p, "/"))) }
+	finder := runtimectl.Finder{
+		Units: systemdbus.Systemd{Socket: onHost(fl.systemdSocket)},
+		Ask: func(l platform.Layout) runtimectl.Ask {
+			s := l.Socket
+			if fl.runtimeSocket != "" {
+				s = fl.runtimeSocket
+			}
+			return cri.Ask(onHost(s))
+		},
+		Journal: runtimectl.Journal{Run: runtimectl.OnHost(root, 10*time.Second)}.Log,
+	}
+	ncfg.Runtime = finder.Find
 	if mode == nodeinstall.ModeInstall {
 		ls, _, err := install.Locators(fl.from)
 		if err != nil {
@@ -352,24 +359,6 @@ func knownCheck(id string) bool {
 		return true
 	}
 	return slices.ContainsFunc(catalog.All(), func(c check.Check) bool { return c.ID == id })
-}
-
-// journal reads a unit's log with the host's journalctl, run chrooted into
-// the host root (hostfs); empty when the root is not live or the host has
-// no journalctl.
-func journal(root hostfs.Root) func(ctx context.Context, unit string) string {
-	return func(ctx context.Context, unit string) string {
-		if !root.Live() {
-			return ""
-		}
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		res, err := root.Run(rctx, "/usr/bin/journalctl", "-u", unit, "--since", "-2min", "--no-pager", "-o", "cat")
-		if err != nil || res.ExitCode != 0 {
-			return ""
-		}
-		return res.Stdout
-	}
 }
 
 func newTeardownCmd(g *cli.Globals) *cobra.Command {

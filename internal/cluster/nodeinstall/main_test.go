@@ -152,6 +152,18 @@ func nodeEvents(t *testing.T, dyn dynamic.Interface, node string) map[string][]c
 	return out
 }
 
+// shortDir is a temporary directory with a short path: unix socket paths
+// are limited to 108 bytes.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "bni")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // copyFixture copies a fixture host into a fresh directory under the
 // temporary directory (not under /etc, /var, /run or /opt, which the test
 // containerd's namespace hides).

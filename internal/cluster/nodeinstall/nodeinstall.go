@@ -442,7 +442,7 @@ func platformNames(ps []platform.Platform) string {
 }
 
 // runningRuntime is a runtime that can say which daemon answers on its
-// socket (UnitRuntime).
+// socket (runtimectl.Runtime).
 type runningRuntime interface {
 	Running(ctx context.Context) (name, version string, err error)
 }
