@@ -21,6 +21,7 @@ import (
 
 	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/internal/testkit/testrelease"
+	"berth.dev/berth/internal/testkit/testsystemd"
 	"berth.dev/berth/internal/testkit/treetest"
 	"berth.dev/berth/internal/testkit/upstreamtest"
 )
@@ -152,24 +153,12 @@ func nodeEvents(t *testing.T, dyn dynamic.Interface, node string) map[string][]c
 	return out
 }
 
-// shortDir is a temporary directory with a short path: unix socket paths
-// are limited to 108 bytes.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "bni")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 // copyFixture copies a fixture host into a fresh directory under the
 // temporary directory (not under /etc, /var, /run or /opt, which the test
 // containerd's namespace hides).
 func copyFixture(t *testing.T, name string) string {
 	t.Helper()
-	root := shortDir(t)
+	root := testsystemd.ShortDir(t)
 	treetest.Copy(t, filepath.Join(upstreamtest.RepoRoot(t), "testdata/hosts", name), root)
 	return root
 }

@@ -27,11 +27,7 @@ func TestChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := configure.OpenOSRoot(n.root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
+	w := n.writable(t)
 	var out, errOut bytes.Buffer
 	ch := runtimectl.Change{Host: live, FS: w, Restart: true, Out: &out, Err: &errOut,
 		Ask:       func(platform.Platform) runtimectl.Ask { return cri.Ask(n.dirs.Sock) },

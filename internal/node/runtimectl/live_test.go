@@ -37,7 +37,7 @@ type liveNode struct {
 func newLiveNode(t *testing.T) *liveNode {
 	t.Helper()
 	bin := critest.ContainerdBin(t, "BERTH_CONTAINERD1")
-	n := &liveNode{root: shortDir(t), dirs: critest.NewDirs(t)}
+	n := &liveNode{root: testsystemd.ShortDir(t), dirs: critest.NewDirs(t)}
 	n.main = filepath.Join(n.root, "etc/containerd/config.toml")
 	n.orig = []byte(debianLike(n.dirs))
 	if err := os.MkdirAll(filepath.Dir(n.main), 0o755); err != nil {
@@ -65,6 +65,18 @@ func newLiveNode(t *testing.T) *liveNode {
 		Log: func() string { return n.log },
 	}
 	return n
+}
+
+// writable opens the node's root for configure, closed at the test's
+// cleanup.
+func (n *liveNode) writable(t *testing.T) *configure.OSRoot {
+	t.Helper()
+	w, err := configure.OpenOSRoot(n.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
 }
 
 // debianLike is a main config shaped like Debian 12's packaged one: the
@@ -119,12 +131,7 @@ func TestRestartAndProve(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				w, err := configure.OpenOSRoot(n.root)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { w.Close() })
-				return n, s, rt, w
+				return n, s, rt, n.writable(t)
 			}
 
 			t.Run("apply and remove", func(t *testing.T) {

@@ -3,7 +3,6 @@ package runtimectl_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,18 +13,6 @@ import (
 	"berth.dev/berth/internal/node/runtimectl/systemdbus"
 	"berth.dev/berth/internal/testkit/testsystemd"
 )
-
-// shortDir is a temporary directory with a short path: unix socket paths
-// are limited to 108 bytes.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "brt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
 
 // started is a mechanism serving a test's units.
 type started struct {
@@ -87,12 +74,12 @@ var mechanisms = []mechanism{
 	{
 		name: "D-Bus",
 		start: func(t *testing.T, units ...testsystemd.Unit) started {
-			sock := filepath.Join(shortDir(t), "private")
+			sock := filepath.Join(testsystemd.ShortDir(t), "private")
 			sup := testsystemd.Start(t, sock, units...)
 			return started{units: systemdbus.Systemd{Socket: sock}, restarts: sup.Restarts}
 		},
 		broken: func(t *testing.T) runtimectl.Units {
-			return systemdbus.Systemd{Socket: filepath.Join(shortDir(t), "none")}
+			return systemdbus.Systemd{Socket: filepath.Join(testsystemd.ShortDir(t), "none")}
 		},
 		unreachable: "connecting to systemd",
 		jobFailed:   "job failed",

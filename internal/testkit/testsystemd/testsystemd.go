@@ -99,6 +99,19 @@ func Start(t testing.TB, socket string, units ...Unit) *Supervisor {
 	return s
 }
 
+// ShortDir is a fresh temporary directory with a short path, removed at
+// the test's cleanup: a socket inside (systemd's, a runtime's) must fit
+// the 108 bytes of a unix socket path, which t.TempDir's rarely leave.
+func ShortDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "bsd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // startUnits starts every unit not Running, failing the test if one
 // does not start.
 func startUnits(t testing.TB, units []Unit) map[string]*unit {

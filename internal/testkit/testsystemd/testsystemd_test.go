@@ -15,12 +15,7 @@ import (
 // does, only a peer whose EXTERNAL identity is its own uid (or left to
 // the socket's credentials), and answers nothing before BEGIN.
 func TestAuthentication(t *testing.T) {
-	dir, err := os.MkdirTemp("", "tsd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "private")
+	sock := filepath.Join(ShortDir(t), "private")
 	Start(t, sock, Unit{Name: "containerd.service", Start: func() error { return nil }, Stop: func() {}})
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode: %v %v", fi, err)
