@@ -10,7 +10,8 @@
 // prefix, and its labels.
 //
 // The package parses no flags: the command (internal/cli/clustercmd) turns
-// them into a Config. Runs are idempotent: a second run changes no file,
+// them into Options, which Options.Check and Settings.Config check and
+// make into a Config. Runs are idempotent: a second run changes no file,
 // restarts nothing and writes no label.
 package nodeinstall
 
