@@ -2,6 +2,7 @@ package testsystemd
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Systemctl serves units to stand-ins for the host's systemctl and
@@ -103,7 +105,7 @@ func (s *Systemctl) serve() {
 		go func() {
 			defer s.wg.Done()
 			code, stream, out := s.answer(f[1], f[2:])
-			resp, err := os.OpenFile(filepath.Join(s.Dir, "resp."+f[0]), os.O_WRONLY, 0)
+			resp, err := s.openAnswer(filepath.Join(s.Dir, "resp."+f[0]))
 			if err != nil {
 				return
 			}
@@ -112,6 +114,23 @@ func (s *Systemctl) serve() {
 		}()
 	}
 }
+
+// openAnswer opens a caller's FIFO once the caller reads it. It does not
+// block in open(2): a caller killed before it reads (its command timed
+// out) must not keep Close waiting; it gives up after answerWait.
+func (s *Systemctl) openAnswer(path string) (*os.File, error) {
+	deadline := time.Now().Add(answerWait)
+	for {
+		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if !errors.Is(err, syscall.ENXIO) || time.Now().After(deadline) {
+			return f, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// answerWait bounds how long a caller may take to read its answer.
+const answerWait = 30 * time.Second
 
 // answer is what systemctl or journalctl would say: the exit code, the
 // stream written and its text.
