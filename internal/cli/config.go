@@ -11,9 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/evaluate/catalog"
-	"berth.dev/berth/internal/evaluate/check"
-	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
@@ -194,8 +191,9 @@ func ParsePlatformFlag(s string) (platform.Platform, error) {
 	return p, nil
 }
 
-// configPlan discovers the node, refuses a platform whose checks fail
-// (unless --force) and renders its files.
+// configPlan checks the flags and plans the platform's files on the node
+// (configure.Plan): a platform whose checks fail is refused unless
+// --force, and shown with a warning by render.
 func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Root) (*configure.Rendered, error) {
 	p, err := ParsePlatformFlag(fl.platform)
 	if err != nil {
@@ -211,26 +209,21 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	if fl.hypervisor != "" && (!strings.HasPrefix(fl.hypervisor, "/") || p.HypervisorBinary() == "") {
 		return nil, UsageErr(fmt.Errorf("--hypervisor-path %q: expected an absolute path of the platform's hypervisor binary (%s has none of its own)", fl.hypervisor, p))
 	}
-	opt := g.DiscoverOptions(false)
-	opt.Layout = custom
-	f := discover.Run(ctx, root, opt)
-	switch msg, bad, _ := notReady(f, p); {
-	case bad && fl.preview:
-		fmt.Fprintf(g.stderr, "warning: %s\n(render only shows the files; apply refuses this platform unless --force)\n", msg)
-	case bad && fl.force:
-		fmt.Fprintf(g.stderr, "warning: --force: %s\n", msg)
+	r, nr, err := configure.Plan(ctx, root, configure.PlanRequest{
+		Platform: p, Custom: custom, ConfigVersion: fl.configVersion, Discover: g.DiscoverOptions(false),
+		Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir}, TEELabels: fl.teeLabels},
+		Force:   fl.preview || fl.force,
+	})
+	switch {
+	case nr != nil && fl.preview:
+		fmt.Fprintf(g.stderr, "warning: %s\n(render only shows the files; apply refuses this platform unless --force)\n", nr)
+	case nr != nil && fl.force:
+		fmt.Fprintf(g.stderr, "warning: --force: %s\n", nr)
 	}
-	if !fl.preview {
-		if err := RefuseNotReady(f, p, fl.force); err != nil {
-			return nil, err
-		}
-	}
-	t, err := TargetForLayout(f, p, custom, fl.configVersion)
 	if err != nil {
-		return nil, err
+		return nil, planErr(err, p, custom)
 	}
-	r, err := configure.Render(p, t, configure.Options{Paths: configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir}, TEELabels: fl.teeLabels})
-	return r, configErr(err)
+	return r, nil
 }
 
 // configErr gives a refusal of configure (a file that does not parse, a
@@ -243,37 +236,36 @@ func configErr(err error) error {
 	return err
 }
 
-// notReady evaluates p's checks on the node and, when p is not ready,
-// describes the failing checks.
-func notReady(f *facts.Facts, p platform.Platform) (string, bool, error) {
-	ev, err := check.NewEvaluator(catalog.For(f))
-	if err != nil {
-		return "", false, fmt.Errorf("internal error in the check catalogue: %w", err)
-	}
-	vs := ev.Evaluate(f, []platform.Platform{p}, check.Options{})
-	if len(vs) == 0 || vs[0].Status != check.NotReady {
-		return "", false, nil
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "platform %s is not ready on this node; failing checks:", p)
-	for _, fd := range vs[0].Findings {
-		if fd.Status == check.Fail {
-			fmt.Fprintf(&b, "\n  - %s: %s", fd.ID, fd.Message)
+// planErr gives configure's errors their exit codes: a platform not ready
+// and a refusal 1, what the facts cannot tell without a flag 2.
+func planErr(err error, p platform.Platform, custom *platform.Layout) error {
+	var nr *configure.NotReadyError
+	var te *configure.TargetError
+	switch {
+	case errors.As(err, &nr):
+		return &exitError{code: ExitNotReady, err: errors.New(nr.Error() +
+			"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")}
+	case errors.As(err, &te):
+		if _, ok := p.Distribution().Layout(); !ok && custom == nil {
+			err = fmt.Errorf("%w: berth config supports %s, and custom with --containerd-config or --crio-config and --runtime-unit", err, layoutNames())
 		}
+		return UsageErr(err)
 	}
-	return b.String(), true, nil
+	return configErr(err)
 }
 
 // RefuseNotReady refuses a platform whose checks fail on the node, unless
 // force: configuring it would give the node a handler that cannot run a
 // pod. The error lists the failing checks.
 func RefuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
-	msg, bad, err := notReady(f, p)
-	if err != nil || !bad || force {
-		return err
+	if force {
+		return nil
 	}
-	return &exitError{code: ExitNotReady, err: errors.New(msg +
-		"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")}
+	err := configure.Readiness(f, p)
+	if err == nil {
+		return nil
+	}
+	return planErr(err, p, nil)
 }
 
 // TargetForLayout takes from the node's facts what the platform's files
@@ -282,27 +274,17 @@ func RefuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
 // error, a config the runtime cannot read a refusal, so that the exit
 // code says who must act.
 func TargetForLayout(f *facts.Facts, p platform.Platform, custom *platform.Layout, flagVersion int) (configure.Target, error) {
+	var t configure.Target
+	var err error
 	if custom == nil {
-		return targetFor(f, p, flagVersion)
+		t, err = configure.TargetFor(f, p, flagVersion)
+	} else {
+		t, err = configure.TargetForLayout(f, p, *custom, flagVersion)
 	}
-	t, err := configure.TargetForLayout(f, p, *custom, flagVersion)
-	if err == nil || configure.IsRefused(err) {
-		return t, configErr(err)
+	if err != nil && !configure.IsRefused(err) {
+		err = &configure.TargetError{Err: err}
 	}
-	return t, UsageErr(err)
-}
-
-// targetFor is TargetForLayout for a distribution whose layout berth
-// knows.
-func targetFor(f *facts.Facts, p platform.Platform, flagVersion int) (configure.Target, error) {
-	t, err := configure.TargetFor(f, p, flagVersion)
-	if err == nil || configure.IsRefused(err) {
-		return t, configErr(err)
-	}
-	if _, ok := p.Distribution().Layout(); !ok {
-		err = fmt.Errorf("%w: berth config supports %s, and custom with --containerd-config or --crio-config and --runtime-unit", err, layoutNames())
-	}
-	return t, UsageErr(err)
+	return t, planErr(err, p, custom)
 }
 
 func layoutNames() string {
