@@ -15,7 +15,8 @@ import (
 // the HTTP and TLS stack and the zstd decoder (install, bundle, check
 // --network): their initialisation was half of berth's start-up. And the
 // progress-bar library berth replaced, whose initialisation compiled a
-// regular expression.
+// regular expression. And the D-Bus client: berth restarts a runtime
+// with the host's systemctl, the node-installer through D-Bus.
 func TestNoClusterDependencies(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
@@ -24,7 +25,8 @@ func TestNoClusterDependencies(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		for _, banned := range []string{"k8s.io/client-go/", "google.golang.org/grpc", "k8s.io/cri-api/", "berth.dev/berth/internal/cli/clustercmd",
 			"net/http", "crypto/tls", "github.com/klauspost/compress", "berth.dev/berth/internal/cli/installcmd", "berth.dev/berth/internal/node/install",
-			"berth.dev/berth/internal/node/fetch", "berth.dev/berth/internal/host/netprobe", "github.com/vbauerster/mpb", "github.com/acarl005/stripansi"} {
+			"berth.dev/berth/internal/node/fetch", "berth.dev/berth/internal/host/netprobe", "github.com/vbauerster/mpb", "github.com/acarl005/stripansi",
+			"github.com/godbus/dbus", "berth.dev/berth/internal/node/runtimectl/systemdbus", "berth.dev/berth/internal/node/cri"} {
 			if strings.HasPrefix(dep+"/", banned) || strings.HasPrefix(dep, banned) {
 				t.Errorf("berth links %s", dep)
 			}

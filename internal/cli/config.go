@@ -11,12 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"berth.dev/berth/internal/evaluate/catalog"
-	"berth.dev/berth/internal/evaluate/check"
-	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/runtimectl"
 	"berth.dev/berth/platform"
 )
 
@@ -62,6 +60,8 @@ type CustomFlags struct {
 	containerdConfig, crioConfig, unit, socket string
 }
 
+// Add adds the flags to cmd: every command that configures or checks a
+// runtime takes the same names for it.
 func (c *CustomFlags) Add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&c.containerdConfig, "containerd-config", "", "custom distribution: containerd's main config file (berth extends it through an imports drop-in directory conf.d beside it)")
@@ -70,10 +70,10 @@ func (c *CustomFlags) Add(cmd *cobra.Command) {
 	f.StringVar(&c.socket, "runtime-socket", "", "custom distribution: the runtime's CRI socket (default: the runtime's usual one)")
 }
 
-// layout returns the runtime layout a platform is configured with: its
+// Layout returns the runtime layout a platform is configured with: its
 // distribution's, or for custom the one the flags give (nil when p is not
-// custom). Flags for a known distribution are a usage error: its paths are
-// known.
+// custom). Flags for a known distribution are a usage error: berth knows
+// its paths, and a second source of them could only disagree.
 func (c CustomFlags) Layout(p platform.Platform) (*platform.Layout, error) {
 	given := c.containerdConfig != "" || c.crioConfig != "" || c.unit != "" || c.socket != ""
 	if !p.Distribution().UserLayout() {
@@ -191,8 +191,9 @@ func ParsePlatformFlag(s string) (platform.Platform, error) {
 	return p, nil
 }
 
-// configPlan discovers the node, refuses a platform whose checks fail
-// (unless --force) and renders its files.
+// configPlan checks the flags and plans the platform's files on the node
+// (configure.Plan): a platform whose checks fail is refused unless
+// --force, and shown with a warning by render.
 func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Root) (*configure.Rendered, error) {
 	p, err := ParsePlatformFlag(fl.platform)
 	if err != nil {
@@ -208,26 +209,21 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	if fl.hypervisor != "" && (!strings.HasPrefix(fl.hypervisor, "/") || p.HypervisorBinary() == "") {
 		return nil, UsageErr(fmt.Errorf("--hypervisor-path %q: expected an absolute path of the platform's hypervisor binary (%s has none of its own)", fl.hypervisor, p))
 	}
-	opt := g.DiscoverOptions(false)
-	opt.Layout = custom
-	f := discover.Run(ctx, root, opt)
-	switch msg, bad, _ := notReady(f, p); {
-	case bad && fl.preview:
-		fmt.Fprintf(g.stderr, "warning: %s\n(render only shows the files; apply refuses this platform unless --force)\n", msg)
-	case bad && fl.force:
-		fmt.Fprintf(g.stderr, "warning: --force: %s\n", msg)
+	r, nr, err := configure.Plan(ctx, root, configure.PlanRequest{
+		Platform: p, Custom: custom, ConfigVersion: fl.configVersion, Discover: g.DiscoverOptions(false),
+		Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir}, TEELabels: fl.teeLabels},
+		Force:   fl.preview || fl.force,
+	})
+	switch {
+	case nr != nil && fl.preview:
+		fmt.Fprintf(g.stderr, "warning: %s\n(render only shows the files; apply refuses this platform unless --force)\n", nr)
+	case nr != nil && fl.force:
+		fmt.Fprintf(g.stderr, "warning: --force: %s\n", nr)
 	}
-	if !fl.preview {
-		if err := RefuseNotReady(f, p, fl.force); err != nil {
-			return nil, err
-		}
-	}
-	t, err := TargetForLayout(f, p, custom, fl.configVersion)
 	if err != nil {
-		return nil, err
+		return nil, planErr(err, p, custom)
 	}
-	r, err := configure.Render(p, t, configure.Options{Paths: configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir}, TEELabels: fl.teeLabels})
-	return r, configErr(err)
+	return r, nil
 }
 
 // configErr gives a refusal of configure (a file that does not parse, a
@@ -240,63 +236,55 @@ func configErr(err error) error {
 	return err
 }
 
-// notReady evaluates p's checks on the node and, when p is not ready,
-// describes the failing checks.
-func notReady(f *facts.Facts, p platform.Platform) (string, bool, error) {
-	ev, err := check.NewEvaluator(catalog.For(f))
-	if err != nil {
-		return "", false, fmt.Errorf("internal error in the check catalogue: %w", err)
-	}
-	vs := ev.Evaluate(f, []platform.Platform{p}, check.Options{})
-	if len(vs) == 0 || vs[0].Status != check.NotReady {
-		return "", false, nil
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "platform %s is not ready on this node; failing checks:", p)
-	for _, fd := range vs[0].Findings {
-		if fd.Status == check.Fail {
-			fmt.Fprintf(&b, "\n  - %s: %s", fd.ID, fd.Message)
+// planErr gives configure's errors their exit codes: a platform not ready
+// and a refusal 1, what the facts cannot tell without a flag 2.
+func planErr(err error, p platform.Platform, custom *platform.Layout) error {
+	var nr *configure.NotReadyError
+	var te *configure.TargetError
+	switch {
+	case errors.As(err, &nr):
+		return &exitError{code: ExitNotReady, err: errors.New(nr.Error() +
+			"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")}
+	case errors.As(err, &te):
+		if _, ok := p.Distribution().Layout(); !ok && custom == nil {
+			err = fmt.Errorf("%w: berth config supports %s, and custom with --containerd-config or --crio-config and --runtime-unit", err, layoutNames())
 		}
+		return UsageErr(err)
 	}
-	return b.String(), true, nil
+	return configErr(err)
 }
 
-// refuseNotReady refuses a platform whose checks fail on the node, unless
-// force; the error lists the failing checks.
+// RefuseNotReady refuses a platform whose checks fail on the node, unless
+// force: configuring it would give the node a handler that cannot run a
+// pod. The error lists the failing checks.
 func RefuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
-	msg, bad, err := notReady(f, p)
-	if err != nil || !bad || force {
-		return err
+	if force {
+		return nil
 	}
-	return &exitError{code: ExitNotReady, err: errors.New(msg +
-		"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")}
+	err := configure.Readiness(f, p)
+	if err == nil {
+		return nil
+	}
+	return planErr(err, p, nil)
 }
 
-// targetFor takes from the node's facts what the platform's files depend
-// on (configure.TargetFor); a bad flag or an unknown version is a usage
-// error, a config the runtime cannot read a refusal.
-// targetForLayout is targetFor with a custom distribution's layout (nil
-// for the others).
+// TargetForLayout takes from the node's facts what the platform's files
+// depend on (configure.TargetFor), with a custom distribution's layout
+// (nil for the others): a bad flag or an unknown version is a usage
+// error, a config the runtime cannot read a refusal, so that the exit
+// code says who must act.
 func TargetForLayout(f *facts.Facts, p platform.Platform, custom *platform.Layout, flagVersion int) (configure.Target, error) {
+	var t configure.Target
+	var err error
 	if custom == nil {
-		return targetFor(f, p, flagVersion)
+		t, err = configure.TargetFor(f, p, flagVersion)
+	} else {
+		t, err = configure.TargetForLayout(f, p, *custom, flagVersion)
 	}
-	t, err := configure.TargetForLayout(f, p, *custom, flagVersion)
-	if err == nil || configure.IsRefused(err) {
-		return t, configErr(err)
+	if err != nil && !configure.IsRefused(err) {
+		err = &configure.TargetError{Err: err}
 	}
-	return t, UsageErr(err)
-}
-
-func targetFor(f *facts.Facts, p platform.Platform, flagVersion int) (configure.Target, error) {
-	t, err := configure.TargetFor(f, p, flagVersion)
-	if err == nil || configure.IsRefused(err) {
-		return t, configErr(err)
-	}
-	if _, ok := p.Distribution().Layout(); !ok {
-		err = fmt.Errorf("%w: berth config supports %s, and custom with --containerd-config or --crio-config and --runtime-unit", err, layoutNames())
-	}
-	return t, UsageErr(err)
+	return t, planErr(err, p, custom)
 }
 
 func layoutNames() string {
@@ -350,7 +338,8 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 	return write(rcName, r.RuntimeClass)
 }
 
-// writableRoot opens --root for writing; a snapshot cannot be written.
+// WritableRoot opens --root for writing, refusing a snapshot: its files
+// are a copy, and writing them would configure no node.
 func (g *Globals) WritableRoot() (*configure.OSRoot, error) {
 	fi, err := os.Stat(g.root)
 	if err != nil || !fi.IsDir() {
@@ -374,30 +363,32 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 		return err
 	}
 	defer w.Close()
-	l, _ := r.Platform.Distribution().Layout()
-	if r.Layout != nil {
-		l = *r.Layout
-	}
-	if fl.restart {
-		if rt, ok := g.LiveRuntime(ctx, root, l, r.Platform); ok {
-			res, err := configure.ApplyLive(ctx, w, r, rt)
-			return g.reportLive(res, err, "applied")
-		}
-	}
-	res, err := configure.Apply(w, r)
-	if err != nil {
-		return configErr(err)
-	}
-	return g.ReportNoRestart(res, l, r.Platform, "applied")
+	return configErr(g.RuntimeChange(root, w, fl.restart).Apply(ctx, r))
 }
 
-// configEditor is what removing berth's runtime configuration works on: the
-// host root (to restart the runtime's unit), its writable view, and the
-// state of what berth configured there.
-type configEditor struct {
-	root  hostfs.Root
-	w     *configure.OSRoot
-	state *configure.State
+// RuntimeChange is how berth changes the runtime configuration of the
+// host at root (w its writable view): restarting the runtime with the
+// host's systemctl when restart is set, and asking it through berth
+// verify, since berth links no gRPC.
+func (g *Globals) RuntimeChange(root hostfs.Root, w configure.FS, restart bool) runtimectl.Change {
+	return runtimectl.Change{Host: root, FS: w, Restart: restart, Ask: g.askVerify,
+		// Each question through verify may start a berth-cluster process.
+		Poll: 500 * time.Millisecond, Out: g.stdout, Err: g.stderr}
+}
+
+// askVerify asks the runtime through berth verify whether p's handler is
+// live.
+func (g *Globals) askVerify(p platform.Platform) runtimectl.Ask {
+	return func(ctx context.Context) (runtimectl.Status, error) {
+		v, err := g.VerifyPlatform(ctx, p)
+		if err == nil && v.Runtime != "" {
+			return runtimectl.Status{Handlers: v.Handlers}, nil
+		}
+		if err == nil {
+			err = errors.New(v.Error)
+		}
+		return runtimectl.Status{}, err
+	}
 }
 
 // RemovePlatformConfigs removes the runtime configuration berth applied
@@ -405,36 +396,25 @@ type configEditor struct {
 // them) that the configuration state still holds, restarting the runtime
 // when restart is set: uninstall's first step.
 func (g *Globals) RemovePlatformConfigs(ctx context.Context, plats []string, restart bool) error {
-	e, closeEditor, err := g.openConfigEditor()
-	defer closeEditor()
+	ch, st, closeAll, err := g.openRemoval(restart)
+	defer closeAll()
 	if err != nil {
 		return err
 	}
-	for _, s := range plats {
-		p, err := platform.Parse(s)
-		if err != nil {
-			return fmt.Errorf("installation record names platform %q: %w", s, err)
-		}
-		if _, ok := e.state.Platforms[p.Handler()]; !ok {
-			continue
-		}
-		if err := e.remove(ctx, g, p.Handler(), p, restart); err != nil {
-			return err
-		}
-	}
-	return nil
+	return configErr(ch.RemovePlatforms(ctx, st, plats))
 }
 
-// openConfigEditor opens a configEditor on --root. The returned close
+// openRemoval opens --root for removing berth's runtime configuration and
+// loads the state of what berth configured there. The returned close
 // releases what was opened and must be called even after an error.
-func (g *Globals) openConfigEditor() (*configEditor, func(), error) {
+func (g *Globals) openRemoval(restart bool) (runtimectl.Change, *configure.State, func(), error) {
 	root, cleanup, err := g.OpenRoot()
 	if err != nil {
-		return nil, cleanup, err
+		return runtimectl.Change{}, nil, cleanup, err
 	}
 	w, err := g.WritableRoot()
 	if err != nil {
-		return nil, cleanup, err
+		return runtimectl.Change{}, nil, cleanup, err
 	}
 	closeAll := func() {
 		w.Close()
@@ -442,44 +422,23 @@ func (g *Globals) openConfigEditor() (*configEditor, func(), error) {
 	}
 	st, err := configure.LoadState(w)
 	if err != nil {
-		return nil, closeAll, err
+		return runtimectl.Change{}, nil, closeAll, err
 	}
-	return &configEditor{root: root, w: w, state: st}, closeAll, nil
-}
-
-// remove removes what berth wrote for handler, restoring backups, and
-// reports the change; l names the runtime unit to restart.
-func (e *configEditor) remove(ctx context.Context, g *Globals, handler string, p platform.Platform, restart bool) error {
-	l, _ := p.Distribution().Layout()
-	if st, ok := e.state.Platforms[handler]; ok && st.Layout != nil {
-		// A custom distribution's paths, as given when it was applied.
-		l = *st.Layout
-	}
-	if restart {
-		if rt, ok := g.LiveRuntime(ctx, e.root, l, p); ok {
-			res, err := configure.RemoveLive(ctx, e.w, handler, rt)
-			return g.reportLive(res, err, "removed")
-		}
-	}
-	res, err := configure.Remove(e.w, handler)
-	if err != nil {
-		return configErr(err)
-	}
-	return g.ReportNoRestart(res, l, p, "removed")
+	return g.RuntimeChange(root, w, restart), st, closeAll, nil
 }
 
 func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 	if fl.all == (fl.platform != "") {
 		return UsageErr(errors.New("remove needs exactly one of --platform P or --all"))
 	}
-	e, closeEditor, err := g.openConfigEditor()
-	defer closeEditor()
+	ch, st, closeAll, err := g.openRemoval(fl.restart)
+	defer closeAll()
 	if err != nil {
 		return err
 	}
 	var handlers []string
 	if fl.all {
-		handlers = e.state.Handlers()
+		handlers = st.Handlers()
 	} else {
 		p, err := ParsePlatformFlag(fl.platform)
 		if err != nil {
@@ -491,136 +450,5 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 		fmt.Fprintln(g.stdout, "nothing to remove: berth has configured no platform on this node")
 		return nil
 	}
-	for _, h := range handlers {
-		p, err := platform.Parse(e.state.Platforms[h].Platform)
-		if err != nil {
-			if p, err = platform.Parse(h); err != nil {
-				return fmt.Errorf("%s: the state names platform %q, which berth no longer knows: %w", configure.StatePath, e.state.Platforms[h].Platform, err)
-			}
-		}
-		if err := e.remove(ctx, g, h, p, fl.restart); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// unitRuntime is the runtime of a live host as configure.ApplyLive drives
-// it: its systemd unit, restarted with systemctl, asked over CRI through
-// verify (berth-cluster, which links gRPC), its log read from the journal.
-type unitRuntime struct {
-	g    *Globals
-	root hostfs.Root
-	unit string
-	p    platform.Platform
-	// wait bounds how long Handlers waits for the CRI socket to answer.
-	wait time.Duration
-}
-
-func (u unitRuntime) Name() string { return u.unit }
-
-func (u unitRuntime) Restart(ctx context.Context) error {
-	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	res, err := u.root.Run(rctx, "/usr/bin/systemctl", "restart", u.unit)
-	if err != nil {
-		return fmt.Errorf("systemctl restart %s: %w", u.unit, err)
-	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("systemctl restart %s: exit %d: %s", u.unit, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-	}
-	return nil
-}
-
-func (u unitRuntime) Handlers(ctx context.Context) ([]string, error) {
-	deadline := time.Now().Add(u.wait)
-	for {
-		v, err := u.g.VerifyPlatform(ctx, u.p)
-		if err == nil && v.Runtime != "" {
-			return v.Handlers, nil
-		}
-		if err == nil {
-			err = errors.New(v.Error)
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, err
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-func (u unitRuntime) Log(ctx context.Context) string {
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	// containerd writes logrus lines to stderr, which the journal stores
-	// at priority info: its level is in the text, not the priority.
-	res, err := u.root.Run(rctx, "/usr/bin/journalctl", "-u", u.unit, "--since", "-2min", "--no-pager", "-o", "cat")
-	if err != nil || res.ExitCode != 0 {
-		return ""
-	}
-	return configure.ProblemLines(string(res.Stdout), 10)
-}
-
-// liveRuntime is the runtime --restart restarts: the first active unit of
-// the layout on a running system. ok is false (with a warning said) when
-// there is none, and the change is then made without a restart.
-func (g *Globals) LiveRuntime(ctx context.Context, root hostfs.Root, l platform.Layout, p platform.Platform) (configure.Runtime, bool) {
-	if !root.Live() {
-		fmt.Fprintf(g.stderr, "warning: not restarting: --root %s is not a running system\n", root.Path())
-		return nil, false
-	}
-	for _, unit := range l.Units {
-		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		res, err := root.Run(rctx, "/usr/bin/systemctl", "is-active", "--quiet", unit)
-		cancel()
-		if err == nil && res.ExitCode == 0 {
-			return unitRuntime{g: g, root: root, unit: unit, p: p, wait: time.Minute}, true
-		}
-	}
-	fmt.Fprintf(g.stderr, "warning: none of %s is active: nothing restarted\n", strings.Join(l.Units, ", "))
-	return nil, false
-}
-
-// reportLive says what a live apply or remove did; a rollback is exit 1.
-func (g *Globals) reportLive(res *configure.LiveResult, err error, verb string) error {
-	if err != nil {
-		if res != nil && res.Result != nil {
-			g.warn(res.Result)
-		}
-		return configErr(err)
-	}
-	if g.SayChanged(res.Result, verb) {
-		fmt.Fprintf(g.stdout, "restarted; live handlers: %s\n", strings.Join(res.After, ", "))
-	}
-	return nil
-}
-
-// reportNoRestart says what changed and the exact commands that load and
-// verify it.
-func (g *Globals) ReportNoRestart(res *configure.Result, l platform.Layout, p platform.Platform, verb string) error {
-	if g.SayChanged(res, verb) && len(l.Units) > 0 {
-		fmt.Fprintf(g.stdout, "to load it: systemctl restart %s && berth verify --platform %s\n(or run again with --restart, which also rolls back if a handler is lost)\n", l.Units[0], p)
-	}
-	return nil
-}
-
-func (g *Globals) warn(res *configure.Result) {
-	for _, w := range res.Warnings {
-		fmt.Fprintln(g.stderr, "warning:", w)
-	}
-}
-
-// sayChanged prints res's warnings and changed files; false when nothing
-// changed.
-func (g *Globals) SayChanged(res *configure.Result, verb string) bool {
-	g.warn(res)
-	if len(res.Changed) == 0 {
-		fmt.Fprintf(g.stdout, "%s: nothing to change (already %s)\n", res.Handler, verb)
-		return false
-	}
-	fmt.Fprintf(g.stdout, "%s: %s\n", res.Handler, verb)
-	for _, c := range res.Changed {
-		fmt.Fprintf(g.stdout, "  /%s\n", c)
-	}
-	return true
+	return configErr(ch.RemoveHandlers(ctx, st, handlers))
 }

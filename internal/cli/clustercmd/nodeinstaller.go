@@ -8,9 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -20,14 +17,10 @@ import (
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/cluster/nodeinstall"
 	"berth.dev/berth/internal/cluster/serve"
-	"berth.dev/berth/internal/evaluate/catalog"
-	"berth.dev/berth/internal/evaluate/check"
-	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/install"
-	"berth.dev/berth/internal/node/manifest"
-	"berth.dev/berth/platform"
+	"berth.dev/berth/internal/node/runtimectl/systemdbus"
 )
 
 type nodeInstallerFlags struct {
@@ -100,7 +93,7 @@ rollout waits on this node.`,
 	f.StringVar(&fl.crioConfig, "crio-config", "", "custom distribution: CRI-O's main config file on the host")
 	f.StringVar(&fl.runtimeUnit, "runtime-unit", "", "custom distribution: the runtime's systemd unit")
 	f.StringVar(&fl.runtimeSocket, "runtime-socket", "", "the runtime's CRI socket on the host (default: the distribution's)")
-	f.StringVar(&fl.systemdSocket, "systemd-socket", "/"+nodeinstall.SystemdSocket, "systemd's private D-Bus socket on the host (under --root)")
+	f.StringVar(&fl.systemdSocket, "systemd-socket", "/"+systemdbus.PrivateSocket, "systemd's private D-Bus socket on the host (under --root)")
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version to write when the node's containerd version is unknown")
 	f.BoolVar(&fl.kataDeployLabels, "kata-deploy-labels", false, "also label the node "+nodeinstall.KataDeployLabel+"=true where a platform is installed")
 	f.StringVar(&fl.mode, "mode", "", "install or cleanup (default $"+nodeinstall.ModeEnv+", else install)")
@@ -114,119 +107,39 @@ rollout waits on this node.`,
 	return cmd
 }
 
-// customLayout is the custom distribution's runtime layout from the flags
-// (nil when no platform is custom).
-func (fl nodeInstallerFlags) customLayout(ps []platform.Platform) (*platform.Layout, error) {
-	given := fl.containerdConfig != "" || fl.crioConfig != "" || fl.runtimeUnit != ""
-	custom := false
-	for _, p := range ps {
-		custom = custom || p.Distribution().UserLayout()
-	}
-	if !custom {
-		if given {
-			return nil, cli.UsageErr(errors.New("--containerd-config, --crio-config and --runtime-unit are for platforms of the custom distribution"))
-		}
-		return nil, nil
-	}
-	var l platform.Layout
-	var err error
-	switch {
-	case fl.containerdConfig != "" && fl.crioConfig != "":
-		return nil, cli.UsageErr(errors.New("--containerd-config and --crio-config: give one, the runtime the node runs"))
-	case fl.containerdConfig != "":
-		l, err = platform.CustomLayout(platform.Containerd, fl.containerdConfig, fl.runtimeSocket, fl.runtimeUnit)
-	case fl.crioConfig != "":
-		l, err = platform.CustomLayout(platform.CRIO, fl.crioConfig, fl.runtimeSocket, fl.runtimeUnit)
-	default:
-		return nil, cli.UsageErr(errors.New("a custom platform needs its runtime's config file (--containerd-config or --crio-config) and unit (--runtime-unit)"))
-	}
+// options are the flags as nodeinstall takes them.
+func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error) {
+	ps, err := platformList(fl.platforms)
 	if err != nil {
-		return nil, cli.UsageErr(err)
+		return nodeinstall.Options{}, err
 	}
-	return &l, nil
+	return nodeinstall.Options{
+		Mode: fl.mode, NodeName: fl.nodeName, Platforms: ps, Manifest: fl.manifest,
+		Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir,
+		ContainerdConfig: fl.containerdConfig, CRIOConfig: fl.crioConfig, RuntimeUnit: fl.runtimeUnit, RuntimeSocket: fl.runtimeSocket,
+		SystemdSocket: fl.systemdSocket, ConfigVersion: fl.configVersion, KataDeployLabels: fl.kataDeployLabels,
+		RestartLease: fl.restartLease, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
+	}, nil
 }
 
-// loadPinnedManifest loads --manifest, which must be pinned by digest: a
-// URL through the fetcher, a path from the pod's file system, or, when the
-// path is missing and a mirror is given, the mirror's sha256/<hex>.
-func loadPinnedManifest(ctx context.Context, f *fetch.Fetcher, ref, mirror string) (*manifest.Manifest, error) {
-	r, err := manifest.ParseRef(ref)
-	if err != nil || r.SHA256 == "" {
-		return nil, cli.UsageErr(fmt.Errorf("--manifest %s: expected PATH@sha256:<hex> or URL@sha256:<hex> (%v)", ref, err))
+// usage gives nodeinstall's errors in the flags exit 2.
+func usage(err error) error {
+	if nodeinstall.IsUsage(err) {
+		return cli.UsageErr(err)
 	}
-	loc := r.Location
-	if !r.Remote {
-		if _, err := os.Stat(loc); err == nil || mirror == "" {
-			m, err := manifest.LoadRef(r)
-			if err != nil {
-				return nil, cli.UsageErr(err)
-			}
-			return m, nil
-		}
-		loc = strings.TrimSuffix(mirror, "/") + "/sha256/" + r.SHA256
-	}
-	data, err := f.Bytes(ctx, loc, manifest.MaxSize, r.SHA256)
-	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
-	return manifest.Parse(data, r.String())
+	return err
 }
 
 func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags) error {
-	if fl.mode == "" {
-		fl.mode = g.Getenv(nodeinstall.ModeEnv)
-	}
-	if fl.mode == "" {
-		fl.mode = string(nodeinstall.ModeInstall)
-	}
-	mode, err := nodeinstall.ParseMode(fl.mode)
-	if err != nil {
-		return cli.UsageErr(err)
-	}
-	if fl.nodeName == "" {
-		fl.nodeName = g.Getenv("NODE_NAME")
-	}
-	if fl.nodeName == "" {
-		return cli.UsageErr(errors.New("node-installer needs the node name: --node-name or NODE_NAME (the DaemonSet sets it from spec.nodeName)"))
-	}
-	if !filepath.IsAbs(fl.prefix) {
-		return cli.UsageErr(fmt.Errorf("--prefix %s: expected an absolute path on the host", fl.prefix))
-	}
-	if fl.kataConfigDir != "" && !filepath.IsAbs(fl.kataConfigDir) {
-		return cli.UsageErr(fmt.Errorf("--kata-config-dir %s: expected an absolute path on the host", fl.kataConfigDir))
-	}
-	ps, err := platformList(fl.platforms)
+	o, err := fl.options(g)
 	if err != nil {
 		return err
 	}
-	if mode == nodeinstall.ModeInstall && len(ps) == 0 {
-		return cli.UsageErr(errors.New("--platform is required: berth never picks a platform for you"))
-	}
-	if mode == nodeinstall.ModeInstall {
-		if fl.manifest == "" {
-			return cli.UsageErr(errors.New("--manifest is required: PATH@sha256:<hex> or URL@sha256:<hex>"))
-		}
-		if r, err := manifest.ParseRef(fl.manifest); err != nil || r.SHA256 == "" {
-			if err == nil {
-				err = fmt.Errorf("--manifest %s is not pinned: every node must install the same release, so give it as %s@sha256:<hex>", fl.manifest, fl.manifest)
-			}
-			return cli.UsageErr(err)
-		}
-	}
-	custom, err := fl.customLayout(ps)
+	set, err := o.Check()
 	if err != nil {
-		return err
+		return usage(err)
 	}
-	ignore, err := check.ParseIgnore(fl.ignore, knownCheck)
-	if err != nil {
-		return cli.UsageErr(err)
-	}
-	if fl.restartLease != "" {
-		ns, name, ok := strings.Cut(fl.restartLease, "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return cli.UsageErr(fmt.Errorf("--restart-lease %q: expected NAMESPACE/NAME", fl.restartLease))
-		}
-	}
+	mode := set.Mode
 	level := slog.LevelInfo
 	if g.Verbose() >= 2 {
 		level = slog.LevelDebug
@@ -249,42 +162,10 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	if err != nil {
 		return err
 	}
-	hostDir := g.Root()
-	if fi, err := os.Stat(hostDir); err != nil || !fi.IsDir() {
-		return cli.UsageErr(fmt.Errorf("--root %s: node-installer writes the host and needs its root directory", hostDir))
+	ncfg, err := set.Config(nodeinstall.Host{Root: root, Dir: g.Root(), Client: dyn, Discover: g.DiscoverOptions(true), Log: log})
+	if err != nil {
+		return usage(err)
 	}
-
-	ncfg := nodeinstall.Config{
-		NodeName:         fl.nodeName,
-		Root:             root,
-		HostDir:          hostDir,
-		Platforms:        ps,
-		Prefix:           fl.prefix,
-		KataConfigDir:    fl.kataConfigDir,
-		Custom:           custom,
-		ConfigVersion:    fl.configVersion,
-		Parallel:         fl.parallel,
-		Discover:         g.DiscoverOptions(true),
-		Check:            check.Options{Ignore: ignore},
-		KataDeployLabels: fl.kataDeployLabels,
-		Log:              log,
-	}
-	ncfg.Discover.Log = log
-	if fl.restartLease != "" {
-		ns, name, _ := strings.Cut(fl.restartLease, "/")
-		ncfg.RestartLease = &nodeinstall.RestartLease{Client: dyn, Namespace: ns, Name: name, Holder: fl.nodeName,
-			Waiting: func(h string) {
-				log.Info("waiting for another node's runtime restart", "lease", fl.restartLease, "holder", h)
-			}}
-	}
-	sd := nodeinstall.Systemd{Socket: filepath.Join(hostDir, filepath.FromSlash(strings.TrimPrefix(fl.systemdSocket, "/")))}
-	ncfg.Runtime = nodeinstall.RuntimeFinder(sd, func(l platform.Layout) string {
-		s := l.Socket
-		if fl.runtimeSocket != "" {
-			s = fl.runtimeSocket
-		}
-		return filepath.Join(hostDir, filepath.FromSlash(strings.TrimPrefix(s, "/")))
-	}, journal(root))
 	if mode == nodeinstall.ModeInstall {
 		ls, _, err := install.Locators(fl.from)
 		if err != nil {
@@ -295,12 +176,9 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 		fetcher := fetch.New(ls, "")
 		fetcher.Log = log
 		defer fetcher.Close()
-		m, err := loadPinnedManifest(ctx, fetcher, fl.manifest, fl.mirror)
+		m, err := set.LoadPinnedManifest(ctx, fetcher, fl.mirror)
 		if err != nil {
-			return err
-		}
-		if fl.mirror != "" {
-			nodeinstall.UseMirror(m, fl.mirror)
+			return usage(err)
 		}
 		ncfg.Manifest, ncfg.Fetcher = m, fetcher
 	}
@@ -313,7 +191,7 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	if fl.healthAddr != "" {
 		go func() { serveErr <- flagErr("--health-addr", serve.HTTP(ctx, fl.healthAddr, in.Health(), log)) }()
 	}
-	log.Info("berth node-installer starting", "node", fl.nodeName, "mode", mode, "root", root.Path(), "platforms", fl.platforms, "prefix", fl.prefix)
+	log.Info("berth node-installer starting", "node", set.NodeName, "mode", mode, "root", root.Path(), "platforms", fl.platforms, "prefix", fl.prefix)
 	// The run is not cut short by SIGTERM: a restart of the runtime
 	// interrupted half-way would leave its rollback without a context to
 	// restart with. The pod's grace period bounds the wait; a SIGKILL
@@ -325,9 +203,9 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	}
 	if err != nil {
 		stop()
-		return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("node-installer (%s) on %s: %w", mode, fl.nodeName, err))
+		return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("node-installer (%s) on %s: %w", mode, set.NodeName, err))
 	}
-	log.Info("done; waiting to be stopped", "node", fl.nodeName, "mode", mode)
+	log.Info("done; waiting to be stopped", "node", set.NodeName, "mode", mode)
 	// Stay running: a DaemonSet's pod that exits is restarted, and the
 	// readiness of this one is what paces the rollout.
 	select {
@@ -343,33 +221,6 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 		return <-serveErr
 	}
 	return nil
-}
-
-// knownCheck tells the check IDs --ignore accepts: the catalogue's, and
-// those of executable plugins, which only the host knows.
-func knownCheck(id string) bool {
-	if strings.HasPrefix(id, "plugin.") {
-		return true
-	}
-	return slices.ContainsFunc(catalog.All(), func(c check.Check) bool { return c.ID == id })
-}
-
-// journal reads a unit's log with the host's journalctl, run chrooted into
-// the host root (hostfs); empty when the root is not live or the host has
-// no journalctl.
-func journal(root hostfs.Root) func(ctx context.Context, unit string) string {
-	return func(ctx context.Context, unit string) string {
-		if !root.Live() {
-			return ""
-		}
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		res, err := root.Run(rctx, "/usr/bin/journalctl", "-u", unit, "--since", "-2min", "--no-pager", "-o", "cat")
-		if err != nil || res.ExitCode != 0 {
-			return ""
-		}
-		return res.Stdout
-	}
 }
 
 func newTeardownCmd(g *cli.Globals) *cobra.Command {

@@ -25,6 +25,7 @@ import (
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/internal/node/runtimectl"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )
@@ -461,11 +462,11 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 				if c := layoutOf(p); c != nil {
 					l = *c
 				}
-				return g.LiveRuntime(ctx, root, l, p)
+				return g.RuntimeChange(root, w, true).Live(ctx, l, p)
 			}
 			wf.Applier = ra
 		}
-		wf.Restarter = restarter{g: rep.prose(), restart: fl.restart, custom: custom}
+		wf.Restarter = restarter{change: rep.prose().RuntimeChange(root, w, fl.restart), custom: custom}
 		if root.Live() {
 			wf.Verifier = verifier{g: g}
 		} else {
@@ -493,21 +494,22 @@ func (c installChecker) Check(p platform.Platform) error {
 // it and rolled back what broke it (configure.ApplyLive); without, it
 // prints the commands that load and verify the change.
 type restarter struct {
-	g       *cli.Globals
-	restart bool
+	// change says what changed, and whether it restarts.
+	change runtimectl.Change
 	// custom is the custom distribution's layout, if any.
 	custom *platform.Layout
 }
 
 func (r restarter) Restart(_ context.Context, p platform.Platform, res *configure.Result) error {
-	if !r.restart {
+	if !r.change.Restart {
 		l, _ := p.Distribution().Layout()
 		if p.Distribution().UserLayout() && r.custom != nil {
 			l = *r.custom
 		}
-		return r.g.ReportNoRestart(res, l, p, "applied")
+		r.change.ReportNoRestart(res, l, p, "applied")
+		return nil
 	}
-	r.g.SayChanged(res, "applied")
+	r.change.SayChanged(res, "applied")
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/internal/testkit/testrelease"
+	"berth.dev/berth/internal/testkit/testsystemd"
 	"berth.dev/berth/internal/testkit/treetest"
 	"berth.dev/berth/internal/testkit/upstreamtest"
 )
@@ -157,7 +158,7 @@ func nodeEvents(t *testing.T, dyn dynamic.Interface, node string) map[string][]c
 // containerd's namespace hides).
 func copyFixture(t *testing.T, name string) string {
 	t.Helper()
-	root := shortDir(t)
+	root := testsystemd.ShortDir(t)
 	treetest.Copy(t, filepath.Join(upstreamtest.RepoRoot(t), "testdata/hosts", name), root)
 	return root
 }

@@ -10,7 +10,8 @@
 // prefix, and its labels.
 //
 // The package parses no flags: the command (internal/cli/clustercmd) turns
-// them into a Config. Runs are idempotent: a second run changes no file,
+// them into Options, which Options.Check and Settings.Config check and
+// make into a Config. Runs are idempotent: a second run changes no file,
 // restarts nothing and writes no label.
 package nodeinstall
 
@@ -442,7 +443,7 @@ func platformNames(ps []platform.Platform) string {
 }
 
 // runningRuntime is a runtime that can say which daemon answers on its
-// socket (UnitRuntime).
+// socket (runtimectl.Runtime).
 type runningRuntime interface {
 	Running(ctx context.Context) (name, version string, err error)
 }

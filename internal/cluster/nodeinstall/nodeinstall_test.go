@@ -18,6 +18,8 @@ import (
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/node/fetch"
+	"berth.dev/berth/internal/node/runtimectl"
+	"berth.dev/berth/internal/node/runtimectl/systemdbus"
 	"berth.dev/berth/internal/testkit/critest"
 	"berth.dev/berth/internal/testkit/testsystemd"
 	"berth.dev/berth/internal/testkit/treetest"
@@ -74,7 +76,7 @@ func newNode(t *testing.T, name, fixture, containerdVersion string) *node {
 	var dm *critest.Daemon
 	// The fixture's socket placeholder is a plain file; systemd's socket
 	// takes the place systemd has on a real node.
-	sock := filepath.Join(n.root, SystemdSocket)
+	sock := filepath.Join(n.root, systemdbus.PrivateSocket)
 	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,8 @@ func (n *node) installer(t *testing.T, plats []platform.Platform, kataDeploy boo
 	if err != nil {
 		t.Fatal(err)
 	}
-	sd := Systemd{Socket: filepath.Join(n.root, SystemdSocket)}
+	sd := systemdbus.Systemd{Socket: filepath.Join(n.root, systemdbus.PrivateSocket)}
+	finder := runtimectl.Finder{Units: sd, Ask: func(platform.Layout) runtimectl.Ask { return cri.Ask(n.dirs.Sock) }}
 	dyn := clientAs(t, "berth-node-installer-test", installerRules)
 	in, err := New(Config{
 		NodeName:         n.name,
@@ -110,7 +113,7 @@ func (n *node) installer(t *testing.T, plats []platform.Platform, kataDeploy boo
 		Manifest:         n.rel.Manifest,
 		Fetcher:          fetch.New(nil, ""),
 		Discover:         discover.Options{Now: time.Now},
-		Runtime:          RuntimeFinder(sd, func(platform.Layout) string { return n.dirs.Sock }, nil),
+		Runtime:          finder.Find,
 		KataDeployLabels: kataDeploy,
 		RestartLease: &RestartLease{Client: dyn, Namespace: "default", Name: n.leaseName(), Holder: n.name,
 			Poll: 50 * time.Millisecond, Waiting: func(h string) { n.waitedFor = append(n.waitedFor, h) }},
@@ -402,7 +405,7 @@ func TestNoRuntimeNoInstall(t *testing.T) {
 	ctx := context.Background()
 	dyn := dynClient(t)
 	n := &node{name: "ni-noruntime", root: copyFixture(t, "tdx-emr-kubeadm-ready"), dirs: critest.NewDirs(t), rel: newTestRelease(t)}
-	sock := filepath.Join(n.root, SystemdSocket)
+	sock := filepath.Join(n.root, systemdbus.PrivateSocket)
 	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
 		t.Fatal(err)
 	}

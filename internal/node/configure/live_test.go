@@ -4,64 +4,64 @@ package configure_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/cri"
+	"berth.dev/berth/internal/node/runtimectl"
 	"berth.dev/berth/internal/testkit/critest"
+	"berth.dev/berth/internal/testkit/testsystemd"
 	"berth.dev/berth/internal/testkit/upstreamtest"
 	"berth.dev/berth/platform"
 )
 
-// daemonRuntime is configure.Runtime over a real containerd that the test
-// starts on a root as a node's unit would (critest.StartOnRoot): Restart
-// kills it and starts it again on whatever the files now say.
-type daemonRuntime struct {
-	t    *testing.T
-	ctr  critest.Containerd
-	root string
-	dirs critest.Dirs
-	cur  *critest.Daemon
-	log  string
-	// restarts counts Restart calls.
-	restarts int
-}
-
-func (d *daemonRuntime) Name() string { return "containerd " + d.ctr.Version }
-
-func (d *daemonRuntime) Restart(context.Context) error {
-	d.restarts++
-	if d.cur != nil {
-		d.cur.Stop()
-		d.cur = nil
-	}
-	dm, err := critest.StartOnRoot(d.t, d.ctr.Bin, d.root, d.dirs)
+// unitRuntime runs a real containerd on root as a node's
+// containerd.service (critest.StartOnRoot), under the systemctl and
+// journalctl stand-ins of testsystemd, and returns the runtime berth
+// drives there: restarted with systemctl, asked over CRI, its journal
+// read when a restart broke it.
+func unitRuntime(t *testing.T, ctr critest.Containerd, root string, dirs critest.Dirs) (runtimectl.Runtime, *testsystemd.Systemctl) {
+	t.Helper()
+	var cur *critest.Daemon
+	var log string
+	sc := testsystemd.StartSystemctl(t, t.TempDir(), testsystemd.Unit{
+		Name: "containerd.service",
+		Start: func() error {
+			dm, err := critest.StartOnRoot(t, ctr.Bin, root, dirs)
+			if err != nil {
+				// As systemd would: why it is broken is in its log.
+				cur, log = nil, err.Error()
+				return err
+			}
+			cur, log = dm, dm.Log()
+			return nil
+		},
+		Stop: func() {
+			if cur != nil {
+				cur.Stop()
+			}
+		},
+		Log: func() string { return log },
+	})
+	live, err := hostfs.NewLive("/")
 	if err != nil {
-		// As systemctl would: the unit started; why it is broken is in
-		// its log.
-		d.log = err.Error()
-		return errors.New(firstLine(err.Error()))
+		t.Fatal(err)
 	}
-	d.cur, d.log = dm, dm.Log()
-	return nil
+	run := runtimectl.OnHost(live, time.Minute)
+	return runtimectl.Runtime{
+		Units:   runtimectl.Systemctl{Run: run, Path: sc.Path("systemctl")},
+		Unit:    "containerd.service",
+		Ask:     cri.Ask(dirs.Sock),
+		Journal: runtimectl.Journal{Run: run, Path: sc.Path("journalctl")}.Log,
+		Wait:    5 * time.Second,
+	}, sc
 }
-
-func (d *daemonRuntime) Handlers(context.Context) ([]string, error) {
-	if d.cur == nil {
-		return nil, os.ErrNotExist
-	}
-	st, err := d.cur.Query()
-	if err != nil {
-		return nil, err
-	}
-	return st.Names(), nil
-}
-
-func (d *daemonRuntime) Log(context.Context) string { return configure.ProblemLines(d.log, 10) }
 
 func containerdVersion(t *testing.T, version string) critest.Containerd {
 	t.Helper()
@@ -94,7 +94,7 @@ func TestApplyLiveRollsBack(t *testing.T) {
 		l := platform.Layouts()["kubeadm"]
 		return configure.Target{LayoutName: "kubeadm", Layout: l, ConfigVersion: 2, Containerd: containerd}
 	}
-	setup := func(t *testing.T) (string, *daemonRuntime, *configure.OSRoot) {
+	setup := func(t *testing.T) (string, runtimectl.Runtime, *testsystemd.Systemctl, *configure.OSRoot) {
 		root := t.TempDir()
 		main := filepath.Join(root, "etc/containerd/config.toml")
 		if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
@@ -103,20 +103,18 @@ func TestApplyLiveRollsBack(t *testing.T) {
 		if err := os.WriteFile(main, orig, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		rt := &daemonRuntime{t: t, ctr: ctr, root: root, dirs: critest.NewDirs(t)}
-		if err := rt.Restart(context.Background()); err != nil {
-			t.Fatalf("the unchanged config does not run: %v", err)
-		}
+		// The unit starts on the unchanged config, or the test fails.
+		rt, sc := unitRuntime(t, ctr, root, critest.NewDirs(t))
 		w, err := configure.OpenOSRoot(root)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { w.Close() })
-		return main, rt, w
+		return main, rt, sc, w
 	}
 
 	t.Run("apply and remove", func(t *testing.T) {
-		main, rt, w := setup(t)
+		main, rt, sc, w := setup(t)
 		r, err := configure.Render(p, target(ctr.Version), configure.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -128,9 +126,9 @@ func TestApplyLiveRollsBack(t *testing.T) {
 		if !res.Restarted || !slices.Contains(res.Before, "runc") || !slices.Contains(res.After, "runc") || !slices.Contains(res.After, p.Handler()) {
 			t.Errorf("apply: restarted %v, before %v, after %v", res.Restarted, res.Before, res.After)
 		}
-		n := rt.restarts
-		if res, err := configure.ApplyLive(context.Background(), w, r, rt); err != nil || res.Restarted || len(res.Changed) != 0 || rt.restarts != n {
-			t.Errorf("second apply: %+v, %v, restarts %d -> %d", res, err, n, rt.restarts)
+		n := sc.Restarts(rt.Unit)
+		if res, err := configure.ApplyLive(context.Background(), w, r, rt); err != nil || res.Restarted || len(res.Changed) != 0 || sc.Restarts(rt.Unit) != n {
+			t.Errorf("second apply: %+v, %v, restarts %d -> %d", res, err, n, sc.Restarts(rt.Unit))
 		}
 		res, err = configure.RemoveLive(context.Background(), w, p.Handler(), rt)
 		if err != nil {
@@ -148,7 +146,7 @@ func TestApplyLiveRollsBack(t *testing.T) {
 	})
 
 	t.Run("a change that breaks containerd is rolled back", func(t *testing.T) {
-		main, rt, w := setup(t)
+		main, rt, _, w := setup(t)
 		// A node whose facts wrongly said containerd 2.1: no runc is
 		// restated, and 1.6 then refuses to load its CRI plugin.
 		r, err := configure.Render(p, target("2.1.9"), configure.Options{})
@@ -161,7 +159,7 @@ func TestApplyLiveRollsBack(t *testing.T) {
 		}
 		t.Logf("the refusal a user sees:\n%v", err)
 		// What containerd 1.6 itself logged says why.
-		for _, want := range []string{"containerd 1.6.20", "put the previous files back", "live again", "runc",
+		for _, want := range []string{"containerd.service", "put the previous files back", "live again", "runc",
 			"failed to load plugin io.containerd.grpc.v1.cri", "no corresponding runtime configured"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error does not say %q:\n%v", want, err)

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"berth.dev/berth/internal/node/runtimectl"
 )
 
 // Handler is a runtime handler as the running runtime reports it.
@@ -110,4 +112,17 @@ func ParseContainerdConfig(data []byte) (map[string]Handler, error) {
 			PodAnnotations: r.PodAnnotations, PrivilegedWithoutHostDevices: r.PrivilegedWithoutHostDevices, Options: r.Options}
 	}
 	return out, nil
+}
+
+// Ask is runtimectl's question over the CRI socket (a path on this
+// machine): the handlers, name and version the runtime reports. Each
+// question waits at most 5 s: runtimectl asks again until its own limit.
+func Ask(socket string) runtimectl.Ask {
+	return func(ctx context.Context) (runtimectl.Status, error) {
+		st, err := Query(ctx, socket, 5*time.Second)
+		if err != nil {
+			return runtimectl.Status{}, fmt.Errorf("asking over CRI at %s: %w", socket, err)
+		}
+		return runtimectl.Status{Name: st.RuntimeName, Version: st.RuntimeVersion, Handlers: st.Names()}, nil
+	}
 }

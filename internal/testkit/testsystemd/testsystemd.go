@@ -6,9 +6,11 @@
 // JobRemoved signal. Each unit is a real process the test provides (a
 // real containerd, say) that RestartUnit stops and starts again.
 //
-// The build and test machines run no systemd, so the node-installer's
-// restart path is tested against this supervisor: the client side (the
-// installer's D-Bus calls, its wait for the job) is the shipped code.
+// The build and test machines run no systemd, so the restart path is
+// tested against this supervisor: the client side (the D-Bus calls, the
+// wait for the job) is the shipped code. StartSystemctl serves the same
+// units to stand-ins for systemctl and journalctl, for the path that runs
+// the host's commands.
 package testsystemd
 
 import (
@@ -43,6 +45,9 @@ type Unit struct {
 	// supervisor, say): Start is then not called when the supervisor
 	// starts, only on a restart.
 	Running bool
+	// Log, when set, is the unit's journal (what the systemctl stand-in's
+	// journalctl prints for it).
+	Log func() string
 }
 
 type unit struct {
@@ -79,17 +84,7 @@ const (
 // stops at the test's cleanup.
 func Start(t testing.TB, socket string, units ...Unit) *Supervisor {
 	t.Helper()
-	s := &Supervisor{Socket: socket, units: map[string]*unit{}, peers: map[*peer]bool{}}
-	for _, u := range units {
-		if u.Running {
-			s.units[u.Name] = &unit{Unit: u, state: "active"}
-			continue
-		}
-		if err := u.Start(); err != nil {
-			t.Fatalf("testsystemd: starting %s: %v", u.Name, err)
-		}
-		s.units[u.Name] = &unit{Unit: u, state: "active"}
-	}
+	s := &Supervisor{Socket: socket, units: startUnits(t, units), peers: map[*peer]bool{}}
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
 		t.Fatalf("testsystemd: %v", err)
@@ -104,6 +99,35 @@ func Start(t testing.TB, socket string, units ...Unit) *Supervisor {
 	return s
 }
 
+// ShortDir is a fresh temporary directory with a short path, removed at
+// the test's cleanup: a socket inside (systemd's, a runtime's) must fit
+// the 108 bytes of a unix socket path, which t.TempDir's rarely leave.
+func ShortDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "bsd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// startUnits starts every unit not Running, failing the test if one
+// does not start.
+func startUnits(t testing.TB, units []Unit) map[string]*unit {
+	t.Helper()
+	out := map[string]*unit{}
+	for _, u := range units {
+		if !u.Running {
+			if err := u.Start(); err != nil {
+				t.Fatalf("testsystemd: starting %s: %v", u.Name, err)
+			}
+		}
+		out[u.Name] = &unit{Unit: u, state: "active"}
+	}
+	return out
+}
+
 // Close stops listening, closes every connection and stops the units.
 func (s *Supervisor) Close() {
 	s.ln.Close()
@@ -113,7 +137,12 @@ func (s *Supervisor) Close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-	for _, u := range s.units {
+	stopUnits(s.units)
+}
+
+// stopUnits stops the units that are active.
+func stopUnits(units map[string]*unit) {
+	for _, u := range units {
 		u.mu.Lock()
 		if u.state == "active" {
 			u.Stop()
@@ -124,8 +153,10 @@ func (s *Supervisor) Close() {
 }
 
 // Restarts is how often RestartUnit restarted the unit.
-func (s *Supervisor) Restarts(name string) int {
-	u := s.units[name]
+func (s *Supervisor) Restarts(name string) int { return restarts(s.units, name) }
+
+func restarts(units map[string]*unit, name string) int {
+	u := units[name]
 	if u == nil {
 		return 0
 	}
@@ -389,10 +420,7 @@ func (s *Supervisor) call(p *peer, msg *dbus.Message) {
 			p.fail(msg, "org.freedesktop.DBus.Error.UnknownProperty", "Unknown property or interface.")
 			return
 		}
-		u.mu.Lock()
-		st := u.state
-		u.mu.Unlock()
-		p.reply(msg, dbus.MakeVariant(st))
+		p.reply(msg, dbus.MakeVariant(u.activeState()))
 	default:
 		p.fail(msg, "org.freedesktop.DBus.Error.UnknownMethod", fmt.Sprintf("Unknown method %s.%s on %s", iface, member, path))
 	}
@@ -402,6 +430,13 @@ func (s *Supervisor) lookup(name string) *unit {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.units[name]
+}
+
+// activeState is the unit's ActiveState.
+func (u *unit) activeState() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.state
 }
 
 // restart stops the unit and starts it again: the job's result.

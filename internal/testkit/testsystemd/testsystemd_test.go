@@ -3,8 +3,10 @@ package testsystemd
 import (
 	"bufio"
 	"encoding/hex"
+	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,12 +17,7 @@ import (
 // does, only a peer whose EXTERNAL identity is its own uid (or left to
 // the socket's credentials), and answers nothing before BEGIN.
 func TestAuthentication(t *testing.T) {
-	dir, err := os.MkdirTemp("", "tsd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "private")
+	sock := filepath.Join(ShortDir(t), "private")
 	Start(t, sock, Unit{Name: "containerd.service", Start: func() error { return nil }, Stop: func() {}})
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode: %v %v", fi, err)
@@ -59,5 +56,60 @@ func TestAuthentication(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSystemctlStandIn runs the stand-ins as a program would: what each
+// command prints, on which stream, with which exit code, and the argv
+// recorded.
+func TestSystemctlStandIn(t *testing.T) {
+	up := true
+	s := StartSystemctl(t, t.TempDir(),
+		Unit{Name: "containerd.service", Start: func() error { return nil }, Stop: func() {}, Log: func() string { return "level=error msg=x\n" }},
+		Unit{Name: "broken.service", Start: func() error {
+			if !up {
+				return errors.New("exit status 1")
+			}
+			return nil
+		}, Stop: func() {}},
+	)
+	for _, tc := range []struct {
+		cmd            string
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{"systemctl", []string{"is-active", "containerd.service"}, 0, "active\n", ""},
+		{"systemctl", []string{"is-active", "crio.service"}, 3, "inactive\n", ""},
+		{"systemctl", []string{"restart", "containerd.service"}, 0, "", ""},
+		{"systemctl", []string{"restart", "crio.service"}, 5, "", "Failed to restart crio.service: Unit crio.service not found.\n"},
+		{"systemctl", []string{"restart", "broken.service"}, 1, "", "Job for broken.service failed because the control process exited with error code.\nSee \"systemctl status broken.service\" and \"journalctl -xeu broken.service\" for details.\n"},
+		{"systemctl", []string{"is-active", "broken.service"}, 3, "failed\n", ""},
+		{"systemctl", []string{"enable", "containerd.service"}, 1, "", "Unknown command verb \"enable\".\n"},
+		{"journalctl", []string{"-u", "containerd.service", "-o", "cat"}, 0, "level=error msg=x\n", ""},
+		{"journalctl", []string{"-u", "crio.service"}, 0, "", ""},
+	} {
+		t.Run(strings.Join(append([]string{tc.cmd}, tc.args...), " "), func(t *testing.T) {
+			up = tc.args[1] != "broken.service"
+			var stdout, stderr strings.Builder
+			c := exec.Command(s.Path(tc.cmd), tc.args...)
+			c.Stdout, c.Stderr = &stdout, &stderr
+			err := c.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code || stdout.String() != tc.stdout || stderr.String() != tc.stderr {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+	if got := s.Restarts("containerd.service"); got != 1 {
+		t.Errorf("%d restarts of containerd.service, want 1", got)
+	}
+	if calls := s.Calls(); len(calls) != 9 || strings.Join(calls[0], " ") != "systemctl is-active containerd.service" {
+		t.Errorf("calls: %q", calls)
 	}
 }

@@ -1,4 +1,8 @@
-package nodeinstall
+// Package systemdbus reaches systemd through its D-Bus API on its private
+// socket: runtimectl's mechanism where systemctl cannot run (the
+// node-installer's container). It is apart from runtimectl so that berth,
+// which restarts through systemctl, links no D-Bus client.
+package systemdbus
 
 import (
 	"context"
@@ -10,21 +14,19 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"berth.dev/berth/internal/node/configure"
-	"berth.dev/berth/internal/node/cri"
-	"berth.dev/berth/platform"
+	"berth.dev/berth/internal/node/runtimectl"
 )
 
-// The systemd D-Bus names the installer uses (org.freedesktop.systemd1(5)).
+// The systemd D-Bus names used (org.freedesktop.systemd1(5)).
 const (
 	systemdDest      = "org.freedesktop.systemd1"
 	systemdPath      = dbus.ObjectPath("/org/freedesktop/systemd1")
 	managerInterface = "org.freedesktop.systemd1.Manager"
 	unitInterface    = "org.freedesktop.systemd1.Unit"
-	// SystemdSocket is systemd's private socket, relative to the host
+	// PrivateSocket is systemd's private socket, relative to the host
 	// root: a peer-to-peer D-Bus connection straight to PID 1, which needs
 	// no bus daemon and accepts root (EXTERNAL authentication).
-	SystemdSocket = "run/systemd/private"
+	PrivateSocket = "run/systemd/private"
 )
 
 // Systemd talks to the host's systemd over its private D-Bus socket. The
@@ -58,10 +60,12 @@ func (s Systemd) dial(ctx context.Context) (*dbus.Conn, error) {
 	return conn, nil
 }
 
-// ActiveState returns the unit's ActiveState ("active", "inactive",
-// "failed", ...), or "" with an error when systemd does not know the unit
-// (it is not loaded: no such service on this host).
-func (s Systemd) ActiveState(ctx context.Context, unit string) (string, error) {
+var _ runtimectl.Units = Systemd{}
+
+// State returns the unit's ActiveState ("active", "inactive", "failed",
+// ...), or "" with an error when systemd does not know the unit (it is not
+// loaded: no such service on this host).
+func (s Systemd) State(ctx context.Context, unit string) (string, error) {
 	conn, err := s.dial(ctx)
 	if err != nil {
 		return "", err
@@ -141,107 +145,4 @@ func named(err error) error {
 		return namedError{de}
 	}
 	return err
-}
-
-// ErrNoActiveUnit is returned by SelectUnit when no candidate unit runs.
-var ErrNoActiveUnit = errors.New("none of the runtime's units is active")
-
-// SelectUnit returns the first of units that systemd reports active: a
-// distribution names several (k3s or k3s-agent) and the node runs one.
-func (s Systemd) SelectUnit(ctx context.Context, units []string) (string, error) {
-	var why []string
-	for _, u := range units {
-		st, err := s.ActiveState(ctx, u)
-		if err == nil && st == "active" {
-			return u, nil
-		}
-		if err != nil {
-			why = append(why, err.Error())
-		} else {
-			why = append(why, u+" is "+st)
-		}
-	}
-	return "", fmt.Errorf("%w: %v", ErrNoActiveUnit, why)
-}
-
-// UnitRuntime is the node's container runtime as configure.ApplyLive
-// drives it: restarted through systemd's D-Bus API, asked over its CRI
-// socket which handlers it loaded.
-type UnitRuntime struct {
-	Systemd Systemd
-	// Unit is the runtime's systemd unit (containerd.service).
-	Unit string
-	// CRISocket is the runtime's CRI socket on this machine
-	// (/host/run/containerd/containerd.sock).
-	CRISocket string
-	// Wait bounds how long Handlers waits for the socket to answer after
-	// a restart; zero means a minute.
-	Wait time.Duration
-	// Journal, when set, returns the unit's recent log; nil means there is
-	// no journal to read.
-	Journal func(ctx context.Context, unit string) string
-}
-
-var _ configure.Runtime = UnitRuntime{}
-
-// Name is the unit.
-func (u UnitRuntime) Name() string { return u.Unit }
-
-// Restart restarts the unit through systemd and waits for the job.
-func (u UnitRuntime) Restart(ctx context.Context) error { return u.Systemd.Restart(ctx, u.Unit) }
-
-// Handlers waits until the runtime answers over CRI and returns its
-// handlers.
-func (u UnitRuntime) Handlers(ctx context.Context) ([]string, error) {
-	wait := u.Wait
-	if wait <= 0 {
-		wait = time.Minute
-	}
-	deadline := time.Now().Add(wait)
-	for {
-		st, err := cri.Query(ctx, u.CRISocket, 5*time.Second)
-		if err == nil {
-			return st.Names(), nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("asking %s over CRI at %s: %w", u.Unit, u.CRISocket, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("asking %s over CRI at %s: %w", u.Unit, u.CRISocket, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// Running returns the name and version of the runtime that answers on
-// the CRI socket now (containerd, v2.4.2).
-func (u UnitRuntime) Running(ctx context.Context) (name, version string, err error) {
-	st, err := cri.Query(ctx, u.CRISocket, 5*time.Second)
-	if err != nil {
-		return "", "", err
-	}
-	return st.RuntimeName, st.RuntimeVersion, nil
-}
-
-// Log returns the unit's recent problem lines, when a journal was given.
-func (u UnitRuntime) Log(ctx context.Context) string {
-	if u.Journal == nil {
-		return ""
-	}
-	return configure.ProblemLines(u.Journal(ctx, u.Unit), 10)
-}
-
-// RuntimeFinder returns a Config.Runtime for a host whose systemd sd
-// reaches: the first active unit of the layout, restarted through sd, asked
-// over the CRI socket socket(l) names on this machine. journal, when set,
-// reads a unit's log for the error of a failed restart.
-func RuntimeFinder(sd Systemd, socket func(l platform.Layout) string, journal func(ctx context.Context, unit string) string) func(context.Context, platform.Layout) (configure.Runtime, error) {
-	return func(ctx context.Context, l platform.Layout) (configure.Runtime, error) {
-		unit, err := sd.SelectUnit(ctx, l.Units)
-		if err != nil {
-			return nil, err
-		}
-		return UnitRuntime{Systemd: sd, Unit: unit, CRISocket: socket(l), Journal: journal}, nil
-	}
 }
