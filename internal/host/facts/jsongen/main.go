@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/internal/host/gensrc"
 )
 
 func main() {
@@ -42,43 +43,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "jsongen:", err)
 		os.Exit(1)
 	}
-	if *out == "-" {
-		_, err = os.Stdout.Write(src)
-	} else {
-		err = writeFile(*out, src)
-	}
-	if err != nil {
+	if err := gensrc.Emit(*out, src); err != nil {
 		fmt.Fprintln(os.Stderr, "jsongen:", err)
 		os.Exit(1)
 	}
-}
-
-// writeFile replaces name whole: the source is written to a temporary
-// file beside it and renamed over it.
-func writeFile(name string, data []byte) error {
-	tmp, err := os.CreateTemp(dirOf(name), ".jsongen-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
-}
-
-func dirOf(name string) string {
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		return name[:i]
-	}
-	return "."
 }
 
 var timeType = reflect.TypeFor[time.Time]()

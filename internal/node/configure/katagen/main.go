@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"go/format"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -31,6 +30,8 @@ import (
 	"strings"
 
 	"berth.dev/berth/internal/node/configure/katatemplate"
+
+	"berth.dev/berth/internal/host/gensrc"
 )
 
 func main() {
@@ -42,37 +43,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "katagen:", err)
 		os.Exit(1)
 	}
-	if *out == "-" {
-		_, err = os.Stdout.Write(src)
-	} else {
-		err = writeFile(*out, src)
-	}
-	if err != nil {
+	if err := gensrc.Emit(*out, src); err != nil {
 		fmt.Fprintln(os.Stderr, "katagen:", err)
 		os.Exit(1)
 	}
-}
-
-// writeFile replaces name whole: the source is written to a temporary
-// file beside it and renamed over it, so that a failed run leaves the old
-// file, never half a new one.
-func writeFile(name string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".katagen-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
 }
 
 // prefix is what the templates' PREFIX is set to: the generated values

@@ -204,22 +204,3 @@ func TestGoValue(t *testing.T) {
 		}
 	}
 }
-
-// TestWriteFile replaces a file whole and leaves nothing beside it.
-func TestWriteFile(t *testing.T) {
-	dir := t.TempDir()
-	name := dir + "/out.go"
-	for _, content := range []string{"package a\n", "package b\n"} {
-		if err := writeFile(name, []byte(content)); err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(name)
-		if err != nil || string(got) != content {
-			t.Fatalf("read %q, %v; want %q", got, err, content)
-		}
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) != 1 {
-		t.Fatalf("directory holds %v (%v), want out.go alone", ents, err)
-	}
-}
