@@ -94,7 +94,8 @@ current-context: x
 // --sandbox: kata-qemu on runc's shim passes and leaves nothing behind,
 // kata-clh on a shim that fails as Kata's does reports that shim's text
 // and exits 1, and kata-qemu-snp on a Kata runtime type, verified against
-// a host root without /dev/kvm, is a SKIP that never starts the shim.
+// a host root without /dev/kvm, is a SKIP that never starts the shim;
+// against an offline root that has dev/kvm (not probed) it is tried.
 func TestVerifySandbox(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "invocations")
@@ -111,6 +112,15 @@ func TestVerifySandbox(t *testing.T) {
 		table("kata-clh", "io.containerd.berth-fail.v2", fail, "") +
 		table("kata-qemu-snp", "io.containerd.kata-qemu-snp.v2", fail, "")})
 	noKVM := t.TempDir() // a host root without dev/kvm
+	// An offline host root with dev/kvm: discovery cannot open it, so the
+	// sandbox itself is the probe (and the test shim fails it).
+	withKVM := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(withKVM, "dev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(withKVM, "dev", "kvm"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name     string
 		args     []string
@@ -122,6 +132,7 @@ func TestVerifySandbox(t *testing.T) {
 		{"json", []string{"-p", "kubeadm-qemu-none", "-o", "json"}, 0, []string{`"live": true`, `"outcome": "pass"`}, false},
 		{"failing shim", []string{"-p", "kubeadm-clh-none"}, cli.ExitNotReady, []string{"sandbox kata-clh: FAILED", testnode.FailShimMessage}, true},
 		{"no /dev/kvm", []string{"-p", "kubeadm-qemu-snp", "--root", noKVM}, 0, []string{"sandbox kata-qemu-snp: SKIP (not proven): /dev/kvm does not exist"}, false},
+		{"offline root with /dev/kvm", []string{"-p", "kubeadm-qemu-snp", "--root", withKVM}, cli.ExitNotReady, []string{"sandbox kata-qemu-snp: FAILED", testnode.FailShimMessage}, true},
 		{"no /dev/kvm yaml", []string{"-p", "kubeadm-qemu-snp", "--root", noKVM, "-o", "yaml"}, 0, []string{"outcome: skip", "reason: '/dev/kvm does not exist"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
