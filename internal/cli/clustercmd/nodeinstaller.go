@@ -37,6 +37,8 @@ type nodeInstallerFlags struct {
 	systemdSocket    string
 	configVersion    int
 	kataDeployLabels bool
+	verifySandbox    bool
+	sandboxTimeout   time.Duration
 	mode             string
 	nodeName         string
 	kubeconfig       string
@@ -95,6 +97,8 @@ rollout waits on this node.`,
 	f.StringVar(&fl.runtimeSocket, "runtime-socket", "", "the runtime's CRI socket on the host (default: the distribution's)")
 	f.StringVar(&fl.systemdSocket, "systemd-socket", "/"+systemdbus.PrivateSocket, "systemd's private D-Bus socket on the host (under --root)")
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version to write when the node's containerd version is unknown")
+	f.BoolVar(&fl.verifySandbox, "verify-sandbox", true, "finally prove each live handler by starting, stopping and removing a pod sandbox with it (skipped, with a warning, where discovery finds no usable /dev/kvm); a failed sandbox fails the install like a handler that is not live")
+	f.DurationVar(&fl.sandboxTimeout, "sandbox-timeout", 2*time.Minute, "how long the proving sandbox may take to start")
 	f.BoolVar(&fl.kataDeployLabels, "kata-deploy-labels", false, "also label the node "+nodeinstall.KataDeployLabel+"=true where a platform is installed")
 	f.StringVar(&fl.mode, "mode", "", "install or cleanup (default $"+nodeinstall.ModeEnv+", else install)")
 	f.StringVar(&fl.nodeName, "node-name", "", "this node's name (default $NODE_NAME)")
@@ -118,6 +122,7 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 		Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir,
 		ContainerdConfig: fl.containerdConfig, CRIOConfig: fl.crioConfig, RuntimeUnit: fl.runtimeUnit, RuntimeSocket: fl.runtimeSocket,
 		SystemdSocket: fl.systemdSocket, ConfigVersion: fl.configVersion, KataDeployLabels: fl.kataDeployLabels,
+		VerifySandbox: fl.verifySandbox, SandboxTimeout: fl.sandboxTimeout,
 		RestartLease: fl.restartLease, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
 	}, nil
 }

@@ -1,7 +1,7 @@
 package clustercmd
 
 import (
-	"berth.dev/berth/internal/cli"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/cli"
+	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/present/output"
+	"berth.dev/berth/platform"
 )
 
 // verifyResult is what berth verify reports.
@@ -32,6 +35,11 @@ type verifyResult struct {
 	// Node is set when a kubeconfig was given: whether the node object
 	// lists the handler in status.runtimeHandlers.
 	Node *nodeResult `json:"node,omitempty"`
+	// Sandbox is set with --sandbox when the handler is live: whether a
+	// pod sandbox started with it (pass), did not (fail, with the
+	// runtime's text) or could not be tried on this node (skip, with the
+	// reason).
+	Sandbox *cri.SandboxResult `json:"sandbox,omitempty"`
 }
 
 type nodeResult struct {
@@ -43,7 +51,8 @@ type nodeResult struct {
 
 func newVerifyCmd(g *cli.Globals) *cobra.Command {
 	var plat, socket, kubeconfig, node string
-	var timeout time.Duration
+	var timeout, sandboxTimeout time.Duration
+	var sandbox bool
 	cmd := &cobra.Command{
 		Use:   "verify --platform P",
 		Short: "Ask the running container runtime whether the platform's handler is live",
@@ -57,11 +66,22 @@ the host name) lists the handler in Node.status.runtimeHandlers, which the
 kubelet fills from the runtime (Kubernetes >= 1.30; containerd 1.x reports
 no handlers there).
 
+With --sandbox it then proves the handler: it starts a pod sandbox with it
+over CRI (for Kata, a VM boots), stops and removes it, within
+--sandbox-timeout. A failure prints the runtime's error text, in which Kata
+passes on the shim's and the hypervisor's. A Kata handler whose VM runs on
+the node needs /dev/kvm (/dev/mshv on AKS): where discovery finds it
+missing or unusable the proof is reported as SKIP with the reason and no
+sandbox is started. A handler that runs no Kata shim, and peer pods, need
+no device.
+
 Exit status: 0 the handler is live (and, with --kubeconfig, listed by the
-node), 1 it is not (or the runtime or the API server could not be asked),
-2 usage error.`,
+node; with --sandbox, the sandbox started or was skipped), 1 it is not
+(or the runtime or the API server could not be asked, or the sandbox
+failed), 2 usage error.`,
 		Example: `  berth verify --platform kubeadm-qemu-snp
-  berth verify -p k3s-qemu-tdx --socket /run/k3s/containerd/containerd.sock -o json`,
+  berth verify -p k3s-qemu-tdx --socket /run/k3s/containerd/containerd.sock -o json
+  berth verify -p kubeadm-qemu-snp --sandbox --sandbox-timeout 5m`,
 		Args: cli.NoArgs,
 		// Errors go back to the caller, which prints them once: the root
 		// command, or install verifying in-process (which reads the report
@@ -110,6 +130,13 @@ node), 1 it is not (or the runtime or the API server could not be asked),
 				}
 				res.Node = nr
 			}
+			if sandbox && res.Live {
+				sb, err := proveSandbox(cmd.Context(), g, p, res, sandboxTimeout)
+				if err != nil {
+					return cli.ExitErr(cli.ExitNotReady, err)
+				}
+				res.Sandbox = sb
+			}
 			if err := output.Render(g.Stdout(), format, res, func(w io.Writer) error { return writeVerify(w, res, qerr) }); err != nil {
 				return err
 			}
@@ -122,6 +149,8 @@ node), 1 it is not (or the runtime or the API server could not be asked),
 				return cli.ExitErr(cli.ExitNotReady, errors.New(res.Node.Error))
 			case res.Node != nil && !res.Node.Listed:
 				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+			case res.Sandbox != nil && res.Sandbox.Outcome == cri.SandboxFail:
+				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
 			}
 			return nil
 		},
@@ -132,12 +161,51 @@ node), 1 it is not (or the runtime or the API server could not be asked),
 	f.StringVar(&kubeconfig, "kubeconfig", "", "also check Node.status.runtimeHandlers through this kubeconfig")
 	f.StringVar(&node, "node", "", "node name for --kubeconfig (default: the host name)")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the runtime")
+	f.BoolVar(&sandbox, "sandbox", false, "also start, stop and remove a pod sandbox with the handler (skipped where its VM cannot run)")
+	f.DurationVar(&sandboxTimeout, "sandbox-timeout", 2*time.Minute, "how long the sandbox may take to start")
 	return cmd
+}
+
+// proveSandbox decides from the host's facts (discovered once, here)
+// whether the handler's sandbox can run on this node, and if so starts it.
+func proveSandbox(ctx context.Context, g *cli.Globals, p platform.Platform, res verifyResult, timeout time.Duration) (*cri.SandboxResult, error) {
+	root, cleanup, err := g.OpenRoot()
+	defer cleanup()
+	if err != nil {
+		return nil, err
+	}
+	f := discover.Run(ctx, root, g.DiscoverOptions(false))
+	if reason := cri.SkipReason(p, res.Found.RuntimeType, f); reason != "" {
+		return &cri.SandboxResult{Handler: res.Handler, Outcome: cri.SandboxSkip, Reason: reason}, nil
+	}
+	logs, err := cri.TempLogDir()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(logs)
+	sb, err := cri.ProveSandbox(ctx, res.Socket, res.Handler, logs, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &sb, nil
 }
 
 func writeVerify(w io.Writer, r verifyResult, qerr error) error {
 	if err := writeRuntimeVerify(w, r, qerr); err != nil {
 		return err
+	}
+	if sb := r.Sandbox; sb != nil {
+		switch sb.Outcome {
+		case cri.SandboxPass:
+			fmt.Fprintf(w, "sandbox %s: started, stopped and removed in %.1fs\n", r.Handler, sb.Duration)
+		case cri.SandboxSkip:
+			fmt.Fprintf(w, "sandbox %s: SKIP (not proven): %s\n", r.Handler, sb.Reason)
+		default:
+			fmt.Fprintf(w, "sandbox %s: FAILED after %.1fs: %s\n", r.Handler, sb.Duration, sb.Error)
+			if sb.Cleanup != "" {
+				fmt.Fprintf(w, "  not cleaned up (look for pod sandboxes labelled %s): %s\n", cri.LabelKey, sb.Cleanup)
+			}
+		}
 	}
 	if n := r.Node; n != nil {
 		switch {

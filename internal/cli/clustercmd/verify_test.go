@@ -1,6 +1,7 @@
 package clustercmd
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,9 +10,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/testkit/critest"
+	"berth.dev/berth/internal/testkit/testnode"
 )
 
 func TestVerifyWithoutRuntime(t *testing.T) {
@@ -80,4 +87,92 @@ current-context: x
 			t.Errorf("node %s: exit %d\n%s\n%s", tc.node, code, out, errOut)
 		}
 	}
+}
+
+// TestVerifySandbox starts a node's containerd (no kubelet) whose
+// platform handlers run test shims and proves them with verify
+// --sandbox: kata-qemu on runc's shim passes and leaves nothing behind,
+// kata-clh on a shim that fails as Kata's does reports that shim's text
+// and exits 1, and kata-qemu-snp on a Kata runtime type, verified against
+// a host root without /dev/kvm, is a SKIP that never starts the shim;
+// against an offline root that has dev/kvm (not probed) it is tried.
+func TestVerifySandbox(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "invocations")
+	fail := testnode.BuildFailShim(t, dir, marker)
+	table := func(name, typ, path, opts string) string {
+		s := fmt.Sprintf("\n[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.%s]\n  runtime_type = %q\n  runtime_path = %q\n", name, typ, path)
+		if opts != "" {
+			s += fmt.Sprintf("  [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.%s.options]\n%s", name, opts)
+		}
+		return s
+	}
+	n := testnode.StartRuntime(t, testnode.RuntimeOptions{Runtimes: table("kata-qemu", "io.containerd.runc.v2", os.Getenv(testnode.ShimEnv),
+		fmt.Sprintf("    Root = %q\n", filepath.Join(dir, "runc"))) +
+		table("kata-clh", "io.containerd.berth-fail.v2", fail, "") +
+		table("kata-qemu-snp", "io.containerd.kata-qemu-snp.v2", fail, "")})
+	noKVM := t.TempDir() // a host root without dev/kvm
+	// An offline host root with dev/kvm: discovery cannot open it, so the
+	// sandbox itself is the probe (and the test shim fails it).
+	withKVM := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(withKVM, "dev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(withKVM, "dev", "kvm"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		want     []string
+		shimRuns bool
+	}{
+		{"runc shim passes", []string{"-p", "kubeadm-qemu-none"}, 0, []string{"handler kata-qemu: live", "sandbox kata-qemu: started, stopped and removed"}, false},
+		{"json", []string{"-p", "kubeadm-qemu-none", "-o", "json"}, 0, []string{`"live": true`, `"outcome": "pass"`}, false},
+		{"failing shim", []string{"-p", "kubeadm-clh-none"}, cli.ExitNotReady, []string{"sandbox kata-clh: FAILED", testnode.FailShimMessage}, true},
+		{"no /dev/kvm", []string{"-p", "kubeadm-qemu-snp", "--root", noKVM}, 0, []string{"sandbox kata-qemu-snp: SKIP (not proven): /dev/kvm does not exist"}, false},
+		{"offline root with /dev/kvm", []string{"-p", "kubeadm-qemu-snp", "--root", withKVM}, cli.ExitNotReady, []string{"sandbox kata-qemu-snp: FAILED", testnode.FailShimMessage}, true},
+		{"no /dev/kvm yaml", []string{"-p", "kubeadm-qemu-snp", "--root", noKVM, "-o", "yaml"}, 0, []string{"outcome: skip", "reason: '/dev/kvm does not exist"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(marker)
+			code, out, errOut := runCLI(t, append([]string{"verify", "--socket", n.ContainerdSocket, "--sandbox", "--sandbox-timeout", "2m"}, tc.args...)...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\n%s\n%s", code, tc.code, out, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s\n%s", w, out, errOut)
+				}
+			}
+			if _, err := os.Stat(marker); (err == nil) != tc.shimRuns {
+				t.Errorf("shim run: %v, want %v", err == nil, tc.shimRuns)
+			}
+			if left := leftSandboxes(t, n.ContainerdSocket); len(left) > 0 {
+				t.Errorf("sandboxes left behind: %v", left)
+			}
+		})
+	}
+}
+
+// leftSandboxes lists the pod sandboxes containerd still has.
+func leftSandboxes(t *testing.T, sock string) []string {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := runtimeapi.NewRuntimeServiceClient(conn).ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, sb := range list.Items {
+		out = append(out, sb.Id+" "+sb.Metadata.GetName())
+	}
+	return out
 }

@@ -39,6 +39,7 @@ import (
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/internal/node/manifest"
@@ -139,6 +140,13 @@ type Config struct {
 	// RestartLease, when set, serialises runtime restarts across the
 	// cluster's nodes (nil: no lock, as on one host).
 	RestartLease *RestartLease
+	// Sandbox, when set, proves each handler found live by starting a
+	// pod sandbox with it (the last step of an install): a handler listed
+	// by the runtime can still fail at every pod start (a shim or
+	// hypervisor that does not run). A sandbox that fails counts as a
+	// handler that is not live; one that cannot run on this node (no
+	// usable /dev/kvm) is logged as skipped.
+	Sandbox *SandboxCheck
 	// KataDeployLabels also sets kata-deploy's KataDeployLabel on a node
 	// where a platform was installed.
 	KataDeployLabels bool
@@ -528,7 +536,7 @@ func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready []pl
 				return rt, ok
 			},
 		},
-		Verifier: criVerifier{runtimes: runtimes, handlers: rep.Handlers},
+		Verifier: criVerifier{runtimes: runtimes, handlers: rep.Handlers, facts: f, sandbox: cfg.Sandbox, layout: n.layout, log: cfg.Log},
 	}
 	pl, err := wf.Plan(cfg.Manifest, ready)
 	if err != nil {
@@ -544,10 +552,28 @@ func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready []pl
 		}
 	}
 	if err != nil {
-		return err
+		return withVerifyErrors(err, out)
 	}
 	cfg.Log.Info("installed", "platforms", platformNames(ready), "id", pl.ID, "changed", rep.Installed, "config", len(rep.Changed), "restarts", rep.Restarts)
 	return nil
+}
+
+// withVerifyErrors adds to err what each failed verification said (a
+// sandbox's runtime text, say), so that the Node's Event carries it.
+func withVerifyErrors(err error, out *install.Outcome) error {
+	if out == nil {
+		return err
+	}
+	var why []string
+	for _, v := range out.Verified {
+		if v.Error != "" {
+			why = append(why, v.Handler+": "+v.Error)
+		}
+	}
+	if len(why) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(why, "; "))
 }
 
 // criVerifier is the workflow's verifier: it asks the runtime over CRI,
@@ -556,6 +582,56 @@ func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready []pl
 type criVerifier struct {
 	runtimes map[string]configure.Runtime
 	handlers map[string][]string
+	facts    *facts.Facts
+	sandbox  *SandboxCheck
+	layout   func(platform.Platform) (platform.Layout, error)
+	log      *slog.Logger
+}
+
+// SandboxCheck is how the installer reaches the runtime to prove a
+// handler with a pod sandbox.
+type SandboxCheck struct {
+	// Socket is a layout's CRI socket on this machine.
+	Socket func(l platform.Layout) string
+	// Timeout bounds the sandbox's start (0: 2 min).
+	Timeout time.Duration
+}
+
+// prove starts a sandbox of p's handler unless the host's facts say its
+// VM cannot run here; a failure makes res not live.
+func (v criVerifier) prove(ctx context.Context, p platform.Platform, res *configure.Verification) error {
+	l, err := v.layout(p)
+	if err != nil {
+		return err
+	}
+	sock := v.sandbox.Socket(l)
+	typ := ""
+	if st, err := cri.Query(ctx, sock, 10*time.Second); err == nil {
+		typ = st.Handlers[p.Handler()].RuntimeType
+	}
+	if reason := cri.SkipReason(p, typ, v.facts); reason != "" {
+		res.Sandbox, res.SandboxReason = string(cri.SandboxSkip), reason
+		v.log.Warn("SKIP: the handler's sandbox was not started, so not proven", "platform", p.String(), "handler", p.Handler(), "reason", reason)
+		return nil
+	}
+	timeout := v.sandbox.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	// No log directory: the sandbox has no containers, and a path in
+	// this pod would not be the host's.
+	sb, err := cri.ProveSandbox(ctx, sock, p.Handler(), "", timeout)
+	if err != nil {
+		sb.Outcome, sb.Error = cri.SandboxFail, err.Error()
+	}
+	res.Sandbox = string(sb.Outcome)
+	if sb.Outcome == cri.SandboxFail {
+		res.Live, res.Error = false, "the handler is loaded but a pod sandbox with it failed: "+sb.Error
+		v.log.Error("a pod sandbox with the handler failed", "platform", p.String(), "handler", p.Handler(), "error", sb.Error)
+		return nil
+	}
+	v.log.Info("a pod sandbox with the handler started and was removed", "platform", p.String(), "handler", p.Handler(), "seconds", sb.Duration)
+	return nil
 }
 
 func (v criVerifier) Verify(ctx context.Context, p platform.Platform) (configure.Verification, error) {
@@ -568,6 +644,11 @@ func (v criVerifier) Verify(ctx context.Context, p platform.Platform) (configure
 	}
 	res.Handlers, res.Live = hs, slices.Contains(hs, p.Handler())
 	v.handlers[rt.Name()] = hs
+	if res.Live && v.sandbox != nil {
+		if err := v.prove(ctx, p, &res); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
 }
 

@@ -57,6 +57,10 @@ type Options struct {
 	Parallel int
 	// Ignore are the check IDs whose failures become warnings.
 	Ignore []string
+	// VerifySandbox proves each live handler by starting a pod sandbox
+	// with it (Config.Sandbox), within SandboxTimeout (0: 2 min).
+	VerifySandbox  bool
+	SandboxTimeout time.Duration
 	// Getenv reads the environment the defaults come from; nil reads
 	// none.
 	Getenv func(string) string
@@ -252,6 +256,14 @@ func (s *Settings) Config(h Host) (Config, error) {
 		Journal: runtimectl.Journal{Run: runtimectl.OnHost(h.Root, 10*time.Second)}.Log,
 	}
 	cfg.Runtime = finder.Find
+	if o.VerifySandbox {
+		cfg.Sandbox = &SandboxCheck{Timeout: o.SandboxTimeout, Socket: func(l platform.Layout) string {
+			if o.RuntimeSocket != "" {
+				return onHost(o.RuntimeSocket)
+			}
+			return onHost(l.Socket)
+		}}
+	}
 	return cfg, nil
 }
 

@@ -120,7 +120,7 @@ func TestSettingsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := Options{NodeName: "n", Platforms: mustPlatforms(t, "kubeadm-qemu-none"), Manifest: "m.yaml" + pin, Prefix: "/opt/berth",
-		SystemdSocket: "/" + systemdbus.PrivateSocket, RuntimeSocket: "/run/test/c.sock", RestartLease: "ns/l"}.Check()
+		SystemdSocket: "/" + systemdbus.PrivateSocket, RuntimeSocket: "/run/test/c.sock", RestartLease: "ns/l", VerifySandbox: true}.Check()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +133,9 @@ func TestSettingsConfig(t *testing.T) {
 		t.Errorf("config: %+v", cfg)
 	}
 	l, _ := mustPlatforms(t, "kubeadm-qemu-none")[0].Distribution().Layout()
+	if cfg.Sandbox == nil || cfg.Sandbox.Socket(l) != filepath.Join(dir, "run/test/c.sock") {
+		t.Errorf("--verify-sandbox: %+v, want the sandbox proved over the --runtime-socket under the host directory", cfg.Sandbox)
+	}
 	rt, err := cfg.Runtime(context.Background(), l)
 	if err != nil {
 		t.Fatal(err)

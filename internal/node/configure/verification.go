@@ -12,6 +12,12 @@ type Verification struct {
 	Socket  string `json:"socket,omitempty"`
 	// Handlers are the handlers the runtime has, when it answered.
 	Handlers []string `json:"handlers,omitempty"`
-	// Error says why the runtime could not be asked.
+	// Error says why the runtime could not be asked, or why the sandbox
+	// proving the handler failed (then Live is false).
 	Error string `json:"error,omitempty"`
+	// Sandbox is the outcome of proving the handler with a pod sandbox
+	// (pass, fail, skip; "" when not tried) and SandboxReason why it was
+	// skipped: a skip is not a pass, and says so.
+	Sandbox       string `json:"sandbox,omitempty"`
+	SandboxReason string `json:"sandboxReason,omitempty"`
 }

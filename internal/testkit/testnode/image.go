@@ -82,3 +82,23 @@ func (n *Node) importImage(ctx context.Context, tarPath string) error {
 	}
 	return nil
 }
+
+// FailShimMessage starts what the failing test shim prints before it fails
+// (internal/cluster/e2e/failshim's Message).
+const FailShimMessage = "berth-e2e-shim: invoked by containerd"
+
+// BuildFailShim builds internal/cluster/e2e/failshim, the stand-in for a
+// Kata shim that fails as Kata's does where no VM can boot, into
+// dir/failshim and returns its path. Each invocation appends a line to
+// marker, so that a test can tell whether containerd ran it at all.
+func BuildFailShim(t testing.TB, dir, marker string) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("building the test shim needs the go command: %v", err)
+	}
+	out := filepath.Join(dir, "failshim")
+	runCmd(t, upstreamtest.RepoRoot(t), []string{"CGO_ENABLED=0"}, goBin, "build", "-trimpath",
+		"-ldflags", "-s -w -X main.marker="+marker, "-o", out, "./internal/cluster/e2e/failshim")
+	return out
+}

@@ -555,3 +555,86 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// RuntimeOptions configure StartRuntime.
+type RuntimeOptions struct {
+	// Containerd and Shim are as in Options.
+	Containerd, Shim string
+	// Runtimes is TOML appended to the node's containerd config: more
+	// [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.NAME]
+	// tables, the handlers a test starts sandboxes with.
+	Runtimes string
+}
+
+// StartRuntime starts a node's containerd alone, without a kubelet or a
+// control plane: the same config (the pause image imported, a CNI bridge
+// of its own, runc's shim) plus opts.Runtimes, so that a test can start
+// pod sandboxes over CRI as the kubelet would. Stop (at the test's
+// cleanup) removes what is left and fails the test on leaks.
+func StartRuntime(t testing.TB, opts RuntimeOptions) *Node {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("testnode runs containerd and must run as root")
+	}
+	bin, shim := opts.Containerd, opts.Shim
+	if bin == "" {
+		bin = os.Getenv(ContainerdEnv)
+	}
+	if shim == "" {
+		shim = os.Getenv(ShimEnv)
+	}
+	for _, b := range []string{bin, shim} {
+		if fi, err := os.Stat(b); b == "" || err != nil || fi.IsDir() {
+			t.Fatalf("%q: not a binary (%v); %s", b, err, hint)
+		}
+	}
+	var tl tools
+	var err error
+	if tl.runc, err = exec.LookPath("runc"); err != nil {
+		t.Fatalf("runc: %v; %s", err, hint)
+	}
+	if tl.ctr, err = exec.LookPath("ctr"); err != nil {
+		t.Fatalf("ctr: %v; %s", err, hint)
+	}
+	name := "berth-rt-" + randHex(4)
+	dir, err := os.MkdirTemp("", "bn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{
+		Name:             name,
+		Dir:              dir,
+		ContainerdConfig: filepath.Join(dir, "containerd.toml"),
+		ContainerdSocket: filepath.Join(dir, "c.sock"),
+		Bridge:           "bn" + randHex(4),
+		ctr:              tl.ctr,
+	}
+	if err := claimMachine(name); err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Stop(); err != nil {
+			t.Errorf("stopping runtime %s: %v", n.Name, err)
+		}
+	})
+	pause := buildImage(t, dir, "./internal/testkit/testnode/pause", "pause", PauseImage)
+	if err := n.writeCNI(); err != nil {
+		t.Fatal(err)
+	}
+	conf := containerdConfig(filepath.Join(dir, "containerd"), n.ContainerdSocket, shim, tl.runc, !canLowerOOMScore()) + opts.Runtimes
+	if err := os.WriteFile(n.ContainerdConfig, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.Containerd = NewSupervisor("containerd", []string{bin, "--config", n.ContainerdConfig}, n.criReady)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err = n.Containerd.Start(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, n.Containerd.Log())
+	}
+	if err := n.importImage(context.Background(), pause); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
