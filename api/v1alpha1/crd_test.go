@@ -45,15 +45,19 @@ func rules() map[string]fieldRule {
 		// value its managedFields entry is one line instead of a field per
 		// platform, which halves the size of a NodeReport list (berth fleet
 		// over 5,000 nodes).
-		"NodeReport.Report":    {mapType: "atomic"},
-		"Report.Platforms":     {maxItems: i64(MaxPlatforms), listType: "map", listKeys: []string{"name"}},
-		"Report.Findings":      {maxItems: i64(MaxFindings)},
-		"FactsSummary.GPUs":    {maxItems: i64(MaxGPUs)},
-		"Finding.Message":      {maxLength: i64(MaxTextLen)},
-		"Finding.Remedy":       {maxLength: i64(MaxTextLen)},
-		"FactsSummary.OS":      {maxLength: i64(MaxTextLen)},
-		"PlatformVerdict.Name": {maxLength: i64(63)},
-		"CPUSummary.Model":     {maxLength: i64(MaxTextLen)},
+		"NodeReport.Report":       {mapType: "atomic"},
+		"Report.Platforms":        {maxItems: i64(MaxPlatforms), listType: "map", listKeys: []string{"name"}},
+		"Report.Findings":         {maxItems: i64(MaxFindings)},
+		"FactsSummary.GPUs":       {maxItems: i64(MaxGPUs)},
+		"Finding.Message":         {maxLength: i64(MaxTextLen)},
+		"Finding.Remedy":          {maxLength: i64(MaxTextLen)},
+		"FactsSummary.OS":         {maxLength: i64(MaxTextLen)},
+		"PlatformVerdict.Name":    {maxLength: i64(63)},
+		"CPUSummary.Model":        {maxLength: i64(MaxTextLen)},
+		"InstallStatus.Digest":    {maxLength: i64(71)},
+		"InstallStatus.Platforms": {maxItems: i64(MaxInstallPlatforms), listType: "map", listKeys: []string{"name"}},
+		"PlatformInstall.Name":    {maxLength: i64(63)},
+		"PlatformInstall.Error":   {maxLength: i64(MaxTextLen)},
 	}
 }
 
@@ -62,6 +66,7 @@ func enums() map[reflect.Type][]string {
 	return map[reflect.Type][]string{
 		reflect.TypeFor[Verdict]():       {string(VerdictReady), string(VerdictWarn), string(VerdictNotReady)},
 		reflect.TypeFor[FindingStatus](): {string(FindingFail), string(FindingWarn)},
+		reflect.TypeFor[InstallState]():  {string(InstallInstalled), string(InstallNotReady), string(InstallFailed)},
 	}
 }
 
