@@ -236,6 +236,7 @@ func generateCRD(t *testing.T) []byte {
 					col("Warn", "integer", ".report.summary.warn", "Platforms the node can run with caveats.", 1),
 					col("NotReady", "integer", ".report.summary.notReady", "Platforms the node cannot run.", 0),
 					col("Berth", "string", ".report.berthVersion", "Version of the agent that wrote the report.", 1),
+					col("Release", "string", ".report.install.version", "Version of the release manifest the node-installer last installed from.", 1),
 					col("Observed", "date", ".report.observedAt", "When discovery ran.", 1),
 					col("Age", "date", ".metadata.creationTimestamp", "", 0),
 				},
