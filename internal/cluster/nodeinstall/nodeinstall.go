@@ -449,7 +449,10 @@ func (n *Installer) installStatus(ready []platform.Platform, failure error, notR
 		if p, err := platform.Parse(v.Platform); err == nil {
 			pi.Name, pi.Handler = p.String(), p.Handler()
 			r := notReadyResult(p, v)
-			pi.Error = r.Blocker + ": " + r.Message
+			pi.Error = r.Message
+			if r.Blocker != "" {
+				pi.Error = r.Blocker + ": " + r.Message
+			}
 		}
 		st.Platforms = append(st.Platforms, pi)
 	}
