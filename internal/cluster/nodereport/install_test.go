@@ -167,3 +167,33 @@ func TestWithInstallHash(t *testing.T) {
 		t.Error("a new error does not change the hash")
 	}
 }
+
+// FuzzDecodeInstall: whatever a Node annotation holds, DecodeInstall either
+// says what is wrong or returns a status within the report's bounds, and
+// never panics.
+func FuzzDecodeInstall(f *testing.F) {
+	enc, err := EncodeInstall(worstInstall())
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{enc, `{"schema":1}`, `{"schema":1,"platforms":[{"name":"a","state":"failed","error":"x"}]}`, `null`, `{`, `{"schema":1,"time":"yesterday"}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		s, err := DecodeInstall(v)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		if installSize(*s) > v1alpha1.MaxInstallBytes || len(s.Platforms) > v1alpha1.MaxInstallPlatforms {
+			t.Fatalf("decoded status out of bounds: %d bytes, %d platforms", installSize(*s), len(s.Platforms))
+		}
+		for _, p := range s.Platforms {
+			if p.Name == "" || len(p.Error) > v1alpha1.MaxTextLen {
+				t.Fatalf("entry out of bounds: %+v", p)
+			}
+		}
+	})
+}
