@@ -186,6 +186,16 @@ func fullReport(node string) v1alpha1.Report {
 			{ID: "runtime.containerd.version", Status: v1alpha1.FindingWarn, Message: "containerd 1.7 is near end of life", Remedy: "upgrade containerd"},
 		},
 		FindingsOmitted: 4,
+		Install: &v1alpha1.InstallStatus{
+			Version: "3.24.0",
+			Digest:  "sha256:" + strings.Repeat("cd", 32),
+			Time:    metav1.NewTime(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)),
+			Platforms: []v1alpha1.PlatformInstall{
+				{Name: "k3s-qemu-tdx", Handler: "kata-qemu-tdx", State: v1alpha1.InstallFailed, Error: "fetching kata-static: 404"},
+				{Name: "k3s-qemu-snp-genoa", Handler: "kata-qemu-snp", State: v1alpha1.InstallInstalled},
+			},
+			PlatformsOmitted: 1,
+		},
 	}
 }
 

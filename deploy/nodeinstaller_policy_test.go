@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,8 +30,9 @@ func nodeEvent(c context.Context, cfg *rest.Config, name, about string) error {
 
 // TestNodeInstallerConfinement checks the node-installer's RBAC and its
 // ValidatingAdmissionPolicy together: the node-installer on node A may set
-// and remove its installed labels on A and report Events about A, nothing
-// else, although its RBAC is cluster-wide.
+// and remove its installed labels and its install status annotation on A
+// and report Events about A, nothing else, although its RBAC is
+// cluster-wide.
 func TestNodeInstallerConfinement(t *testing.T) {
 	installBase(t)
 	admin := testenv.Clientset(t, env.Admin)
@@ -79,10 +81,22 @@ func TestNodeInstallerConfinement(t *testing.T) {
 		}, false, "only add, change or remove the node labels berth.dev/installed.*"},
 		{"taint own node", func(c context.Context) error {
 			return mergePatchNode(c, onA, "ni-a", `{"spec":{"taints":[{"key":"k","effect":"NoSchedule"}]}}`)
-		}, false, "spec, annotations, finalizers and owners must not change"},
+		}, false, "spec, finalizers and owners must not change"},
+		{"record own install status", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"annotations":{"berth.dev/install-status":"{\"schema\":1,\"platforms\":[{\"name\":\"k3s-qemu-tdx\",\"state\":\"failed\",\"error\":\"boom\"}]}"}}}`)
+		}, true, ""},
+		{"oversized install status", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"annotations":{"berth.dev/install-status":"`+strings.Repeat("x", 8193)+`"}}}`)
+		}, false, "may be at most 8 KiB"},
+		{"record install status on another node", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-b", `{"metadata":{"annotations":{"berth.dev/install-status":"{}"}}}`)
+		}, false, "may only update the node named ni-a, not update ni-b"},
 		{"annotate own node", func(c context.Context) error {
 			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"annotations":{"berth.dev/x":"y"}}}`)
-		}, false, "spec, annotations, finalizers and owners must not change"},
+		}, false, "only add, change or remove the node annotation berth.dev/install-status"},
+		{"remove own install status (cleanup)", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"annotations":{"berth.dev/install-status":null}}}`)
+		}, true, ""},
 		{"report an Event about another node", func(c context.Context) error { return nodeEvent(c, onA, "ni-b.berth-1", "ni-b") }, false, "may only create or update Events about Node ni-a"},
 		{"token without node binding", func(c context.Context) error {
 			return mergePatchNode(c, noNode, "ni-a", `{"metadata":{"labels":{"berth.dev/installed.k3s-qemu-tdx":"no"}}}`)

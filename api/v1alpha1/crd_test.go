@@ -45,15 +45,19 @@ func rules() map[string]fieldRule {
 		// value its managedFields entry is one line instead of a field per
 		// platform, which halves the size of a NodeReport list (berth fleet
 		// over 5,000 nodes).
-		"NodeReport.Report":    {mapType: "atomic"},
-		"Report.Platforms":     {maxItems: i64(MaxPlatforms), listType: "map", listKeys: []string{"name"}},
-		"Report.Findings":      {maxItems: i64(MaxFindings)},
-		"FactsSummary.GPUs":    {maxItems: i64(MaxGPUs)},
-		"Finding.Message":      {maxLength: i64(MaxTextLen)},
-		"Finding.Remedy":       {maxLength: i64(MaxTextLen)},
-		"FactsSummary.OS":      {maxLength: i64(MaxTextLen)},
-		"PlatformVerdict.Name": {maxLength: i64(63)},
-		"CPUSummary.Model":     {maxLength: i64(MaxTextLen)},
+		"NodeReport.Report":       {mapType: "atomic"},
+		"Report.Platforms":        {maxItems: i64(MaxPlatforms), listType: "map", listKeys: []string{"name"}},
+		"Report.Findings":         {maxItems: i64(MaxFindings)},
+		"FactsSummary.GPUs":       {maxItems: i64(MaxGPUs)},
+		"Finding.Message":         {maxLength: i64(MaxTextLen)},
+		"Finding.Remedy":          {maxLength: i64(MaxTextLen)},
+		"FactsSummary.OS":         {maxLength: i64(MaxTextLen)},
+		"PlatformVerdict.Name":    {maxLength: i64(63)},
+		"CPUSummary.Model":        {maxLength: i64(MaxTextLen)},
+		"InstallStatus.Digest":    {maxLength: i64(71)},
+		"InstallStatus.Platforms": {maxItems: i64(MaxInstallPlatforms), listType: "map", listKeys: []string{"name"}},
+		"PlatformInstall.Name":    {maxLength: i64(63)},
+		"PlatformInstall.Error":   {maxLength: i64(MaxTextLen)},
 	}
 }
 
@@ -62,6 +66,7 @@ func enums() map[reflect.Type][]string {
 	return map[reflect.Type][]string{
 		reflect.TypeFor[Verdict]():       {string(VerdictReady), string(VerdictWarn), string(VerdictNotReady)},
 		reflect.TypeFor[FindingStatus](): {string(FindingFail), string(FindingWarn)},
+		reflect.TypeFor[InstallState]():  {string(InstallInstalled), string(InstallNotReady), string(InstallFailed)},
 	}
 }
 
@@ -231,6 +236,7 @@ func generateCRD(t *testing.T) []byte {
 					col("Warn", "integer", ".report.summary.warn", "Platforms the node can run with caveats.", 1),
 					col("NotReady", "integer", ".report.summary.notReady", "Platforms the node cannot run.", 0),
 					col("Berth", "string", ".report.berthVersion", "Version of the agent that wrote the report.", 1),
+					col("Release", "string", ".report.install.version", "Version of the release manifest the node-installer last installed from.", 1),
 					col("Observed", "date", ".report.observedAt", "When discovery ran.", 1),
 					col("Age", "date", ".metadata.creationTimestamp", "", 0),
 				},

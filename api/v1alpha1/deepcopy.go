@@ -21,6 +21,29 @@ func (r *Report) DeepCopyInto(out *Report) {
 		out.Findings = make([]Finding, len(r.Findings))
 		copy(out.Findings, r.Findings)
 	}
+	if r.Install != nil {
+		out.Install = r.Install.DeepCopy()
+	}
+}
+
+// DeepCopyInto copies s into out.
+func (s *InstallStatus) DeepCopyInto(out *InstallStatus) {
+	*out = *s
+	s.Time.DeepCopyInto(&out.Time)
+	if s.Platforms != nil {
+		out.Platforms = make([]PlatformInstall, len(s.Platforms))
+		copy(out.Platforms, s.Platforms)
+	}
+}
+
+// DeepCopy returns a deep copy of s.
+func (s *InstallStatus) DeepCopy() *InstallStatus {
+	if s == nil {
+		return nil
+	}
+	out := new(InstallStatus)
+	s.DeepCopyInto(out)
+	return out
 }
 
 // DeepCopy returns a deep copy of r.

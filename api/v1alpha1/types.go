@@ -19,7 +19,27 @@ const (
 	MaxTextLen = 256
 	// MaxNameLen caps identifiers and short values (versions, models, IDs).
 	MaxNameLen = 128
+	// MaxInstallPlatforms caps InstallStatus.Platforms: an operator installs
+	// a handful of platforms on a node, not every one the node can run.
+	MaxInstallPlatforms = 16
+	// MaxInstallBytes caps the compact JSON of Report.Install, so that the
+	// largest report of the fixture hosts with a worst-case install status
+	// still stays under 8 KiB; entries past it are counted in
+	// InstallStatus.PlatformsOmitted, failed ones kept first.
+	MaxInstallBytes = 1600
+	// InstallStatusSchema is the version of the InstallStatusAnnotation's
+	// JSON: a reader refuses a record of another version rather than
+	// misreading it.
+	InstallStatusSchema = 1
 )
+
+// InstallStatusAnnotation is the Node annotation in which the
+// node-installer records its last run (an InstallStatus with the field
+// "schema": InstallStatusSchema, as compact JSON); the agent copies it into
+// Report.Install. The node-installer writes it there, and not in the
+// NodeReport, because its Node is the one object its admission policy
+// already lets it write: the agent stays the NodeReport's only writer.
+const InstallStatusAnnotation = LabelPrefix + "install-status"
 
 // NodeReport is berth's verdict for one node: a summary of what discovery
 // found, which platforms the node can run and, for those it cannot, the first
@@ -73,6 +93,60 @@ type Report struct {
 	// FindingsOmitted counts failing and warning findings left out of
 	// Findings to respect MaxFindings.
 	FindingsOmitted int32 `json:"findingsOmitted,omitempty"`
+	// Install is what the node-installer last did on the node, copied from
+	// the Node's InstallStatusAnnotation; absent when no node-installer ran
+	// there (or its record could not be read: the agent logs why). It is
+	// optional, so adding it kept v1alpha1: older agents leave it out and
+	// older readers ignore it.
+	Install *InstallStatus `json:"install,omitempty"`
+}
+
+// InstallState is the outcome of installing one platform on a node.
+type InstallState string
+
+// The install states, as written in the API (the CRD enumerates exactly
+// these).
+const (
+	// InstallInstalled: installed, configured and its handler live.
+	InstallInstalled InstallState = "installed"
+	// InstallNotReady: the preflight found the node not ready for the
+	// platform, so nothing was installed for it.
+	InstallNotReady InstallState = "not-ready"
+	// InstallFailed: the node was ready but installing failed.
+	InstallFailed InstallState = "failed"
+)
+
+// InstallStatus is the node-installer's last run on the node. One run
+// installs every chosen platform from one release manifest, so the
+// manifest's version and digest are the run's, not each platform's.
+type InstallStatus struct {
+	// Version is the version of the release manifest installed from.
+	Version string `json:"version,omitempty"`
+	// Digest is the release manifest's digest ("sha256:..."), which pins
+	// the exact release when versions are reused.
+	Digest string `json:"digest,omitempty"`
+	// Time is when the run ended with this outcome (unchanged by reruns
+	// with the same outcome).
+	Time metav1.Time `json:"time"`
+	// Platforms holds one outcome per chosen platform, failed first, then
+	// not-ready, then installed.
+	Platforms []PlatformInstall `json:"platforms,omitempty"`
+	// PlatformsOmitted counts outcomes left out of Platforms to respect
+	// MaxInstallPlatforms and MaxInstallBytes.
+	PlatformsOmitted int32 `json:"platformsOmitted,omitempty"`
+}
+
+// PlatformInstall is the outcome of installing one platform.
+type PlatformInstall struct {
+	// Name is the platform's Kubernetes name.
+	Name string `json:"name"`
+	// Handler is the platform's RuntimeClass handler.
+	Handler string `json:"handler,omitempty"`
+	// State is installed, not-ready or failed.
+	State InstallState `json:"state"`
+	// Error says why the platform is not-ready or failed, at most
+	// MaxTextLen bytes (cut text ends with "…").
+	Error string `json:"error,omitempty"`
 }
 
 // Summary counts the platforms by verdict.

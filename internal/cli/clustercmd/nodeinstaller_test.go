@@ -21,7 +21,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/cluster/nodeinstall"
+	"berth.dev/berth/internal/cluster/nodereport"
 	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/internal/testkit/treetest"
 )
@@ -158,10 +160,31 @@ func TestNodeInstallerProcess(t *testing.T) {
 		if err != nil || len(evs.Items) != 1 || evs.Items[0].Reason != nodeinstall.ReasonNotReady {
 			t.Errorf("events: %v %+v", err, evs)
 		}
+		// The record the agent publishes: the release and the platform's
+		// state with its first failing check.
+		node, err := cs.CoreV1().Nodes().Get(ctx, "cli-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := nodereport.DecodeInstall(node.Annotations[v1alpha1.InstallStatusAnnotation])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Version != "1" || rec.Digest != "sha256:"+hex.EncodeToString(sum[:]) || len(rec.Platforms) != 1 ||
+			rec.Platforms[0].State != v1alpha1.InstallNotReady || !strings.HasPrefix(rec.Platforms[0].Error, "virt.hardware: ") {
+			t.Errorf("install record %+v", rec)
+		}
 	})
 	t.Run("cleanup", func(t *testing.T) {
 		if l, ok := run(t, "cleanup")["berth.dev/installed.kubeadm-qemu-none"]; ok {
 			t.Errorf("label left after cleanup: %q", l)
+		}
+		node, err := cs.CoreV1().Nodes().Get(ctx, "cli-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := node.Annotations[v1alpha1.InstallStatusAnnotation]; ok {
+			t.Errorf("install record left after cleanup: %s", v)
 		}
 	})
 	// Nothing was restarted (the platform is not ready), so the cluster's

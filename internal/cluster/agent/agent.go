@@ -230,11 +230,11 @@ func (a *Agent) evaluate(ctx context.Context) (*desired, error) {
 
 // sync reads the Node and the NodeReport and applies what differs.
 func (a *Agent) sync(ctx context.Context, d *desired) error {
-	err := a.syncOnce(ctx, d)
+	hash, err := a.syncOnce(ctx, d)
 	a.mu.Lock()
 	a.ready = err == nil
 	if err == nil {
-		a.published = d.report.ContentHash
+		a.published = hash
 	}
 	a.mu.Unlock()
 	if err != nil && a.cfg.Metrics != nil {
@@ -243,16 +243,19 @@ func (a *Agent) sync(ctx context.Context, d *desired) error {
 	return err
 }
 
-func (a *Agent) syncOnce(ctx context.Context, d *desired) error {
+// syncOnce applies what differs and returns the content hash of the
+// report it verified or wrote.
+func (a *Agent) syncOnce(ctx context.Context, d *desired) (string, error) {
 	name := a.cfg.NodeName
 	u, err := a.dyn.Resource(nodes).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("reading node %s: %w", name, err)
+		return "", fmt.Errorf("reading node %s: %w", name, err)
 	}
 	node := &corev1.Node{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, node); err != nil {
-		return fmt.Errorf("decoding node %s: %w", name, err)
+		return "", fmt.Errorf("decoding node %s: %w", name, err)
 	}
+	report := nodereport.WithInstall(d.report, a.installStatus(node))
 	if nodelabels.Differ(node.Labels, d.labels, nodelabels.Owned(node, v1alpha1.FieldManager), isOwnLabel) {
 		labels := make(map[string]any, len(d.labels))
 		for k, v := range d.labels {
@@ -263,7 +266,7 @@ func (a *Agent) syncOnce(ctx context.Context, d *desired) error {
 			"metadata": map[string]any{"name": name, "labels": labels},
 		}}
 		if _, err := a.dyn.Resource(nodes).Apply(ctx, name, ac, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true}); err != nil {
-			return fmt.Errorf("applying labels to node %s: %w", name, err)
+			return "", fmt.Errorf("applying labels to node %s: %w", name, err)
 		}
 		a.wrote("labels")
 		a.cfg.Log.Info("node labels published", "node", name, "labels", len(d.labels))
@@ -274,14 +277,14 @@ func (a *Agent) syncOnce(ctx context.Context, d *desired) error {
 	case apierrors.IsNotFound(err):
 		cur = nil
 	case err != nil:
-		return fmt.Errorf("reading NodeReport %s: %w", name, err)
+		return "", fmt.Errorf("reading NodeReport %s: %w", name, err)
 	}
-	if cur != nil && reportCurrent(cur, d.report, node.UID) {
-		return nil
+	if cur != nil && reportCurrent(cur, report, node.UID) {
+		return report.ContentHash, nil
 	}
-	obj, err := reportObject(node, d.report)
+	obj, err := reportObject(node, report)
 	if err != nil {
-		return err
+		return "", err
 	}
 	_, err = res.Apply(ctx, name, obj, metav1.ApplyOptions{FieldManager: v1alpha1.FieldManager, Force: true})
 	if apierrors.IsInvalid(err) && cur != nil {
@@ -295,11 +298,28 @@ func (a *Agent) syncOnce(ctx context.Context, d *desired) error {
 		_, err = res.Update(ctx, obj, metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
 	}
 	if err != nil {
-		return fmt.Errorf("applying NodeReport %s: %w", name, err)
+		return "", fmt.Errorf("applying NodeReport %s: %w", name, err)
 	}
 	a.wrote("report")
-	a.cfg.Log.Info("NodeReport published", "node", name, "hash", d.report.ContentHash, "replaced", cur != nil)
-	return nil
+	a.cfg.Log.Info("NodeReport published", "node", name, "hash", report.ContentHash, "replaced", cur != nil)
+	return report.ContentHash, nil
+}
+
+// installStatus is the node-installer's record on the node (its
+// InstallStatusAnnotation), nil when there is none. A record the agent
+// cannot read is left out of the report with a warning saying why: the
+// rest of the report is still worth publishing.
+func (a *Agent) installStatus(node *corev1.Node) *v1alpha1.InstallStatus {
+	v, ok := node.Annotations[v1alpha1.InstallStatusAnnotation]
+	if !ok {
+		return nil
+	}
+	s, err := nodereport.DecodeInstall(v)
+	if err != nil {
+		a.cfg.Log.Warn("ignoring the node-installer's install status", "node", node.Name, "err", err)
+		return nil
+	}
+	return s
 }
 
 func (a *Agent) wrote(what string) {

@@ -289,6 +289,35 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	}
 	deletePod(ctx, t, cs, "default", pod.Name)
 
+	// The node-installer's record reaches the NodeReport: the agent (its
+	// interval is 1m here) copies it from the Node, through both pods'
+	// admission policies.
+	waitFor(ctx, t, diag, "the install status of "+platformName+" in the NodeReport", func() (bool, string) {
+		u, err := dyn.Resource(v1alpha1.GroupVersionResource).Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		b, err := u.MarshalJSON()
+		if err != nil {
+			return false, err.Error()
+		}
+		var nr v1alpha1.NodeReport
+		if err := json.Unmarshal(b, &nr); err != nil {
+			return false, err.Error()
+		}
+		in := nr.Report.Install
+		if in == nil {
+			return false, "no report.install yet"
+		}
+		for _, p := range in.Platforms {
+			if p.Name == platformName && p.State == v1alpha1.InstallInstalled && in.Digest != "" && strings.Contains(rel.Ref, in.Digest) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("report.install %+v", *in)
+	})
+	t.Logf("NodeReport %s: report.install shows %s installed after %s", n.Name, platformName, since(installStart))
+
 	// 5. helm uninstall: the pre-delete hook switches the node-installer
 	// to cleanup, which removes everything and restarts containerd again.
 	uninstallStart := time.Now()
@@ -406,6 +435,8 @@ type nodeState struct {
 	// machinePaths lists which of berth's default machine-wide paths
 	// exist.
 	machinePaths string
+	// installStatus is the node-installer's record on the Node.
+	installStatus string
 }
 
 // machineWide are paths on the real root berth may write: its default
@@ -439,6 +470,7 @@ func snapshotNode(t *testing.T, cs *kubernetes.Clientset, n *testnode.Node, host
 		t.Fatal(err)
 	}
 	s.labels, s.agentLabels = node.Labels, nodelabels.Owned(node, v1alpha1.FieldManager)
+	s.installStatus = node.Annotations[v1alpha1.InstallStatusAnnotation]
 	var exist []string
 	for _, p := range machineWide {
 		if _, err := os.Lstat(p); err == nil {
@@ -466,6 +498,9 @@ func (s nodeState) diff(b nodeState) string {
 	}
 	if s.machinePaths != b.machinePaths {
 		out = append(out, fmt.Sprintf("machine-wide paths %q -> %q", s.machinePaths, b.machinePaths))
+	}
+	if s.installStatus != b.installStatus {
+		out = append(out, fmt.Sprintf("node annotation %s %q -> %q", v1alpha1.InstallStatusAnnotation, s.installStatus, b.installStatus))
 	}
 	return strings.Join(out, "\n")
 }

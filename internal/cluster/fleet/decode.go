@@ -163,6 +163,29 @@ func FromReport(name string, r *v1alpha1.Report) (Node, error) {
 			return Node{}, fmt.Errorf("report.platforms[%d].verdict %q: expected ready, warn or notReady", i, p.Verdict)
 		}
 	}
+	if in := r.Install; in != nil {
+		release := in.Version
+		if d, ok := strings.CutPrefix(in.Digest, "sha256:"); ok && len(d) >= 12 {
+			release += "@sha256:" + d[:12]
+		}
+		for i, p := range in.Platforms {
+			if p.Name == "" {
+				return Node{}, fmt.Errorf("report.install.platforms[%d].name: missing", i)
+			}
+			var state string
+			switch p.State {
+			case v1alpha1.InstallInstalled:
+				state = Installed
+			case v1alpha1.InstallNotReady:
+				state = NotReady
+			case v1alpha1.InstallFailed:
+				state = InstallFailed
+			default:
+				return Node{}, fmt.Errorf("report.install.platforms[%d].state %q: expected installed, not-ready or failed", i, p.State)
+			}
+			n.Install = append(n.Install, Install{Platform: p.Name, State: state, Release: release, Error: p.Error})
+		}
+	}
 	return n, nil
 }
 

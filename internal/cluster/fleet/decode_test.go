@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -75,6 +76,13 @@ func TestDecodeMalformed(t *testing.T) {
 		{"unnamed platform", func(o map[string]any) {
 			delete(o["report"].(map[string]any)["platforms"].([]any)[1].(map[string]any), "name")
 		}, "report.platforms[1].name: missing"},
+		{"bad install state", func(o map[string]any) {
+			o["report"].(map[string]any)["install"] = map[string]any{"platforms": []any{map[string]any{"name": "k3s-qemu-snp", "state": "exploded"}}}
+		}, `report.install.platforms[0].state "exploded"`},
+		{"unnamed install platform", func(o map[string]any) {
+			o["report"].(map[string]any)["install"] = map[string]any{"platforms": []any{map[string]any{"state": "failed"}}}
+		}, "report.install.platforms[0].name: missing"},
+		{"install not an object", func(o map[string]any) { o["report"].(map[string]any)["install"] = "installed" }, "decoding: json: cannot unmarshal string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := good.DeepCopy()
@@ -113,11 +121,27 @@ func fleetFixture(t testing.TB) ([]Node, []Malformed) {
 		}
 		nodes = append(nodes, n)
 	}
-	for _, n := range []string{"genoa-1", "genoa-2", "genoa-3"} {
-		add("snp-genoa-k3s-ready", n, nil)
+	// The node-installer's records: installed on genoa-1 and -2, failed on
+	// genoa-3, an older release on genoa-4, TDX installed and SNP not
+	// ready on tdx-1; none on the others.
+	release := func(version string, ps ...v1alpha1.PlatformInstall) func(*v1alpha1.Report) {
+		return func(r *v1alpha1.Report) {
+			r.Install = &v1alpha1.InstallStatus{Version: version, Digest: "sha256:" + strings.Repeat(version[:1]+version[3:4], 32), Time: metav1.NewTime(epoch), Platforms: ps}
+		}
 	}
-	add("snp-genoa-k3s-ready", "genoa-4", func(r *v1alpha1.Report) { r.Facts.KernelRelease = "6.8.0-40-generic" })
-	add("tdx-emr-kubeadm-ready", "tdx-1", nil)
+	snpOK := v1alpha1.PlatformInstall{Name: "k3s-qemu-snp", Handler: "kata-qemu-snp", State: v1alpha1.InstallInstalled}
+	for _, n := range []string{"genoa-1", "genoa-2"} {
+		add("snp-genoa-k3s-ready", n, release("3.24.0", snpOK))
+	}
+	add("snp-genoa-k3s-ready", "genoa-3", release("3.24.0", v1alpha1.PlatformInstall{Name: "k3s-qemu-snp", Handler: "kata-qemu-snp", State: v1alpha1.InstallFailed,
+		Error: "platform k3s-qemu-snp: finding the running container runtime: unit containerd.service is not active"}))
+	add("snp-genoa-k3s-ready", "genoa-4", func(r *v1alpha1.Report) {
+		r.Facts.KernelRelease = "6.8.0-40-generic"
+		release("3.23.0", snpOK)(r)
+	})
+	add("tdx-emr-kubeadm-ready", "tdx-1", release("3.24.0",
+		v1alpha1.PlatformInstall{Name: "kubeadm-qemu-tdx", Handler: "kata-qemu-tdx", State: v1alpha1.InstallInstalled},
+		v1alpha1.PlatformInstall{Name: "kubeadm-qemu-snp", Handler: "kata-qemu-snp", State: v1alpha1.InstallNotReady, Error: "snp.cpu.generation: the CPU is not an AMD EPYC"}))
 	add("tdx-hibernation", "tdx-2", nil)
 	add("snp-milan-bios-off", "milan-1", nil)
 	return nodes, []Malformed{{Name: "broken-1", Reason: `apiVersion "berth.dev/v0": expected berth.dev/v1alpha1`}}
@@ -144,6 +168,13 @@ func TestFleetViewsGolden(t *testing.T) {
 	// The outlier is the node with the other kernel, spelled out.
 	if !strings.Contains(txt.String(), "genoa-4 [amd genoa]: kernel.release is 6.8.0-40-generic; 3 of 4 nodes have 6.14.0-29-generic") {
 		t.Errorf("the kernel outlier is not spelled out:\n%s", txt.String())
+	}
+	// The failed install is listed with its node, release and error.
+	if !strings.Contains(txt.String(), "genoa-3: k3s-qemu-snp (3.24.0@sha256:343434343434): platform k3s-qemu-snp: finding the running container runtime: unit containerd.service is not active") {
+		t.Errorf("the failed install is not listed with its error:\n%s", txt.String())
+	}
+	if a.InstallNodes != 5 || len(a.InstallFailures) != 1 || !strings.Contains(page.String(), "unit containerd.service is not active") {
+		t.Errorf("install: %d nodes reporting, failures %+v", a.InstallNodes, a.InstallFailures)
 	}
 	if !strings.Contains(txt.String(), "broken-1") {
 		t.Error("the malformed report is not listed")

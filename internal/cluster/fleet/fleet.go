@@ -34,6 +34,49 @@ type Node struct {
 	Verdicts map[string]string `json:"verdicts,omitempty"`
 	// BlockedBy maps platform names to the first blocking check ID.
 	BlockedBy map[string]string `json:"blockedBy,omitempty"`
+	// Install is what the node-installer last did on the node, one entry
+	// per platform (none when no node-installer ran there).
+	Install []Install `json:"install,omitempty"`
+}
+
+// The install states of a platform on a node (v1alpha1.InstallState).
+const (
+	Installed     = "installed"
+	InstallFailed = "failed"
+	// NotReady ("not-ready") is shared with the verdicts.
+)
+
+// Install is the node-installer's outcome for one platform on one node.
+type Install struct {
+	Platform string `json:"platform"`
+	// State is installed, not-ready or failed.
+	State string `json:"state"`
+	// Release is the release manifest's version, with the first 12 hex
+	// digits of its digest ("3.24.0@sha256:0123456789ab") when known.
+	Release string `json:"release,omitempty"`
+	// Error says why a platform is not-ready or failed.
+	Error string `json:"error,omitempty"`
+}
+
+// InstallSummary counts the nodes per install state for one platform.
+type InstallSummary struct {
+	Platform  string `json:"platform"`
+	Installed int    `json:"installed"`
+	NotReady  int    `json:"notReady"`
+	Failed    int    `json:"failed"`
+	// Releases counts the nodes with the platform installed per release,
+	// most common first: more than one means a rollout is under way or
+	// stuck.
+	Releases []ValueCount `json:"releases,omitempty"`
+}
+
+// InstallFailure is a node where installing a platform failed, with the
+// node-installer's error.
+type InstallFailure struct {
+	Node     string `json:"node"`
+	Platform string `json:"platform"`
+	Release  string `json:"release,omitempty"`
+	Error    string `json:"error"`
 }
 
 // Malformed is a NodeReport that could not be read; the analysis goes on
@@ -107,6 +150,11 @@ type Analysis struct {
 	Outliers  []Outlier         `json:"outliers"`
 	Splits    []Split           `json:"splits,omitempty"`
 	Malformed []Malformed       `json:"malformed,omitempty"`
+	// InstallNodes counts the nodes whose report carries a node-installer
+	// run; Install and InstallFailures are empty when none does.
+	InstallNodes    int              `json:"installNodes,omitempty"`
+	Install         []InstallSummary `json:"install,omitempty"`
+	InstallFailures []InstallFailure `json:"installFailures,omitempty"`
 }
 
 // Summary returns the counts for platform name, and whether any node
@@ -228,7 +276,64 @@ func Analyze(nodes []Node, malformed []Malformed) *Analysis {
 	})
 
 	a.Outliers, a.Splits = consistency(nodes)
+	a.InstallNodes, a.Install, a.InstallFailures = installs(nodes)
 	return a
+}
+
+// installs summarises the node-installer's outcomes per platform and lists
+// the failures, by platform then node.
+func installs(nodes []Node) (int, []InstallSummary, []InstallFailure) {
+	reported := 0
+	by := map[string]*InstallSummary{}
+	releases := map[string]map[string]int{}
+	var failures []InstallFailure
+	for i := range nodes {
+		n := &nodes[i]
+		if len(n.Install) > 0 {
+			reported++
+		}
+		for _, in := range n.Install {
+			s, ok := by[in.Platform]
+			if !ok {
+				s = &InstallSummary{Platform: in.Platform}
+				by[in.Platform] = s
+			}
+			switch in.State {
+			case Installed:
+				s.Installed++
+				if releases[in.Platform] == nil {
+					releases[in.Platform] = map[string]int{}
+				}
+				releases[in.Platform][in.Release]++
+			case NotReady:
+				s.NotReady++
+			case InstallFailed:
+				s.Failed++
+				failures = append(failures, InstallFailure{Node: n.Name, Platform: in.Platform, Release: in.Release, Error: in.Error})
+			}
+		}
+	}
+	out := make([]InstallSummary, 0, len(by))
+	for p, s := range by {
+		for v, c := range releases[p] {
+			s.Releases = append(s.Releases, ValueCount{Value: v, Nodes: c})
+		}
+		slices.SortFunc(s.Releases, func(x, y ValueCount) int {
+			if c := cmp.Compare(y.Nodes, x.Nodes); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.Value, y.Value)
+		})
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(x, y InstallSummary) int { return cmp.Compare(x.Platform, y.Platform) })
+	slices.SortFunc(failures, func(x, y InstallFailure) int {
+		if c := cmp.Compare(x.Platform, y.Platform); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Node, y.Node)
+	})
+	return reported, out, failures
 }
 
 // consistency compares every fact within each hardware class.

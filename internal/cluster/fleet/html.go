@@ -38,7 +38,7 @@ var htmlPage = template.Must(template.New("fleet").Funcs(template.FuncMap{
 <title>berth fleet: {{.A.Nodes}} nodes</title>
 <style>
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em;color:#1d2733;background:#fff}
-h1{font-size:1.4em;margin:0 0 .2em}h2{font-size:1.1em;margin:1.6em 0 .5em}
+h1{font-size:1.4em;margin:0 0 .2em}h2{font-size:1.1em;margin:1.6em 0 .5em}h3{font-size:1em;margin:1em 0 .4em}
 .meta{color:#5b6b7b;font-size:.9em}
 table{border-collapse:collapse;font-size:.85em}
 th,td{border:1px solid #d5dce3;padding:.25em .5em;text-align:left;vertical-align:top}
@@ -76,6 +76,20 @@ input{font:inherit;padding:.2em .4em;margin:.4em 0}
 {{range $i, $g := .A.Groups}}<tr><td>{{gid $i}}</td><td>{{len $g.Nodes}}</td><td>{{$g.Class}}</td><td>{{list $g.Nodes}}</td></tr>
 {{end}}</tbody>
 </table>
+
+{{if .A.InstallNodes}}<h2>Install status</h2>
+<p class="meta">What the node-installer last did, as {{.A.InstallNodes}} of {{.A.Nodes}} nodes report it.</p>
+<table id="install">
+<thead><tr><th>platform</th><th>installed</th><th>not ready</th><th>failed</th><th>releases installed</th></tr></thead>
+<tbody>
+{{range .A.Install}}<tr><td><code>{{.Platform}}</code></td><td class="c{{if .Installed}} ready{{end}}">{{.Installed}}</td><td class="c{{if .NotReady}} warn{{end}}">{{.NotReady}}</td><td class="c{{if .Failed}} no{{end}}">{{.Failed}}</td><td>{{range $k, $r := .Releases}}{{if $k}}, {{end}}{{shown $r.Value}} on {{$r.Nodes}}{{end}}</td></tr>
+{{end}}</tbody>
+</table>
+{{if .A.InstallFailures}}<h3>Failed installs</h3>
+<ul id="failures">
+{{range .Failures}}<li><b>{{.Node}}</b>: <code>{{.Platform}}</code>{{if .Release}} ({{.Release}}){{end}}: {{.Error}}</li>
+{{end}}{{if .FailuresOmitted}}<li>and {{.FailuresOmitted}} more (<code>berth fleet -o json</code> lists them all)</li>
+{{end}}</ul>{{end}}{{end}}
 
 <h2>Outliers</h2>
 {{if or .A.Outliers .A.Splits}}<ul>
@@ -120,7 +134,8 @@ type htmlGroup struct {
 }
 
 // WriteHTML writes the fleet view as one self-contained HTML page: the
-// platform x group matrix as a heat map, the groups and the outliers.
+// platform x group matrix as a heat map, the groups, the install status
+// with the failed installs, and the outliers.
 func WriteHTML(w io.Writer, a *Analysis, generated time.Time) error {
 	gs := make([]htmlGroup, len(a.Groups))
 	for i, g := range a.Groups {
@@ -132,11 +147,18 @@ func WriteHTML(w io.Writer, a *Analysis, generated time.Time) error {
 		}
 		gs[i] = htmlGroup{Class: g.Class, Nodes: nodes}
 	}
+	// At most 200 failures too, for the same reason.
+	failures, omitted := a.InstallFailures, 0
+	if len(failures) > 200 {
+		failures, omitted = failures[:200], len(failures)-200
+	}
 	return htmlPage.Execute(w, struct {
-		A         *Analysis
-		Groups    []htmlGroup
-		Generated string
-	}{a, gs, generated.UTC().Format(time.RFC3339)})
+		A               *Analysis
+		Groups          []htmlGroup
+		Failures        []InstallFailure
+		FailuresOmitted int
+		Generated       string
+	}{a, gs, failures, omitted, generated.UTC().Format(time.RFC3339)})
 }
 
 func cellClass(v string) string {

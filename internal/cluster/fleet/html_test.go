@@ -89,6 +89,8 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	cells := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#matrix td.c").length`))
 	outliers := run(t, ctx, chromedp.Evaluate[int](`Array.from(document.querySelectorAll("li")).filter(li => li.textContent.includes("genoa-4")).length`))
 	members := run(t, ctx, chromedp.Text(chromedp.CSS("#members")))
+	failures := run(t, ctx, chromedp.Text(chromedp.CSS("#failures")))
+	installRows := run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#install tbody tr").length`))
 	shot := run(t, ctx, chromedp.FullScreenshot(100))
 	stopConsole()
 	<-collected
@@ -107,6 +109,13 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	}
 	if !strings.Contains(members, "genoa-1, genoa-2, genoa-3, genoa-4") {
 		t.Errorf("clicking G1 shows %q", members)
+	}
+	// The failed node is on the page with its error.
+	if !strings.Contains(failures, "genoa-3") || !strings.Contains(failures, "containerd.service is not active") {
+		t.Errorf("failed installs: %q", failures)
+	}
+	if installRows != len(a.Install) {
+		t.Errorf("%d install status rows, want %d", installRows, len(a.Install))
 	}
 	out := dir
 	if d := os.Getenv("BERTH_SCREENSHOT_DIR"); d != "" {

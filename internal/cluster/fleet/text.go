@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -93,6 +94,8 @@ func WriteText(w io.Writer, a *Analysis) error {
 		}
 	}
 
+	writeInstallText(bw, a)
+
 	fmt.Fprintln(bw, "\nConsistency (facts that differ from the majority of the node's hardware class):")
 	if len(a.Outliers) == 0 && len(a.Splits) == 0 {
 		fmt.Fprintln(bw, "  every hardware class is uniform")
@@ -114,6 +117,50 @@ func WriteText(w io.Writer, a *Analysis) error {
 		}
 	}
 	return bw.err
+}
+
+// maxFailures is how many failed installs the text view lists; -o json
+// lists them all.
+const maxFailures = 20
+
+// writeInstallText prints the node-installer's outcomes per platform and
+// the failed installs with their errors; nothing when no node reports a
+// node-installer run.
+func writeInstallText(w io.Writer, a *Analysis) {
+	if a.InstallNodes == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nInstall status (node-installer; %d of %d nodes report a run):\n", a.InstallNodes, a.Nodes)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLATFORM\tINSTALLED\tNOT-READY\tFAILED\tRELEASES")
+	for _, s := range a.Install {
+		rel := make([]string, len(s.Releases))
+		for i, r := range s.Releases {
+			rel[i] = fmt.Sprintf("%s on %d", shown(r.Value), r.Nodes)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", s.Platform, s.Installed, s.NotReady, s.Failed, cmp.Or(strings.Join(rel, ", "), "-"))
+	}
+	tw.Flush()
+	if len(a.InstallFailures) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nFailed installs (%d; kubectl describe node NODE shows the BerthInstallFailed Event):\n", len(a.InstallFailures))
+	for i, f := range a.InstallFailures {
+		if i == maxFailures {
+			fmt.Fprintf(w, "  and %d more (berth fleet -o json lists them all)\n", len(a.InstallFailures)-maxFailures)
+			break
+		}
+		rel := ""
+		if f.Release != "" {
+			rel = " (" + f.Release + ")"
+		}
+		fmt.Fprintf(w, "  %s: %s%s: %s\n", f.Node, f.Platform, rel, oneLine(f.Error))
+	}
+}
+
+// oneLine keeps an error on its line of the view.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func shortList(s []string, n int) string {

@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/cluster/nodelabels"
+	"berth.dev/berth/internal/cluster/nodereport"
 )
 
 // The resources the installer touches, through the dynamic client as the
@@ -41,19 +43,39 @@ func (n *Installer) getNode(ctx context.Context) (*corev1.Node, error) {
 	return node, nil
 }
 
-// applyLabels makes want the installer's labels on the node with
-// server-side apply under FieldManager: a label the installer set before
-// and no longer wants is removed by leaving it out, and a label someone
-// else also set (kata-deploy's, with the same value) stays theirs when the
-// installer lets go of it. It writes only when the node differs, and
-// reports whether it wrote. Labels are all the installer writes on its
+// applyNode makes want the installer's labels on the node and status its
+// InstallStatusAnnotation, with server-side apply under FieldManager: a
+// label the installer set before and no longer wants is removed by leaving
+// it out, and a label someone else also set (kata-deploy's, with the same
+// value) stays theirs when the installer lets go of it. nil want keeps the
+// labels the installer owns as they are (a failed run changes no label);
+// nil status removes the record. A record equal to the node's but for its
+// time keeps the node's, so a rerun with the same outcome writes nothing.
+// It writes only when the node differs, and reports whether it wrote.
+// These labels and this one annotation are all the installer writes on its
 // Node (the admission policy allows it nothing else).
-func (n *Installer) applyLabels(ctx context.Context, want map[string]string) (bool, error) {
+func (n *Installer) applyNode(ctx context.Context, want map[string]string, status *v1alpha1.InstallStatus) (bool, error) {
 	node, err := n.getNode(ctx)
 	if err != nil {
 		return false, err
 	}
-	if !nodelabels.Differ(node.Labels, want, OwnedLabels(node), IsOwnLabel) {
+	owned := OwnedLabels(node)
+	if want == nil {
+		want = map[string]string{}
+		for k := range owned {
+			if v, ok := node.Labels[k]; ok && IsOwnLabel(k) {
+				want[k] = v
+			}
+		}
+	}
+	cur, had := node.Annotations[v1alpha1.InstallStatusAnnotation]
+	record := ""
+	if status != nil {
+		if record, err = n.record(cur, *status); err != nil {
+			return false, err
+		}
+	}
+	if !nodelabels.Differ(node.Labels, want, owned, IsOwnLabel) && record == cur && (had || status == nil) {
 		return false, nil
 	}
 	labels := make(map[string]any, len(want))
@@ -64,12 +86,28 @@ func (n *Installer) applyLabels(ctx context.Context, want map[string]string) (bo
 	if len(labels) > 0 {
 		meta["labels"] = labels
 	}
+	if status != nil {
+		meta["annotations"] = map[string]any{v1alpha1.InstallStatusAnnotation: record}
+	}
 	ac := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": meta}}
 	if _, err := n.dyn.Resource(nodesResource).Apply(ctx, n.cfg.NodeName, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
-		return false, fmt.Errorf("applying labels to node %s: %w", n.cfg.NodeName, err)
+		return false, fmt.Errorf("applying labels and install status to node %s: %w", n.cfg.NodeName, err)
 	}
-	n.cfg.Log.Info("node labels applied", "node", n.cfg.NodeName, "labels", len(want))
+	n.cfg.Log.Info("node labels and install status applied", "node", n.cfg.NodeName, "labels", len(want), "status", status != nil)
 	return true, nil
+}
+
+// record is the annotation value of status: cur, the node's, when it
+// records the same outcome, so that its time stays the first run's.
+func (n *Installer) record(cur string, status v1alpha1.InstallStatus) (string, error) {
+	if have, err := nodereport.DecodeInstall(cur); err == nil {
+		status.Time = have.Time
+		if same, err := nodereport.EncodeInstall(status); err == nil && same == cur {
+			return cur, nil
+		}
+	}
+	status.Time = metav1.NewTime(n.cfg.Now())
+	return nodereport.EncodeInstall(status)
 }
 
 // IsOwnLabel reports whether k is a label the installer may set.

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"berth.dev/berth/api/v1alpha1"
+	"berth.dev/berth/internal/cluster/nodereport"
 	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/internal/testkit/testrelease"
 	"berth.dev/berth/internal/testkit/testsystemd"
@@ -133,6 +135,34 @@ func nodeAnnotations(t *testing.T, dyn dynamic.Interface, name string) map[strin
 		t.Fatal(err)
 	}
 	return u.GetAnnotations()
+}
+
+// installRecord decodes the node's install status annotation (nil when
+// there is none).
+func installRecord(t *testing.T, dyn dynamic.Interface, name string) *v1alpha1.InstallStatus {
+	t.Helper()
+	v, ok := nodeAnnotations(t, dyn, name)[v1alpha1.InstallStatusAnnotation]
+	if !ok {
+		return nil
+	}
+	s, err := nodereport.DecodeInstall(v)
+	if err != nil {
+		t.Fatalf("the installer's record: %v", err)
+	}
+	return s
+}
+
+// platformState is the state and error recorded for one platform.
+func platformState(s *v1alpha1.InstallStatus, name string) (v1alpha1.InstallState, string, string) {
+	if s == nil {
+		return "", "", ""
+	}
+	for _, p := range s.Platforms {
+		if p.Name == name {
+			return p.State, p.Handler, p.Error
+		}
+	}
+	return "", "", ""
 }
 
 // nodeEvents are the Events recorded on the node, by reason.

@@ -30,9 +30,11 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
 	"berth.dev/berth/api/v1alpha1"
+	"berth.dev/berth/internal/cluster/nodereport"
 	"berth.dev/berth/internal/evaluate/check"
 	"berth.dev/berth/internal/evaluate/preflight"
 	"berth.dev/berth/internal/host/discover"
@@ -268,9 +270,14 @@ type Report struct {
 	Removed []string       `json:"removed,omitempty"`
 	Kept    []install.Kept `json:"kept,omitempty"`
 	// Labels are the labels the installer owns on the node after the run;
-	// LabelsChanged is false when they were already so.
+	// LabelsChanged is false when they and the install status were
+	// already so.
 	Labels        map[string]string `json:"labels"`
 	LabelsChanged bool              `json:"labelsChanged"`
+	// InstallStatus is the outcome recorded in the Node's
+	// v1alpha1.InstallStatusAnnotation (nil after cleanup, which removes
+	// it), which the agent publishes in the NodeReport.
+	InstallStatus *v1alpha1.InstallStatus `json:"installStatus,omitempty"`
 	// Events are the reasons of the Events written.
 	Events []string `json:"events,omitempty"`
 }
@@ -359,6 +366,14 @@ func (n *Installer) install(ctx context.Context, lk *restartLock) (*Report, erro
 			} else {
 				rep.Events = append(rep.Events, ReasonInstallFailed)
 			}
+			// The record says which platforms failed and why; the labels
+			// stay as the last successful run left them.
+			st := n.installStatus(ready, err, notReady)
+			if _, serr := n.applyNode(ctx, nil, &st); serr != nil {
+				cfg.Log.Error("recording the install status", "err", serr)
+			} else {
+				rep.InstallStatus = &st
+			}
 			return rep, err
 		}
 		// The runtime of each platform first: nothing is written on a
@@ -400,9 +415,11 @@ func (n *Installer) install(ctx context.Context, lk *restartLock) (*Report, erro
 		rep.Platforms = append(rep.Platforms, r)
 	}
 	rep.Labels = want
-	if rep.LabelsChanged, err = n.applyLabels(ctx, want); err != nil {
+	st := n.installStatus(ready, nil, notReady)
+	if rep.LabelsChanged, err = n.applyNode(ctx, want, &st); err != nil {
 		return rep, err
 	}
+	rep.InstallStatus = &st
 	for _, r := range rep.Platforms {
 		if r.Status != StatusNotReady {
 			continue
@@ -418,6 +435,36 @@ func (n *Installer) install(ctx context.Context, lk *restartLock) (*Report, erro
 		cfg.Log.Info("platform not ready: nothing installed", "platform", r.Platform, "check", r.Blocker)
 	}
 	return rep, nil
+}
+
+// installStatus is the record of a run: the ready platforms installed, or
+// failed with failure when it is not nil, and the others not ready with
+// their first failing check.
+func (n *Installer) installStatus(ready []platform.Platform, failure error, notReady []check.Verdict) v1alpha1.InstallStatus {
+	st := v1alpha1.InstallStatus{Time: metav1.NewTime(n.cfg.Now())}
+	if m := n.cfg.Manifest; m != nil {
+		st.Version, st.Digest = m.Version, m.Digest()
+	}
+	for _, p := range ready {
+		pi := v1alpha1.PlatformInstall{Name: p.String(), Handler: p.Handler(), State: v1alpha1.InstallInstalled}
+		if failure != nil {
+			pi.State, pi.Error = v1alpha1.InstallFailed, failure.Error()
+		}
+		st.Platforms = append(st.Platforms, pi)
+	}
+	for _, v := range notReady {
+		pi := v1alpha1.PlatformInstall{Name: v.Platform, State: v1alpha1.InstallNotReady}
+		if p, err := platform.Parse(v.Platform); err == nil {
+			pi.Name, pi.Handler = p.String(), p.Handler()
+			r := notReadyResult(p, v)
+			pi.Error = r.Message
+			if r.Blocker != "" {
+				pi.Error = r.Blocker + ": " + r.Message
+			}
+		}
+		st.Platforms = append(st.Platforms, pi)
+	}
+	return nodereport.NormalizeInstall(st)
 }
 
 // notReadyResult names the first failing check of a platform that is not
@@ -689,7 +736,7 @@ func (n *Installer) cleanup(ctx context.Context, lk *restartLock) (*Report, erro
 		}
 	}
 	rep.Labels = map[string]string{}
-	if rep.LabelsChanged, err = n.applyLabels(ctx, rep.Labels); err != nil {
+	if rep.LabelsChanged, err = n.applyNode(ctx, rep.Labels, nil); err != nil {
 		return rep, err
 	}
 	cfg.Log.Info("cleaned up", "platforms", fmt.Sprint(plats), "removed", len(rm.Removed), "kept", len(rm.Kept), "restarts", rep.Restarts)

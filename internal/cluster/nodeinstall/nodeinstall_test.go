@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
@@ -238,9 +239,25 @@ func TestInstallAndCleanup(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(n.root, "opt/berth", createdFile)); err != nil || string(got) != "[\"opt\"]\n" {
 		t.Errorf("%s = %q, %v; want [\"opt\"]", createdFile, got, err)
 	}
-	if a := nodeAnnotations(t, dyn, n.name); len(a) != 0 {
-		t.Errorf("the installer annotated its node: %v", a)
+	// The one annotation the installer writes: its record, which the
+	// agent publishes in the NodeReport.
+	if a := nodeAnnotations(t, dyn, n.name); len(a) != 1 {
+		t.Errorf("node annotations %v, want only %s", a, v1alpha1.InstallStatusAnnotation)
 	}
+	rec := installRecord(t, dyn, n.name)
+	if rec == nil || rec.Version != "1.0.0" || rec.Digest != n.rel.Manifest.Digest() || rec.Time.IsZero() {
+		t.Fatalf("install record %+v, want release 1.0.0 %s", rec, n.rel.Manifest.Digest())
+	}
+	if st, h, msg := platformState(rec, "kubeadm-qemu-none"); st != v1alpha1.InstallInstalled || h != "kata-qemu" || msg != "" {
+		t.Errorf("kubeadm-qemu-none recorded %s (handler %s, error %q), want installed", st, h, msg)
+	}
+	if st, _, msg := platformState(rec, "kubeadm-qemu-snp"); st != v1alpha1.InstallNotReady || !strings.Contains(msg, "snp.cpu.generation") {
+		t.Errorf("kubeadm-qemu-snp recorded %s (%q), want not-ready naming snp.cpu.generation", st, msg)
+	}
+	if rep.InstallStatus == nil || len(rep.InstallStatus.Platforms) != 2 {
+		t.Errorf("the run's report has install status %+v", rep.InstallStatus)
+	}
+	record := nodeAnnotations(t, dyn, n.name)[v1alpha1.InstallStatusAnnotation]
 	evs := nodeEvents(t, dyn, n.name)
 	if len(evs[ReasonNotReady]) != 1 {
 		t.Fatalf("events: %v", evs)
@@ -272,6 +289,9 @@ func TestInstallAndCleanup(t *testing.T) {
 		if !slices.Contains(rep.Handlers["containerd.service"], "kata-qemu") {
 			t.Errorf("second run did not verify the handler: %v", rep.Handlers)
 		}
+		if got := nodeAnnotations(t, dyn, n.name)[v1alpha1.InstallStatusAnnotation]; got != record {
+			t.Errorf("second run rewrote the install record (its time must stay the first run's):\n%s\n%s", record, got)
+		}
 	})
 
 	t.Run("upgrade switches atomically without a restart", func(t *testing.T) {
@@ -298,6 +318,9 @@ func TestInstallAndCleanup(t *testing.T) {
 		}
 		if _, ok := n.handlers(t)["kata-qemu"]; !ok {
 			t.Error("kata-qemu not live after the upgrade")
+		}
+		if rec := installRecord(t, dyn, n.name); rec == nil || rec.Version != "1.1.0" || rec.Digest != up.Manifest.Digest() {
+			t.Errorf("install record after the upgrade: %+v", rec)
 		}
 	})
 
@@ -331,6 +354,9 @@ func TestInstallAndCleanup(t *testing.T) {
 		}
 		if labels[KataDeployLabel] != "true" {
 			t.Errorf("kata-deploy's own label was removed: %v", labels)
+		}
+		if a := nodeAnnotations(t, dyn, n.name); len(a) != 0 {
+			t.Errorf("cleanup left annotations: %v", a)
 		}
 		if !slices.Contains(rep.Removed, "/opt") {
 			t.Errorf("cleanup did not remove /opt, which the install created: %v", rep.Removed)
@@ -387,6 +413,9 @@ func TestNotReadyNodeGetsNothing(t *testing.T) {
 	if got := nodeLabels(t, dyn, "ni-cloud")["berth.dev/installed.kubeadm-qemu-none"]; got != "no" {
 		t.Errorf("label = %q, want no", got)
 	}
+	if st, _, msg := platformState(installRecord(t, dyn, "ni-cloud"), "kubeadm-qemu-none"); st != v1alpha1.InstallNotReady || !strings.HasPrefix(msg, "virt.hardware: ") {
+		t.Errorf("recorded %s (%q), want not-ready with virt.hardware", st, msg)
+	}
 	evs := nodeEvents(t, dyn, "ni-cloud")[ReasonNotReady]
 	if len(evs) != 1 || !strings.Contains(evs[0].Message, "virt.hardware") || !strings.Contains(evs[0].Message, "remedy: ") {
 		t.Errorf("events: %+v", evs)
@@ -429,6 +458,11 @@ func TestNoRuntimeNoInstall(t *testing.T) {
 	}
 	if evs := nodeEvents(t, dyn, n.name)[ReasonInstallFailed]; len(evs) != 1 || !strings.Contains(evs[0].Message, "kubeadm-qemu-none") {
 		t.Errorf("events: %+v", evs)
+	}
+	// The failed platform's record carries the error, for the NodeReport
+	// and berth fleet.
+	if st, h, msg := platformState(installRecord(t, dyn, n.name), "kubeadm-qemu-none"); st != v1alpha1.InstallFailed || h != "kata-qemu" || !strings.Contains(msg, "containerd.service") {
+		t.Errorf("recorded %s (handler %s, %q), want failed naming containerd.service", st, h, msg)
 	}
 	if n.sup.Restarts("docker.service") != 0 {
 		t.Error("another unit was restarted")
