@@ -39,6 +39,13 @@ type Installer struct {
 	BeforeSwitch func()
 	// Log receives progress lines; nil discards them.
 	Log *slog.Logger
+	// Drop are platforms of the current installation that Plan does not
+	// keep: the node-installer's list no longer has them, and their
+	// runtime configuration is removed before the install, so their
+	// components must not be carried into the new installation. A
+	// component another platform still needs stays, through that
+	// platform.
+	Drop []platform.Platform
 }
 
 func (in *Installer) log() *slog.Logger {
@@ -98,7 +105,7 @@ func (in *Installer) Plan(m *manifest.Manifest, ps []platform.Platform) (*Plan, 
 	if st, err := in.Layout.Status(); err == nil && st.Current != nil {
 		for _, s := range st.Current.Platforms {
 			p, err := platform.Parse(s)
-			if err != nil || names[p.String()] {
+			if err != nil || names[p.String()] || slices.ContainsFunc(in.Drop, func(d platform.Platform) bool { return d.String() == p.String() }) {
 				continue
 			}
 			names[p.String()] = true
@@ -298,6 +305,75 @@ func (in *Installer) Install(ctx context.Context, pl *Plan) (*Result, error) {
 		in.log().Warn("cleaning old installations", "err", err)
 	}
 	return res, nil
+}
+
+// PrunePrevious removes every installation but the current one, and the
+// previous link, as uninstall removes them (only the files their records
+// list, each if it is still what berth wrote). The node-installer calls
+// it once an install that dropped platforms is verified: the previous
+// installation still serves them, and a rollback to it would name files
+// of platforms whose runtime configuration is gone.
+func (in *Installer) PrunePrevious(ctx context.Context) (*Removal, error) {
+	p, err := in.Layout.open(false)
+	if err != nil || p == nil {
+		return &Removal{}, err
+	}
+	defer p.Close()
+	lk, err := p.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Unlock()
+	cur, err := p.link(currentLink)
+	if err != nil {
+		return nil, err
+	}
+	rm := &Removal{}
+	if _, err := p.link(prevLink); err != nil {
+		return nil, err
+	}
+	if err := p.r.Remove(prevLink); err == nil {
+		rm.Removed = append(rm.Removed, p.path(prevLink))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return rm, fmt.Errorf("removing %s: %w", p.path(prevLink), err)
+	}
+	// A top-level link of a dropped component names nothing in the
+	// current installation any more.
+	tops, err := p.readDir(".")
+	if err != nil {
+		return rm, err
+	}
+	for _, e := range tops {
+		n := e.Name()
+		if e.Type()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if t, err := p.r.Readlink(n); err != nil || strings.TrimSuffix(t, "/") != currentLink+"/"+n {
+			continue
+		}
+		if _, err := p.r.Lstat(currentLink + "/" + n); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := p.r.Remove(n); err != nil {
+			return rm, fmt.Errorf("removing %s: %w", p.path(n), err)
+		}
+		rm.Removed = append(rm.Removed, p.path(n))
+	}
+	ents, err := p.readDir(versionsDir)
+	if err != nil {
+		return rm, err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, stagePrefix) || n == cur {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return rm, err
+		}
+		p.removeInstallation(n, rm)
+	}
+	return rm, nil
 }
 
 // gc removes installations other than keep, as uninstall does: only the
