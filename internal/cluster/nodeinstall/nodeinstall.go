@@ -358,6 +358,24 @@ func (n *Installer) install(ctx context.Context, lk *restartLock) (*Report, erro
 			ready = append(ready, pre.Platforms[i])
 		}
 	}
+	// The platforms berth installed here that the list no longer has,
+	// from the node's own records: both must be readable before anything
+	// is removed.
+	dropped, err := n.dropped()
+	if err != nil {
+		return rep, err
+	}
+	if len(dropped) > 0 {
+		if err := n.removeDropped(ctx, dropped, len(ready) > 0, rep, lk); err != nil {
+			msg := fmt.Sprintf("berth could not remove %s, no longer in its platform list, from this node: %v", platformNames(dropped), err)
+			if eerr := n.event(ctx, ReasonInstallFailed, "remove", msg); eerr != nil {
+				cfg.Log.Error("writing the Event", "err", eerr)
+			} else {
+				rep.Events = append(rep.Events, ReasonInstallFailed)
+			}
+			return rep, err
+		}
+	}
 	if len(ready) > 0 {
 		failed := func(err error) (*Report, error) {
 			msg := fmt.Sprintf("berth could not install %s on this node: %v", platformNames(ready), err)
@@ -386,9 +404,12 @@ func (n *Installer) install(ctx context.Context, lk *restartLock) (*Report, erro
 		if err := makePrefix(cfg.HostDir, cfg.Prefix); err != nil {
 			return failed(err)
 		}
-		if err := n.installReady(ctx, pre.Facts, ready, runtimes, rep); err != nil {
+		if err := n.installReady(ctx, pre.Facts, ready, dropped, runtimes, rep); err != nil {
 			return failed(err)
 		}
+	}
+	for _, p := range dropped {
+		rep.Platforms = append(rep.Platforms, PlatformResult{Platform: p.String(), Status: StatusRemoved})
 	}
 	want := map[string]string{}
 	for _, p := range ready {
@@ -555,7 +576,7 @@ func (n *Installer) runtimes(ctx context.Context, ps []platform.Platform, restar
 // workflow: the components are installed, each platform's configuration
 // applied with a restart of its runtime and a check over CRI (rolled back
 // if a handler is lost), and every handler verified live.
-func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready []platform.Platform, runtimes map[string]configure.Runtime, rep *Report) error {
+func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready, dropped []platform.Platform, runtimes map[string]configure.Runtime, rep *Report) error {
 	cfg := n.cfg
 	w, err := configure.OpenOSRoot(cfg.HostDir)
 	if err != nil {
@@ -568,6 +589,7 @@ func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready []pl
 			Fetcher:  cfg.Fetcher,
 			Parallel: cfg.Parallel,
 			Log:      cfg.Log,
+			Drop:     dropped,
 		},
 		Applier: install.RuntimeConfig{
 			FS:      w,
@@ -601,7 +623,102 @@ func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready []pl
 	if err != nil {
 		return withVerifyErrors(err, out)
 	}
+	if len(dropped) > 0 {
+		// Verified: the previous installation, which still serves the
+		// dropped platforms, is no longer a rollback target.
+		rm, err := wf.Installer.PrunePrevious(ctx)
+		if rm != nil {
+			n.removed(rm, rep)
+		}
+		if err != nil {
+			return fmt.Errorf("removing the files of %s: %w", platformNames(dropped), err)
+		}
+	}
 	cfg.Log.Info("installed", "platforms", platformNames(ready), "id", pl.ID, "changed", rep.Installed, "config", len(rep.Changed), "restarts", rep.Restarts)
+	return nil
+}
+
+// removed adds what an uninstall or prune removed and kept to rep.
+func (n *Installer) removed(rm *install.Removal, rep *Report) {
+	rep.Removed = append(rep.Removed, rm.Removed...)
+	rep.Kept = append(rep.Kept, rm.Kept...)
+	for _, k := range rm.Kept {
+		n.cfg.Log.Warn("left in place", "path", k.Path, "why", k.Why)
+	}
+}
+
+// dropped are the platforms the prefix's installations serve (current
+// and previous, as cleanup removes them) that the platform list no longer
+// has. The install record and configure's state are the node's own
+// records, unlike labels, which anyone may edit: when either cannot be
+// read, the run stops before it removes anything. A platform berth's
+// installation does not serve (one configured by hand, say) is never
+// dropped.
+func (n *Installer) dropped() ([]platform.Platform, error) {
+	st, err := install.Layout{Root: n.cfg.HostDir, Prefix: n.cfg.Prefix}.Status()
+	if err != nil {
+		return nil, fmt.Errorf("reading the installation record under %s, so removing nothing: %w", n.cfg.Prefix, err)
+	}
+	w, err := configure.OpenOSRoot(n.cfg.HostDir)
+	if err != nil {
+		return nil, fmt.Errorf("opening the host root %s: %w", n.cfg.HostDir, err)
+	}
+	defer w.Close()
+	if _, err := configure.LoadState(w); err != nil {
+		return nil, fmt.Errorf("reading berth's runtime configuration state, so removing nothing: %w", err)
+	}
+	var out []platform.Platform
+	for _, s := range st.Platforms() {
+		p, err := platform.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("the installation record names platform %q, so removing nothing: %w", s, err)
+		}
+		if !slices.ContainsFunc(n.cfg.Platforms, func(q platform.Platform) bool { return q.String() == p.String() }) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// removeDropped removes the runtime configuration of the dropped
+// platforms, each with a restart that proves every other handler still
+// live and rolls back otherwise (removeConfig, as cleanup does). Their
+// files go with the install of the list's ready platforms (installing,
+// true), which does not carry them into the new installation; when the
+// installation serves nothing else, everything berth installed under the
+// prefix is removed now, as cleanup does. A listed platform that is not
+// ready keeps its files and configuration: its pods may be running.
+func (n *Installer) removeDropped(ctx context.Context, dropped []platform.Platform, installing bool, rep *Report, lk *restartLock) error {
+	cfg := n.cfg
+	names := make([]string, len(dropped))
+	for i, p := range dropped {
+		names[i] = p.String()
+	}
+	cfg.Log.Info("removing platforms no longer in the list", "platforms", fmt.Sprint(names))
+	if err := n.removeConfig(ctx, names, rep, lk); err != nil {
+		return err
+	}
+	if installing {
+		return nil
+	}
+	l := install.Layout{Root: cfg.HostDir, Prefix: cfg.Prefix}
+	st, err := l.Status()
+	if err != nil {
+		return err
+	}
+	for _, s := range st.Platforms() {
+		if !slices.Contains(names, s) {
+			cfg.Log.Info("the dropped platforms' files stay until a run installs the list's platforms", "platforms", fmt.Sprint(names))
+			return nil
+		}
+	}
+	rm, err := (&install.Installer{Layout: l, Log: cfg.Log}).Uninstall(ctx)
+	if rm != nil {
+		n.removed(rm, rep)
+	}
+	if err != nil {
+		return fmt.Errorf("removing what berth installed under %s: %w", cfg.Prefix, err)
+	}
 	return nil
 }
 
