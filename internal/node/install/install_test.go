@@ -231,3 +231,45 @@ func TestUpgradeKeepsEveryPlatform(t *testing.T) {
 	}
 	assertInstalled(t, e.prefix, v2.expect(t, snp, clh))
 }
+
+// TestDropAndPrunePrevious: a platform in Installer.Drop is not carried
+// into the new installation (its own components go, those the remaining
+// platform needs stay), and PrunePrevious then removes the previous
+// installation that still served it, the previous link, and any
+// top-level link left naming nothing; a second prune removes nothing.
+func TestDropAndPrunePrevious(t *testing.T) {
+	rel := makeRelease(t, "1.0.0", offline, 1)
+	e := newEnv(t)
+	snp, clh := mustPlatform(t, "kubeadm-qemu-snp"), mustPlatform(t, "kubeadm-cloud-hypervisor-none")
+	install(t, e.installer(t, rel.mirror(t)), rel.m, snp)
+	install(t, e.installer(t, rel.mirror(t)), rel.m, clh)
+	in := e.installer(t, rel.mirror(t))
+	in.Drop = []platform.Platform{snp}
+	res := install(t, in, rel.m, clh)
+	if len(res.Plan.Kept) != 0 || strings.Join(res.Plan.Platforms, " ") != clh.String() {
+		t.Errorf("plan with snp dropped: platforms %v, kept %v", res.Plan.Platforms, res.Plan.Kept)
+	}
+	assertInstalled(t, e.prefix, rel.expect(t, clh))
+	rm, err := in.PrunePrevious(context.Background())
+	if err != nil || len(rm.Kept) != 0 || len(rm.Removed) == 0 {
+		t.Fatalf("prune: removed %v, kept %v, %v", rm.Removed, rm.Kept, err)
+	}
+	st, err := in.Layout.Status()
+	if err != nil || st.Previous != nil || strings.Join(st.Platforms(), " ") != clh.String() {
+		t.Errorf("status after the prune: %+v, %v", st, err)
+	}
+	vs, err := os.ReadDir(filepath.Join(e.prefix, "versions"))
+	if err != nil || len(vs) != 1 || vs[0].Name() != res.Plan.ID {
+		t.Errorf("versions after the prune: %v, %v; want only %s", vs, err, res.Plan.ID)
+	}
+	ents, _ := os.ReadDir(e.prefix)
+	for _, d := range ents {
+		if _, err := os.Stat(filepath.Join(e.prefix, d.Name())); err != nil {
+			t.Errorf("%s names nothing after the prune: %v", d.Name(), err)
+		}
+	}
+	assertInstalled(t, e.prefix, rel.expect(t, clh))
+	if rm, err := in.PrunePrevious(context.Background()); err != nil || len(rm.Removed) != 0 {
+		t.Errorf("second prune: removed %v, %v", rm.Removed, err)
+	}
+}
