@@ -5,6 +5,7 @@ package nodeinstall
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -80,6 +81,31 @@ func TestDroppedPlatformIsRemoved(t *testing.T) {
 	})
 
 	one := mustPlatforms(t, "kubeadm-qemu-none")
+	t.Run("a removal that breaks the runtime rolls back", func(t *testing.T) {
+		content := treetest.Content(t, n.root)
+		restarts := n.sup.Restarts("containerd.service")
+		n.failStarts.Store(1)
+		_, err := n.installer(t, one, true).Run(ctx, ModeInstall)
+		if !errors.Is(err, configure.ErrRefused) || !strings.Contains(err.Error(), "put the previous files back") {
+			t.Errorf("a removal whose restart fails: %v, want it refused and rolled back", err)
+		}
+		if got := n.sup.Restarts("containerd.service"); got != restarts+2 {
+			t.Errorf("%d restarts, want 2 (the removal's, the rollback's)", got-restarts)
+		}
+		if d := diffLines(content, treetest.Content(t, n.root)); d != "" {
+			t.Errorf("the rolled-back removal changed the host:\n%s", d)
+		}
+		if _, ok := n.handlers(t)["kata-qemu-tdx"]; !ok {
+			t.Error("kata-qemu-tdx not live again after the rollback")
+		}
+		if l := nodeLabels(t, dyn, n.name); l["berth.dev/installed.kubeadm-qemu-tdx"] != "true" {
+			t.Errorf("labels after a failed removal: %v", l)
+		}
+		if evs := nodeEvents(t, dyn, n.name)[ReasonInstallFailed]; len(evs) != 1 || !strings.Contains(evs[0].Message, "kubeadm-qemu-tdx") {
+			t.Errorf("events after a failed removal: %+v", evs)
+		}
+	})
+	restarts = n.sup.Restarts("containerd.service")
 	rep, err = n.installer(t, one, true).Run(ctx, ModeInstall)
 	if err != nil {
 		t.Fatalf("install of none alone: %v", err)

@@ -4,12 +4,14 @@ package nodeinstall
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,6 +66,9 @@ type node struct {
 	// waitedFor records the holders of the restart Lease an installer
 	// on this node waited for.
 	waitedFor []string
+	// failStarts is how many of the next starts of containerd fail, as a
+	// configuration that breaks the runtime would make them.
+	failStarts atomic.Int32
 }
 
 // leaseName is the restart Lease of a node's tests: one per node, so that
@@ -84,6 +89,10 @@ func newNode(t *testing.T, name, fixture, containerdVersion string) *node {
 	n.sup = testsystemd.Start(t, sock, testsystemd.Unit{
 		Name: "containerd.service",
 		Start: func() error {
+			if n.failStarts.Load() > 0 {
+				n.failStarts.Add(-1)
+				return errors.New("containerd failed to start (injected by the test)")
+			}
 			var err error
 			dm, err = critest.StartOnRoot(t, ctr.Bin, n.root, n.dirs)
 			return err
