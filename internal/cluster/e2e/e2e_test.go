@@ -77,7 +77,9 @@ const (
 // root, applies the config to the node's containerd and restarts it
 // through the D-Bus supervisor; the kubelet then reports the handler in
 // Node.status.runtimeHandlers, the RuntimeClass schedules a pod onto the
-// node and containerd runs the installed shim for its sandbox. Finally
+// node and containerd runs the installed shim for its sandbox. A `helm
+// upgrade` adds a second platform and another drops it again: its
+// handler, label, RuntimeClass and files go (issue #31). Finally
 // `helm uninstall` runs the teardown hook and leaves the node's files,
 // containerd config and labels as they were.
 //
@@ -318,13 +320,20 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	})
 	t.Logf("NodeReport %s: report.install shows %s installed after %s", n.Name, platformName, since(installStart))
 
-	// 5. helm uninstall: the pre-delete hook switches the node-installer
+	// 5. Upgrade correctness (issue #31): helm upgrade adds a second
+	// platform, then a helm upgrade without it drops it; its handler
+	// leaves containerd and Node.status.runtimeHandlers, its RuntimeClass
+	// and label go, and nothing of it is left under the prefix. Both runs
+	// are forced (--ignore=all), so that every machine takes this path.
+	dropRestarts := dropSecondPlatform(ctx, t, h, cs, diag, n, valuesFile, prefix, rc.Handler)
+
+	// 6. helm uninstall: the pre-delete hook switches the node-installer
 	// to cleanup, which removes everything and restarts containerd again.
 	uninstallStart := time.Now()
 	h.run(ctx, "uninstall", releaseName, "--namespace", namespace, "--wait", "--timeout", "5m")
 	t.Logf("helm uninstall (teardown hook included) took %s", since(uninstallStart))
-	if r := sd.Restarts(unitName); r != 2 {
-		t.Errorf("containerd restarted %d times in all, want 2 (install and cleanup)", r)
+	if r := sd.Restarts(unitName); r != 2+dropRestarts {
+		t.Errorf("containerd restarted %d times in all, want %d (install, adding and dropping a platform, cleanup)", r, 2+dropRestarts)
 	}
 	waitFor(ctx, t, diag, "the chart's pods gone", func() (bool, string) {
 		pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
@@ -355,6 +364,72 @@ func TestHelmChartOnRealNode(t *testing.T) {
 		return !slices.Contains(handlers, rc.Handler), fmt.Sprint(handlers)
 	})
 	t.Logf("after helm uninstall: Node.status.runtimeHandlers = %v; total %s", handlers, since(begin))
+}
+
+// secondPlatform is the platform step 5 adds and drops: another class
+// than platformName's, served by the same test release.
+const secondPlatform = "custom-qemu-tdx"
+
+// dropSecondPlatform runs step 5 and returns the restarts it expects
+// (one to add the platform, one to remove it).
+func dropSecondPlatform(ctx context.Context, t *testing.T, h *helmRunner, cs *kubernetes.Clientset, diag *diagnostics, n *testnode.Node, valuesFile, prefix, firstHandler string) int {
+	t.Helper()
+	p, err := platform.Parse(secondPlatform)
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := nodeinstall.InstalledLabelPrefix + secondPlatform
+	forced := `nodeInstaller.extraArgs=["--ignore=all","--verify-sandbox=false"]`
+	start := time.Now()
+	h.run(ctx, "upgrade", releaseName, h.chart, "--namespace", namespace, "-f", valuesFile,
+		"--set-json", `platforms=["`+platformName+`","`+secondPlatform+`"]`, "--set-json", forced, "--timeout", "3m")
+	waitLabel(ctx, t, cs, diag, n.Name, label, "true")
+	waitFor(ctx, t, diag, "handler "+p.Handler()+" in Node.status.runtimeHandlers", func() (bool, string) {
+		hs, err := cri.NodeRuntimeHandlers(ctx, env.Kubeconfig, n.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(hs, p.Handler()), fmt.Sprint(hs)
+	})
+	if _, err := cs.NodeV1().RuntimeClasses().Get(ctx, p.Handler(), metav1.GetOptions{}); err != nil {
+		t.Errorf("RuntimeClass %s after adding %s: %v", p.Handler(), secondPlatform, err)
+	}
+	t.Logf("helm upgrade added %s: handler %s live after %s", secondPlatform, p.Handler(), since(start))
+
+	start = time.Now()
+	h.run(ctx, "upgrade", releaseName, h.chart, "--namespace", namespace, "-f", valuesFile, "--set-json", forced, "--timeout", "3m")
+	waitFor(ctx, t, diag, "label "+label+" gone", func() (bool, string) {
+		v, ok := nodeLabels(ctx, t, cs, n.Name)[label]
+		return !ok, label + "=" + v
+	})
+	waitFor(ctx, t, diag, "handler "+p.Handler()+" gone from Node.status.runtimeHandlers", func() (bool, string) {
+		hs, err := cri.NodeRuntimeHandlers(ctx, env.Kubeconfig, n.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return !slices.Contains(hs, p.Handler()) && slices.Contains(hs, firstHandler), fmt.Sprint(hs)
+	})
+	st, err := cri.Query(ctx, n.ContainerdSocket, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Handlers[p.Handler()]; ok {
+		t.Errorf("containerd still has handler %s after %s was dropped", p.Handler(), secondPlatform)
+	}
+	if _, ok := st.Handlers[firstHandler]; !ok {
+		t.Errorf("containerd lost handler %s when %s was dropped", firstHandler, secondPlatform)
+	}
+	if _, err := cs.NodeV1().RuntimeClasses().Get(ctx, p.Handler(), metav1.GetOptions{}); err == nil {
+		t.Errorf("RuntimeClass %s left after helm upgrade dropped %s", p.Handler(), secondPlatform)
+	}
+	filepath.WalkDir(prefix, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && (strings.Contains(d.Name(), "vmlinuz-confidential") || strings.Contains(d.Name(), "qemu-tdx")) {
+			t.Errorf("%s left after %s was dropped", path, secondPlatform)
+		}
+		return nil
+	})
+	t.Logf("helm upgrade dropped %s: handler %s gone from CRI and the Node after %s", secondPlatform, p.Handler(), since(start))
+	return 2
 }
 
 // startSystemd puts the node's containerd under the D-Bus supervisor as
