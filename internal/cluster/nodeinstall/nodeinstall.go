@@ -5,7 +5,11 @@
 // applies their runtime configuration with a transactional restart of the
 // container runtime through systemd, and labels the node; a platform that
 // is not ready gets no files, a label saying so and a Node Event naming
-// the failing check. In cleanup mode it removes the runtime configuration
+// the failing check. A platform berth installed that the list no longer
+// has is removed (its runtime configuration, with a verified restart that
+// rolls back on failure, its files and its label); a listed platform that
+// is no longer ready is labelled so and left installed, since its pods
+// may be running. In cleanup mode it removes the runtime configuration
 // (restarting and verifying again), everything berth installed under the
 // prefix, and its labels.
 //
@@ -232,7 +236,8 @@ func (n *Installer) Health() http.Handler {
 // Status is the outcome for one platform.
 type Status string
 
-// The platform outcomes.
+// The platform outcomes: StatusRemoved is cleanup's, and an install
+// run's for a platform dropped from the list.
 const (
 	StatusInstalled Status = "installed"
 	StatusNotReady  Status = "not-ready"
