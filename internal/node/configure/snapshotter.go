@@ -18,6 +18,8 @@ import (
 // It is berth's own name rather than kata-deploy's nydus-for-kata-tee, so
 // that a node kata-deploy set up is refused (its entry is not berth's)
 // instead of silently shared, and remove never takes kata-deploy's away.
+// The platform's snapshotter table names it too (SnapshotterSetup.Proxy), for
+// the snapshotter.available check; a test holds the two equal.
 const NydusProxy = "berth-nydus"
 
 // NydusSocket is where berth's nydus-snapshotter serves containerd.
@@ -39,8 +41,8 @@ type ProxyPlugin struct {
 // HandlerSnapshotter is the snapshotter p's handler names: berth's nydus
 // proxy plugin for nydus, the built-in plugin's name otherwise.
 func HandlerSnapshotter(p platform.Platform) string {
-	if p.Snapshotter() == platform.Nydus {
-		return NydusProxy
+	if px := p.Snapshotter().Setup().Proxy; px != "" {
+		return px
 	}
 	return p.Snapshotter().String()
 }
@@ -63,17 +65,18 @@ func snapshotterFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]Fil
 	if t.Layout.Runtime != platform.Containerd {
 		return nil, nil
 	}
-	switch s {
-	case platform.Erofs:
+	st := s.Setup()
+	if m := st.MinContainerd; len(m) == 2 {
+		need := fmt.Sprintf("%d.%d", m[0], m[1])
 		d := parseDaemon(t.Containerd)
-		if d.known && (d.major < 2 || d.minor < 1) {
-			return nil, refused("snapshotter erofs needs containerd 2.1 or later; this node runs containerd %s: choose another snapshotter (+nydus, +overlayfs)", t.Containerd)
+		if d.known && (d.major < m[0] || d.major == m[0] && d.minor < m[1]) {
+			return nil, refused("snapshotter %s needs containerd %s or later; this node runs containerd %s: choose another snapshotter (+nydus, +overlayfs)", s, need, t.Containerd)
 		}
-		if t.ConfigVersion < 3 {
-			return nil, refused("snapshotter erofs needs containerd 2.1 or later, which reads config version 3; the config to write is version %d", t.ConfigVersion)
+		if m[0] >= 2 && t.ConfigVersion < 3 {
+			return nil, refused("snapshotter %s needs containerd %s or later, which reads config version 3; the config to write is version %d", s, need, t.ConfigVersion)
 		}
-		return nil, nil
-	case platform.Nydus:
+	}
+	if st.Proxy == NydusProxy {
 		return nydusFiles(p, t, ps, rt)
 	}
 	return nil, nil

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"berth.dev/berth/platform"
 )
 
 // TestNydusSharedAndRemoved applies two nydus platforms side by side: the
@@ -127,5 +129,13 @@ func TestErofsNeedsContainerd21(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "containerd 2.1") {
 			t.Errorf("containerd %s: unclear error %v", c.ver, err)
 		}
+	}
+}
+
+// TestNydusProxyNameInPlatformTable holds the check's name of berth's
+// proxy plugin equal to the one configure writes.
+func TestNydusProxyNameInPlatformTable(t *testing.T) {
+	if got := platform.Nydus.Setup().Proxy; got != NydusProxy {
+		t.Errorf("platform table: proxy %q, configure writes %q", got, NydusProxy)
 	}
 }
