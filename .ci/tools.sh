@@ -117,6 +117,39 @@ echo "export BERTH_CONTAINERD2=$ctr2" >> "$envtmp"
 # Its runc shim, for the real node of internal/testkit/testnode.
 echo "export BERTH_CONTAINERD2_SHIM=$cache/bin/containerd-shim-runc-v2-$newest2" >> "$envtmp"
 
+# containerd-nydus-grpc (nydus-snapshotter), the proxy snapshotter berth
+# configures for its guest-pull platforms, for the test that starts it next
+# to a real containerd and lists its plugin over introspection
+# (internal/node/configure). Built like containerd above: the module as the
+# proxy serves it, copied to a writable folder, its own go.mod; the version
+# is in tools/nydus-snapshotter. A cold build takes a few minutes (about a
+# hundred modules to download); a warm run only checks the file.
+nydusver=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' tools/nydus-snapshotter)
+nydus="$cache/bin/containerd-nydus-grpc-$nydusver"
+exec 8>"$cache/bin/.nydus.lock"
+flock 8
+if [ ! -x "$nydus" ]; then
+  nmod=github.com/containerd/nydus-snapshotter
+  echo "tools.sh: building containerd-nydus-grpc from $nmod@v$nydusver (slow on a cold cache)" >&2
+  start=$SECONDS
+  work=$(mktemp -d "${TMPDIR:-/tmp}/berth-nydus.XXXXXX")
+  json=$(cd "$work" && go mod download -json "$nmod@v$nydusver")
+  dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+    echo "tools.sh: go mod download $nmod@v$nydusver gave no directory:" >&2
+    echo "$json" >&2; rm -rf "$work"; exit 1
+  fi
+  cp -R "$dir" "$work/src"
+  chmod -R u+w "$work/src"
+  (cd "$work/src" && CGO_ENABLED=0 go build -buildvcs=false -mod=mod -trimpath \
+    -ldflags "-s -w -X $nmod/version.Version=v$nydusver" -o "$nydus.tmp" ./cmd/containerd-nydus-grpc)
+  mv "$nydus.tmp" "$nydus"
+  rm -rf "$work"
+  echo "tools.sh: containerd-nydus-grpc $nydusver built in $((SECONDS - start))s" >&2
+fi
+exec 8>&-
+echo "export BERTH_NYDUS_SNAPSHOTTER=$nydus" >> "$envtmp"
+
 # Kubernetes control plane and node (etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet, kubectl) for the
 # cluster-mode tests and the real node, built from tools/k8s; writes

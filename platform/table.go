@@ -376,6 +376,10 @@ type SnapshotterSetup struct {
 	Missing string
 	// Remedy says how to get it.
 	Remedy string
+	// Proxy is the containerd proxy plugin name berth's own configuration
+	// gives it ("" when berth writes none): a config listing it has the
+	// snapshotter as much as one listing the plain name.
+	Proxy string
 }
 
 // snapshotterRow is everything berth knows about one snapshotter.
@@ -412,8 +416,9 @@ var snapshotterRows = [...]snapshotterRow{
 	{s: Nydus, name: "nydus", aliases: [2]string{"nydus-snapshotter", "guest-pull"},
 		desc:      "nydus-snapshotter in guest-pull mode: the guest pulls and verifies images",
 		dedicated: true, guestPull: true,
-		setup: SnapshotterSetup{Binary: "nydus-snapshotter", ByBerth: true,
-			Missing: "nydus snapshotter not installed yet", Remedy: "berth install deploys nydus-snapshotter"}},
+		setup: SnapshotterSetup{Binary: "nydus-snapshotter", ByBerth: true, Proxy: "berth-nydus",
+			Missing: "nydus snapshotter not installed yet",
+			Remedy:  "berth config apply writes its config, unit and proxy plugin berth-nydus; put containerd-nydus-grpc in <prefix>/bin and start berth-nydus-snapshotter.service"}},
 	{s: Devmapper, name: "devmapper", desc: "device-mapper thin pool: each rootfs is a block device",
 		block: true, dedicated: true, thinPool: true, pooled: true,
 		setup: SnapshotterSetup{Missing: "devmapper snapshotter not configured: {hypervisor} needs block-device rootfs",

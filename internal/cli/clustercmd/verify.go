@@ -40,6 +40,17 @@ type verifyResult struct {
 	// runtime's text) or could not be tried on this node (skip, with the
 	// reason).
 	Sandbox *cri.SandboxResult `json:"sandbox,omitempty"`
+	// Snapshotter is set with --snapshotter when the live handler names
+	// a snapshotter: whether containerd has it loaded and it answers.
+	Snapshotter *snapshotterResult `json:"snapshotter,omitempty"`
+}
+
+// snapshotterResult is the live proof of the handler's snapshotter: a
+// proxy plugin in the config proves nothing until its daemon answers.
+type snapshotterResult struct {
+	Name  string `json:"name"`
+	Live  bool   `json:"live"`
+	Error string `json:"error,omitempty"`
 }
 
 type nodeResult struct {
@@ -52,7 +63,7 @@ type nodeResult struct {
 func newVerifyCmd(g *cli.Globals) *cobra.Command {
 	var plat, socket, kubeconfig, node string
 	var timeout, sandboxTimeout time.Duration
-	var sandbox bool
+	var sandbox, snapshotter bool
 	cmd := &cobra.Command{
 		Use:   "verify --platform P",
 		Short: "Ask the running container runtime whether the platform's handler is live",
@@ -78,7 +89,14 @@ no device.
 Exit status: 0 the handler is live (and, with --kubeconfig, listed by the
 node; with --sandbox, the sandbox started or was skipped), 1 it is not
 (or the runtime or the API server could not be asked, or the sandbox
-failed), 2 usage error.`,
+failed), 2 usage error.
+
+With --snapshotter it also proves the snapshotter the handler names
+(containerd only): containerd's introspection service lists it as a loaded
+snapshotter plugin, and a probe snapshot prepared and removed through it (in
+namespace berth-probe) reaches it, so that a proxy plugin whose daemon is not
+running (berth-nydus without berth-nydus-snapshotter.service) fails; exit 1
+when it does not.`,
 		Example: `  berth verify --platform kubeadm-qemu-snp
   berth verify -p k3s-qemu-tdx --socket /run/k3s/containerd/containerd.sock -o json
   berth verify -p kubeadm-qemu-snp --sandbox --sandbox-timeout 5m`,
@@ -137,6 +155,13 @@ failed), 2 usage error.`,
 				}
 				res.Sandbox = sb
 			}
+			if snapshotter && res.Live && res.Found.Snapshotter != "" {
+				sr := &snapshotterResult{Name: res.Found.Snapshotter, Live: true}
+				if err := cri.ProveSnapshotter(cmd.Context(), socket, sr.Name, timeout); err != nil {
+					sr.Live, sr.Error = false, err.Error()
+				}
+				res.Snapshotter = sr
+			}
 			if err := output.Render(g.Stdout(), format, res, func(w io.Writer) error { return writeVerify(w, res, qerr) }); err != nil {
 				return err
 			}
@@ -151,6 +176,8 @@ failed), 2 usage error.`,
 				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
 			case res.Sandbox != nil && res.Sandbox.Outcome == cri.SandboxFail:
 				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+			case res.Snapshotter != nil && !res.Snapshotter.Live:
+				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
 			}
 			return nil
 		},
@@ -162,6 +189,7 @@ failed), 2 usage error.`,
 	f.StringVar(&node, "node", "", "node name for --kubeconfig (default: the host name)")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the runtime")
 	f.BoolVar(&sandbox, "sandbox", false, "also start, stop and remove a pod sandbox with the handler (skipped where its VM cannot run)")
+	f.BoolVar(&snapshotter, "snapshotter", false, "also prove the handler's snapshotter over containerd's introspection and a probe snapshot")
 	f.DurationVar(&sandboxTimeout, "sandbox-timeout", 2*time.Minute, "how long the sandbox may take to start")
 	return cmd
 }
@@ -205,6 +233,13 @@ func writeVerify(w io.Writer, r verifyResult, qerr error) error {
 			if sb.Cleanup != "" {
 				fmt.Fprintf(w, "  not cleaned up (look for pod sandboxes labelled %s): %s\n", cri.LabelKey, sb.Cleanup)
 			}
+		}
+	}
+	if sn := r.Snapshotter; sn != nil {
+		if sn.Live {
+			fmt.Fprintf(w, "snapshotter %s: loaded in containerd and answering\n", sn.Name)
+		} else {
+			fmt.Fprintf(w, "snapshotter %s: NOT proven: %s\n", sn.Name, sn.Error)
 		}
 	}
 	if n := r.Node; n != nil {

@@ -18,7 +18,7 @@ func snapshotterChecks() []check.Check {
 		Reads:     []string{"runtimes.containerd.snapshotters"},
 		Platforms: "containerd platforms with a snapshotter other than overlayfs",
 		Remedies: []string{
-			"nydus: berth install deploys nydus-snapshotter",
+			"nydus: berth config apply writes its config, unit and proxy plugin berth-nydus; put containerd-nydus-grpc in <prefix>/bin and start berth-nydus-snapshotter.service",
 			"devmapper: create a thin pool and configure [plugins.\"io.containerd.snapshotter.v1.devmapper\"] pool_name, root_path, base_image_size",
 			"blockfile: configure [plugins.\"io.containerd.snapshotter.v1.blockfile\"] scratch_file and root_path",
 			"erofs: containerd >= 2.1 with the erofs snapshotter and CONFIG_EROFS_FS",
@@ -31,7 +31,8 @@ func snapshotterChecks() []check.Check {
 		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
 			c := f.Runtimes.Containerd
 			s := p.Snapshotter()
-			have := slices.Contains(c.Snapshotters, s.String())
+			have := slices.Contains(c.Snapshotters, s.String()) ||
+				(s.Setup().Proxy != "" && slices.Contains(c.Snapshotters, s.Setup().Proxy))
 			ev := []check.Evidence{check.Ev("runtimes.containerd.snapshotters", c.Snapshotters)}
 			if have {
 				return check.Ok(s.String()+" configured", ev...)

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pelletier/go-toml/v2"
+
 	"berth.dev/berth/internal/host/runtimecfg"
 )
 
@@ -57,6 +59,9 @@ func readCurrent(fsys FS, name string) (data []byte, mode fs.FileMode, exists bo
 // validate refuses content that the runtime could not read, naming file,
 // line and column.
 func validate(f File, name string, data []byte) error {
+	if f.Format == "nydus" {
+		return toml.Unmarshal(data, new(map[string]any))
+	}
 	if f.Format != "toml" {
 		return nil
 	}
@@ -167,6 +172,11 @@ func applyOps(fsys FS, st *State, r *Rendered) (*Result, []op, error) {
 	var ops []op
 	var owned []OwnedFile
 	pending := map[string][]byte{} // files changed earlier in this apply
+	for _, f := range r.Host {
+		if err := checkProxy(fsys, st, f); err != nil {
+			return nil, nil, err
+		}
+	}
 	for _, f := range r.Host {
 		name, err := resolve(fsys, f.Path)
 		if err != nil {
@@ -279,6 +289,9 @@ func removeOps(fsys FS, st *State, handler string) (*Result, []op, error) {
 		}
 		switch f.Kind {
 		case Owned:
+			if st.sharedBlock(f, handler) {
+				continue // another platform's too (berth's nydus config and unit)
+			}
 			ops = append(ops, op{path: f.Path, remove: true, orig: cur, existed: true})
 		case Block:
 			if st.sharedBlock(f, handler) {
@@ -326,7 +339,8 @@ func skipImports(f File, name string, cur []byte, exists bool) bool {
 }
 
 // sharedBlock reports whether another platform owns the same block (the
-// imports line every containerd 2.x platform needs).
+// imports line every containerd 2.x platform needs) or the same whole
+// file (the nydus-snapshotter files every nydus platform needs).
 func (st *State) sharedBlock(f OwnedFile, handler string) bool {
 	for h, ps := range st.Platforms {
 		if h != handler && slices.Contains(ps.Files, f) {

@@ -405,8 +405,8 @@ func handlerProblems(st *cri.Status, p platform.Platform, ctr critest.Containerd
 		out = append(out, fmt.Sprintf("%s: privileged_without_host_devices %v, pod annotations %v", p.Handler(), h.PrivilegedWithoutHostDevices, h.PodAnnotations))
 	}
 	// containerd 1.6 has no per-handler snapshotter (1.7 added it).
-	if (ctr.Major() > 1 || ctr.Minor() >= 7) && h.Snapshotter != p.Snapshotter().String() {
-		out = append(out, fmt.Sprintf("%s: snapshotter %q, want %q", p.Handler(), h.Snapshotter, p.Snapshotter()))
+	if (ctr.Major() > 1 || ctr.Minor() >= 7) && h.Snapshotter != configure.HandlerSnapshotter(p) {
+		out = append(out, fmt.Sprintf("%s: snapshotter %q, want %q", p.Handler(), h.Snapshotter, configure.HandlerSnapshotter(p)))
 	}
 	return out
 }

@@ -59,6 +59,10 @@ func (o *OSRoot) MkdirAll(name string, p fs.FileMode) error { return o.r.MkdirAl
 func (o *OSRoot) Rename(oldname, newname string) error      { return o.r.Rename(oldname, newname) }
 func (o *OSRoot) Remove(name string) error                  { return o.r.Remove(name) }
 
+// ReadDir lists a directory under the root: the proxy-plugin check reads
+// the drop-ins next to berth's.
+func (o *OSRoot) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(o.r.FS(), name) }
+
 // OpenFile opens name in the root.
 func (o *OSRoot) OpenFile(name string, flag int, perm fs.FileMode) (WFile, error) {
 	return o.r.OpenFile(name, flag, perm)

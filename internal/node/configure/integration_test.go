@@ -67,8 +67,8 @@ func assertHandler(t *testing.T, st *cri.Status, p platform.Platform, v int) {
 	}
 	// containerd 1.6 has no per-handler snapshotter (1.7 added it): its
 	// CRI config has no such field to report.
-	if v >= 3 && h.Snapshotter != p.Snapshotter().String() {
-		t.Errorf("%s: snapshotter %q, want %q", p.Handler(), h.Snapshotter, p.Snapshotter())
+	if v >= 3 && h.Snapshotter != configure.HandlerSnapshotter(p) {
+		t.Errorf("%s: snapshotter %q, want %q", p.Handler(), h.Snapshotter, configure.HandlerSnapshotter(p))
 	}
 	if _, ok := st.Handlers["runc"]; !ok {
 		t.Errorf("the node's own runc handler is gone: %v", st.Names())

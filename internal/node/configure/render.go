@@ -92,6 +92,12 @@ type File struct {
 	Format string `json:"format"`
 	// Purpose says what the file is for, in messages.
 	Purpose string `json:"purpose"`
+	// Proxy is the containerd proxy plugin the file defines (nil for
+	// most), and ScanProxies the configs (a "DIR/*.toml" for a drop-in
+	// directory) apply reads first to refuse an entry of the same name
+	// or address that berth did not write.
+	Proxy       *ProxyPlugin `json:"-"`
+	ScanProxies []string     `json:"-"`
 }
 
 // Condition is when a Block is needed.
@@ -166,6 +172,13 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 	if err != nil {
 		return nil, err
 	}
+	snap, err := snapshotterFiles(p, t, opt.Paths, rt)
+	if err != nil {
+		return nil, err
+	}
+	// The snapshotter's files go first, so that the proxy plugin is in the
+	// config before a handler names it.
+	r.Host = append(r.Host, snap...)
 	r.Host = append(r.Host, rt...)
 	r.RuntimeClass = RuntimeClass(p, RuntimeClassOptions{TEELabels: opt.TEELabels})
 	return r, nil
@@ -202,7 +215,7 @@ func containerdHandler(d *doc, p platform.Platform, version int, ps Paths) {
 	d.kv("runtime_path", ps.Shim(p))
 	d.kv("privileged_without_host_devices", true)
 	d.kv("pod_annotations", podAnnotations)
-	d.kv("snapshotter", p.Snapshotter().String())
+	d.kv("snapshotter", HandlerSnapshotter(p))
 	d.table("plugins", plugin, "containerd", "runtimes", p.Handler(), "options")
 	d.kv("ConfigPath", ps.KataConfig(p))
 }
