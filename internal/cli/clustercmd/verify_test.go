@@ -1,7 +1,6 @@
 package clustercmd
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,11 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/testkit/critest"
@@ -107,13 +101,7 @@ func TestVerifySandbox(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "invocations")
 	fail := testnode.BuildFailShim(t, dir, marker)
-	table := func(name, typ, path, opts string) string {
-		s := fmt.Sprintf("\n[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.%s]\n  runtime_type = %q\n  runtime_path = %q\n", name, typ, path)
-		if opts != "" {
-			s += fmt.Sprintf("  [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.%s.options]\n%s", name, opts)
-		}
-		return s
-	}
+	table := testnode.RuntimeTable
 	n := testnode.StartRuntime(t, testnode.RuntimeOptions{Runtimes: table("kata-qemu", "io.containerd.runc.v2", os.Getenv(testnode.ShimEnv),
 		fmt.Sprintf("    Root = %q\n", filepath.Join(dir, "runc"))) +
 		table("kata-clh", "io.containerd.berth-fail.v2", fail, "") +
@@ -156,30 +144,9 @@ func TestVerifySandbox(t *testing.T) {
 			if _, err := os.Stat(marker); (err == nil) != tc.shimRuns {
 				t.Errorf("shim run: %v, want %v", err == nil, tc.shimRuns)
 			}
-			if left := leftSandboxes(t, n.ContainerdSocket); len(left) > 0 {
+			if left := n.Sandboxes(t, ""); len(left) > 0 {
 				t.Errorf("sandboxes left behind: %v", left)
 			}
 		})
 	}
-}
-
-// leftSandboxes lists the pod sandboxes containerd still has.
-func leftSandboxes(t *testing.T, sock string) []string {
-	t.Helper()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	list, err := runtimeapi.NewRuntimeServiceClient(conn).ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, sb := range list.Items {
-		out = append(out, sb.Id+" "+sb.Metadata.GetName())
-	}
-	return out
 }

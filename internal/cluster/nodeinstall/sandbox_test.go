@@ -43,13 +43,7 @@ func TestVerifierProvesSandbox(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "invocations")
 	fail := testnode.BuildFailShim(t, dir, marker)
-	table := func(name, typ, path, opts string) string {
-		s := fmt.Sprintf("\n[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.%s]\n  runtime_type = %q\n  runtime_path = %q\n", name, typ, path)
-		if opts != "" {
-			s += fmt.Sprintf("  [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.%s.options]\n%s", name, opts)
-		}
-		return s
-	}
+	table := testnode.RuntimeTable
 	n := testnode.StartRuntime(t, testnode.RuntimeOptions{Runtimes: table("kata-qemu", "io.containerd.runc.v2", os.Getenv(testnode.ShimEnv),
 		fmt.Sprintf("    Root = %q\n", filepath.Join(dir, "runc"))) +
 		table("kata-clh", "io.containerd.berth-fail.v2", fail, "") +

@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/testkit/testnode"
@@ -54,7 +50,7 @@ func TestProveSandbox(t *testing.T) {
 			if res.Outcome != tc.want || !strings.Contains(res.Error, tc.text) || res.Cleanup != "" {
 				t.Errorf("got %+v, want %s with %q", res, tc.want, tc.text)
 			}
-			if left := berthSandboxes(t, n.ContainerdSocket); len(left) > 0 {
+			if left := n.Sandboxes(t, cri.LabelKey); len(left) > 0 {
 				t.Errorf("sandboxes left behind: %v", left)
 			}
 		})
@@ -79,35 +75,12 @@ func TestProveSandboxCancelled(t *testing.T) {
 	if err != nil || res.Outcome != cri.SandboxFail || !strings.Contains(res.Error, "cancelled") || res.Duration == 0 {
 		t.Errorf("cancelled proof: %+v, %v", res, err)
 	}
-	if left := berthSandboxes(t, n.ContainerdSocket); len(left) > 0 {
+	if left := n.Sandboxes(t, cri.LabelKey); len(left) > 0 {
 		t.Errorf("sandboxes left behind after a cancelled proof: %v", left)
 	}
 	if _, err := cri.ProveSandbox(ctx, n.ContainerdSocket, "berth-runc", t.TempDir(), time.Minute); err == nil {
 		t.Error("a proof on a cancelled context started")
 	}
-}
-
-// berthSandboxes lists the sandboxes berth labelled.
-func berthSandboxes(t *testing.T, sock string) []string {
-	t.Helper()
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	list, err := runtimeapi.NewRuntimeServiceClient(conn).ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, sb := range list.Items {
-		if _, ok := sb.Labels[cri.LabelKey]; ok {
-			out = append(out, sb.Id+" "+sb.Metadata.GetName()+" "+sb.State.String())
-		}
-	}
-	return out
 }
 
 // TestSkipReason: which hosts cannot prove which handlers.

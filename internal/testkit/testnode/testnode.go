@@ -213,19 +213,7 @@ func Start(t testing.TB, env *testenv.Env, opts Options) *Node {
 	if err := n.writeCNI(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(n.ContainerdConfig, []byte(containerdConfig(filepath.Join(dir, "containerd"), n.ContainerdSocket, shim, tl.runc, !canLowerOOMScore())), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	n.Containerd = NewSupervisor("containerd", []string{bin, "--config", n.ContainerdConfig}, n.criReady)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err = n.Containerd.Start(ctx)
-	cancel()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, n.Containerd.Log())
-	}
-	if err := n.importImage(context.Background(), pause); err != nil {
-		t.Fatal(err)
-	}
+	n.startContainerd(t, bin, containerdConfig(filepath.Join(dir, "containerd"), n.ContainerdSocket, shim, tl.runc, !canLowerOOMScore()), pause)
 	if err := env.StartNodeComponents(opts.Log); err != nil {
 		t.Fatal(err)
 	}
@@ -441,6 +429,31 @@ func (n *Node) stop() error {
 	return errors.Join(errs...)
 }
 
+// Sandboxes lists the pod sandboxes the node's containerd has (with
+// label set, only those carrying that label key), as "ID NAME STATE", so
+// that a test can prove that nothing was left behind.
+func (n *Node) Sandboxes(t testing.TB, label string) []string {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+n.ContainerdSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list, err := runtimeapi.NewRuntimeServiceClient(conn).ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, sb := range list.Items {
+		if _, ok := sb.Labels[label]; label == "" || ok {
+			out = append(out, sb.Id+" "+sb.Metadata.GetName()+" "+sb.State.String())
+		}
+	}
+	return out
+}
+
 // removeSandboxes stops and removes every pod sandbox through CRI, as the
 // kubelet would for deleted pods: containerd kills the containers,
 // unmounts their root file systems and runs CNI DEL.
@@ -566,6 +579,17 @@ type RuntimeOptions struct {
 	Runtimes string
 }
 
+// RuntimeTable is one handler's table for RuntimeOptions.Runtimes: its
+// runtime type and shim path, and opts (TOML lines, may be empty) as its
+// options table.
+func RuntimeTable(name, typ, path, opts string) string {
+	s := fmt.Sprintf("\n[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.%s]\n  runtime_type = %q\n  runtime_path = %q\n", name, typ, path)
+	if opts != "" {
+		s += fmt.Sprintf("  [plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.%s.options]\n%s", name, opts)
+	}
+	return s
+}
+
 // StartRuntime starts a node's containerd alone, without a kubelet or a
 // control plane: the same config (the pause image imported, a CNI bridge
 // of its own, runc's shim) plus opts.Runtimes, so that a test can start
@@ -622,13 +646,21 @@ func StartRuntime(t testing.TB, opts RuntimeOptions) *Node {
 	if err := n.writeCNI(); err != nil {
 		t.Fatal(err)
 	}
-	conf := containerdConfig(filepath.Join(dir, "containerd"), n.ContainerdSocket, shim, tl.runc, !canLowerOOMScore()) + opts.Runtimes
+	n.startContainerd(t, bin, containerdConfig(filepath.Join(dir, "containerd"), n.ContainerdSocket, shim, tl.runc, !canLowerOOMScore())+opts.Runtimes, pause)
+	return n
+}
+
+// startContainerd writes conf as the node's containerd config, starts
+// containerd bin under a supervisor until its CRI answers, and imports the
+// pause image, which every pod sandbox needs.
+func (n *Node) startContainerd(t testing.TB, bin, conf, pause string) {
+	t.Helper()
 	if err := os.WriteFile(n.ContainerdConfig, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	n.Containerd = NewSupervisor("containerd", []string{bin, "--config", n.ContainerdConfig}, n.criReady)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	err = n.Containerd.Start(ctx)
+	err := n.Containerd.Start(ctx)
 	cancel()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, n.Containerd.Log())
@@ -636,5 +668,4 @@ func StartRuntime(t testing.TB, opts RuntimeOptions) *Node {
 	if err := n.importImage(context.Background(), pause); err != nil {
 		t.Fatal(err)
 	}
-	return n
 }
