@@ -44,6 +44,7 @@ type nodeInstallerFlags struct {
 	kubeconfig       string
 	healthAddr       string
 	restartLease     string
+	startupTaint     string
 	parallel         int
 	ignore           []string
 }
@@ -105,6 +106,7 @@ rollout waits on this node.`,
 	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringVar(&fl.healthAddr, "health-addr", ":8081", "address serving /healthz and /readyz (empty: none)")
 	f.StringVar(&fl.restartLease, "restart-lease", "", "NAMESPACE/NAME of a coordination.k8s.io Lease held while this node restarts its runtime, so that at most one node of the cluster does at a time (empty: no lock)")
+	f.StringVar(&fl.startupTaint, "startup-taint", "", "KEY[=VALUE]:EFFECT of a taint the operator puts on nodes at registration (e.g. berth.dev/runtime-not-ready:NoSchedule), removed from this node once every platform's handler is verified live; a failed install keeps it (empty: none)")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
 	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings, so that the platform installs anyway (comma-separated, case-insensitive; \"all\" only alone), as berth check --ignore")
 	cmd.AddCommand(newTeardownCmd(g))
@@ -123,7 +125,7 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 		ContainerdConfig: fl.containerdConfig, CRIOConfig: fl.crioConfig, RuntimeUnit: fl.runtimeUnit, RuntimeSocket: fl.runtimeSocket,
 		SystemdSocket: fl.systemdSocket, ConfigVersion: fl.configVersion, KataDeployLabels: fl.kataDeployLabels,
 		VerifySandbox: fl.verifySandbox, SandboxTimeout: fl.sandboxTimeout,
-		RestartLease: fl.restartLease, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
+		RestartLease: fl.restartLease, StartupTaint: fl.startupTaint, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
 	}, nil
 }
 

@@ -156,6 +156,10 @@ type Config struct {
 	// KataDeployLabels also sets kata-deploy's KataDeployLabel on a node
 	// where a platform was installed.
 	KataDeployLabels bool
+	// StartupTaint, when set, is removed from the Node after a run in
+	// which every platform's handler is verified live, and kept after any
+	// other (nil: none).
+	StartupTaint *StartupTaint
 	// Log receives progress; nil discards.
 	Log *slog.Logger
 	// Now is the clock of Events; nil is time.Now.
@@ -283,6 +287,8 @@ type Report struct {
 	// v1alpha1.InstallStatusAnnotation (nil after cleanup, which removes
 	// it), which the agent publishes in the NodeReport.
 	InstallStatus *v1alpha1.InstallStatus `json:"installStatus,omitempty"`
+	// TaintRemoved says the run removed the startup taint from the Node.
+	TaintRemoved bool `json:"taintRemoved,omitempty"`
 	// Events are the reasons of the Events written.
 	Events []string `json:"events,omitempty"`
 }
@@ -446,6 +452,13 @@ func (n *Installer) install(ctx context.Context, lk *restartLock) (*Report, erro
 		return rep, err
 	}
 	rep.InstallStatus = &st
+	// Every listed platform installed and its handler verified live: the
+	// pods that need it may come.
+	if len(notReady) == 0 && len(ready) > 0 {
+		if rep.TaintRemoved, err = n.removeStartupTaint(ctx); err != nil {
+			return rep, err
+		}
+	}
 	for _, r := range rep.Platforms {
 		if r.Status != StatusNotReady {
 			continue

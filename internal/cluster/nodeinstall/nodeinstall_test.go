@@ -69,6 +69,8 @@ type node struct {
 	// failStarts is how many of the next starts of containerd fail, as a
 	// configuration that breaks the runtime would make them.
 	failStarts atomic.Int32
+	// startupTaint is the installers' Config.StartupTaint.
+	startupTaint *StartupTaint
 }
 
 // leaseName is the restart Lease of a node's tests: one per node, so that
@@ -125,6 +127,7 @@ func (n *node) installer(t *testing.T, plats []platform.Platform, kataDeploy boo
 		Discover:         discover.Options{Now: time.Now},
 		Runtime:          finder.Find,
 		KataDeployLabels: kataDeploy,
+		StartupTaint:     n.startupTaint,
 		RestartLease: &RestartLease{Client: dyn, Namespace: "default", Name: n.leaseName(), Holder: n.name,
 			Poll: 50 * time.Millisecond, Waiting: func(h string) { n.waitedFor = append(n.waitedFor, h) }},
 	}, dyn)

@@ -61,6 +61,9 @@ type Options struct {
 	// with it (Config.Sandbox), within SandboxTimeout (0: 2 min).
 	VerifySandbox  bool
 	SandboxTimeout time.Duration
+	// StartupTaint is KEY[=VALUE]:EFFECT, the taint to remove from the
+	// Node once every platform is installed ("": none).
+	StartupTaint string
 	// Getenv reads the environment the defaults come from; nil reads
 	// none.
 	Getenv func(string) string
@@ -90,6 +93,8 @@ type Settings struct {
 	Check check.Options
 	// LeaseNamespace and LeaseName name the restart Lease ("": none).
 	LeaseNamespace, LeaseName string
+	// StartupTaint is the startup taint (nil: none).
+	StartupTaint *StartupTaint
 
 	opt Options
 }
@@ -154,6 +159,11 @@ func (o Options) Check() (*Settings, error) {
 			return nil, usage(fmt.Errorf("--restart-lease %q: expected NAMESPACE/NAME", o.RestartLease))
 		}
 		s.LeaseNamespace, s.LeaseName = ns, name
+	}
+	if o.StartupTaint != "" {
+		if s.StartupTaint, err = ParseStartupTaint(o.StartupTaint); err != nil {
+			return nil, usage(fmt.Errorf("--startup-taint: %w", err))
+		}
 	}
 	return s, nil
 }
@@ -233,6 +243,7 @@ func (s *Settings) Config(h Host) (Config, error) {
 		Discover:         h.Discover,
 		Check:            s.Check,
 		KataDeployLabels: o.KataDeployLabels,
+		StartupTaint:     s.StartupTaint,
 		Log:              h.Log,
 	}
 	cfg.Discover.Log = h.Log

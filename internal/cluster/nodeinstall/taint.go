@@ -1,0 +1,121 @@
+package nodeinstall
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/retry"
+)
+
+// ParseTaint parses a startup taint given as KEY[=VALUE]:EFFECT, as
+// kubelet's --register-with-taints names one: KEY a qualified name, VALUE
+// a label value and EFFECT NoSchedule, PreferNoSchedule or NoExecute.
+func ParseTaint(s string) (corev1.Taint, error) {
+	i := strings.LastIndex(s, ":")
+	if i < 0 {
+		return corev1.Taint{}, fmt.Errorf("taint %q: expected KEY[=VALUE]:EFFECT", s)
+	}
+	kv, effect := s[:i], corev1.TaintEffect(s[i+1:])
+	key, value, _ := strings.Cut(kv, "=")
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return corev1.Taint{}, fmt.Errorf("taint %q: key %q: %s", s, key, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+		return corev1.Taint{}, fmt.Errorf("taint %q: value %q: %s", s, value, strings.Join(errs, "; "))
+	}
+	switch effect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return corev1.Taint{}, fmt.Errorf("taint %q: effect %q: expected NoSchedule, PreferNoSchedule or NoExecute", s, effect)
+	}
+	return corev1.Taint{Key: key, Value: value, Effect: effect}, nil
+}
+
+// StartupTaint is the taint the node-installer removes from its Node once
+// every platform's handler is verified live.
+type StartupTaint struct {
+	// Taint is matched by key and effect, and by value when MatchValue.
+	Taint      corev1.Taint
+	MatchValue bool
+}
+
+// ParseStartupTaint parses --startup-taint: a value, when given, must
+// match too.
+func ParseStartupTaint(s string) (*StartupTaint, error) {
+	t, err := ParseTaint(s)
+	if err != nil {
+		return nil, err
+	}
+	return &StartupTaint{Taint: t, MatchValue: strings.Contains(s[:strings.LastIndex(s, ":")], "=")}, nil
+}
+
+// String is the taint as ParseStartupTaint reads it.
+func (st *StartupTaint) String() string {
+	s := st.Taint.Key
+	if st.MatchValue {
+		s += "=" + st.Taint.Value
+	}
+	return s + ":" + string(st.Taint.Effect)
+}
+
+// matches reports whether t is the startup taint.
+func (st *StartupTaint) matches(t corev1.Taint) bool {
+	return t.Key == st.Taint.Key && t.Effect == st.Taint.Effect && (!st.MatchValue || t.Value == st.Taint.Value)
+}
+
+// removeStartupTaint removes the configured startup taint from the node,
+// and only it: a JSON merge patch of spec.taints without it, under the
+// resourceVersion read (so a taint someone else added meanwhile is a
+// conflict, retried on a fresh read, not lost). A node without the taint
+// gets no write. It reports whether it wrote.
+func (n *Installer) removeStartupTaint(ctx context.Context) (bool, error) {
+	st := n.cfg.StartupTaint
+	if st == nil {
+		return false, nil
+	}
+	wrote := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := n.getNode(ctx)
+		if err != nil {
+			return err
+		}
+		keep := make([]corev1.Taint, 0, len(node.Spec.Taints))
+		for _, t := range node.Spec.Taints {
+			if !st.matches(t) {
+				keep = append(keep, t)
+			}
+		}
+		if len(keep) == len(node.Spec.Taints) {
+			return nil
+		}
+		var taints any = keep
+		if len(keep) == 0 {
+			taints = nil
+		}
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": node.ResourceVersion},
+			"spec":     map[string]any{"taints": taints},
+		})
+		if err != nil {
+			return fmt.Errorf("encoding the taint patch: %w", err)
+		}
+		if _, err := n.dyn.Resource(nodesResource).Patch(ctx, n.cfg.NodeName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+			return err
+		}
+		wrote = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("removing the startup taint %s from node %s: %w", st, n.cfg.NodeName, err)
+	}
+	if wrote {
+		n.cfg.Log.Info("startup taint removed", "node", n.cfg.NodeName, "taint", st.String())
+	}
+	return wrote, nil
+}
