@@ -688,6 +688,28 @@ func TestChartInstall(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "'edge-agent'") || !strings.Contains(err.Error(), "may only write the nodereports named node-edge") {
 		t.Errorf("the release's agent writing another node's NodeReport: want a refusal by policy edge-agent, got %v", err)
 	}
+
+	// The release's node-installer may remove the startup taint the
+	// values configure (example.com/kata-not-ready), not the base's key.
+	admin := testenv.Clientset(t, env.Admin)
+	createNode(t, admin, "node-edge-ni", nil)
+	const configured = `{"key":"example.com/kata-not-ready","value":"true","effect":"NoExecute"}`
+	const baseKey = `{"key":"berth.dev/runtime-not-ready","effect":"NoSchedule"}`
+	if err := mergePatchNode(ctx(t), env.Admin, "node-edge-ni", `{"spec":{"taints":[`+configured+`,`+baseKey+`]}}`); err != nil {
+		t.Fatal(err)
+	}
+	installer := env.AsServiceAccount(ns, "edge-node-installer", "node-edge-ni")
+	waitPolicy(t, "edge-node-installer", func(c context.Context) error {
+		return mergePatchNode(c, env.AsServiceAccount(ns, "edge-node-installer", "policy-probe"), "node-edge-ni", `{"metadata":{"labels":{"berth.dev/installed.probe":"true"}}}`)
+	})
+	runAccessCases(t, []accessCase{
+		{"remove the base's startup taint", func(c context.Context) error {
+			return mergePatchNode(c, installer, "node-edge-ni", `{"spec":{"taints":[`+configured+`]}}`)
+		}, false, "may only remove the startup taint example.com/kata-not-ready from its node"},
+		{"remove the configured startup taint", func(c context.Context) error {
+			return mergePatchNode(c, installer, "node-edge-ni", `{"spec":{"taints":[`+baseKey+`]}}`)
+		}, true, ""},
+	})
 }
 
 // waitPolicy waits until the API server enforces the ValidatingAdmissionPolicy

@@ -46,6 +46,13 @@ func TestNodeInstallerConfinement(t *testing.T) {
 		return mergePatchNode(c, probe, "ni-b", `{"metadata":{"labels":{"berth.dev/installed.probe":"true"}}}`)
 	})
 	waitPolicy(t, sa+"-events", func(c context.Context) error { return nodeEvent(c, probe, "ni-b.berth-probe", "ni-b") })
+	// The startup taint (the base's key) and two others, one with the
+	// same key: kubelet's --register-with-taints and other controllers.
+	const startup = `{"key":"berth.dev/runtime-not-ready","effect":"NoSchedule"}`
+	const gpu = `{"key":"example.com/gpu","value":"true","effect":"NoSchedule"}`
+	if err := mergePatchNode(ctx(t), env.Admin, "ni-a", `{"spec":{"taints":[`+startup+`,`+gpu+`]}}`); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []accessCase{
 		{"set own installed labels", func(c context.Context) error {
@@ -80,8 +87,23 @@ func TestNodeInstallerConfinement(t *testing.T) {
 			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"labels":{"node-role.kubernetes.io/tee":""}}}`)
 		}, false, "only add, change or remove the node labels berth.dev/installed.*"},
 		{"taint own node", func(c context.Context) error {
-			return mergePatchNode(c, onA, "ni-a", `{"spec":{"taints":[{"key":"k","effect":"NoSchedule"}]}}`)
-		}, false, "spec, finalizers and owners must not change"},
+			return mergePatchNode(c, onA, "ni-a", `{"spec":{"taints":[`+startup+`,`+gpu+`,{"key":"k","effect":"NoSchedule"}]}}`)
+		}, false, "may only remove the startup taint berth.dev/runtime-not-ready from its node"},
+		{"remove another taint", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"spec":{"taints":[`+startup+`]}}`)
+		}, false, "may only remove the startup taint berth.dev/runtime-not-ready from its node"},
+		{"cordon own node", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"spec":{"unschedulable":true}}`)
+		}, false, "the rest of spec, finalizers and owners must not change"},
+		{"remove the startup taint and cordon", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"spec":{"taints":[`+gpu+`],"unschedulable":true}}`)
+		}, false, "the rest of spec, finalizers and owners must not change"},
+		{"remove the startup taint from another node", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-b", `{"spec":{"taints":null}}`)
+		}, false, "may only update the node named ni-a, not update ni-b"},
+		{"remove the startup taint", func(c context.Context) error {
+			return mergePatchNode(c, onA, "ni-a", `{"spec":{"taints":[`+gpu+`]}}`)
+		}, true, ""},
 		{"record own install status", func(c context.Context) error {
 			return mergePatchNode(c, onA, "ni-a", `{"metadata":{"annotations":{"berth.dev/install-status":"{\"schema\":1,\"platforms\":[{\"name\":\"k3s-qemu-tdx\",\"state\":\"failed\",\"error\":\"boom\"}]}"}}}`)
 		}, true, ""},
@@ -111,6 +133,9 @@ func TestNodeInstallerConfinement(t *testing.T) {
 	n, err := admin.CoreV1().Nodes().Get(ctx(t), "ni-a", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "example.com/gpu" || n.Spec.Unschedulable {
+		t.Errorf("ni-a taints = %+v (unschedulable %v), want example.com/gpu's alone", n.Spec.Taints, n.Spec.Unschedulable)
 	}
 	want := map[string]string{"kubernetes.io/hostname": "ni-a", "berth.dev/platform.k3s-qemu-tdx": "true",
 		"berth.dev/installed.k3s-qemu-tdx": "true", "berth.dev/installed.k3s-qemu-none": "true"}

@@ -16,6 +16,19 @@ longest suffix (-node-installer-teardown) keeps names under 63.
 
 {{- define "berth.agent" -}}{{ include "berth.fullname" . }}-agent{{- end -}}
 {{- define "berth.nodeInstaller" -}}{{ include "berth.fullname" . }}-node-installer{{- end -}}
+{{- /*
+The key of nodeInstaller.startupTaint (KEY[=VALUE]:EFFECT), the only taint
+the node-installer's admission policy lets it remove; berth's own
+berth.dev/runtime-not-ready when unset, as in the kustomize base.
+*/ -}}
+{{- define "berth.startupTaintKey" -}}
+{{- $t := .Values.nodeInstaller.startupTaint | default "" -}}
+{{- if $t }}
+{{- if not (regexMatch "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?(=[A-Za-z0-9_.-]*)?:(NoSchedule|PreferNoSchedule|NoExecute)$" $t) }}
+{{- fail (printf "nodeInstaller.startupTaint %q: expected KEY[=VALUE]:EFFECT, EFFECT NoSchedule, PreferNoSchedule or NoExecute" $t) }}
+{{- end }}
+{{- regexReplaceAll "[=:].*$" $t "" }}{{ else }}berth.dev/runtime-not-ready{{ end -}}
+{{- end -}}
 {{- define "berth.teardown" -}}{{ include "berth.fullname" . }}-node-installer-teardown{{- end -}}
 
 {{- /* Labels on every object: the base's part-of plus Helm's own. */ -}}
