@@ -69,7 +69,9 @@ restart waits for a Lease that one node holds at a time, so that even the
 DaemonSet's first rollout restarts one node's runtime at a time. A platform that is not ready
 gets no files, the label berth.dev/installed.<platform>=no and a Node
 Event (BerthPlatformNotReady) naming the first failing check and its
-remedy.
+remedy. With --startup-taint, a run that installs every platform with its
+handler verified live then removes that taint (the operator registers
+nodes with it) from this node, and no other; a failed run keeps it.
 
 In cleanup mode (--mode cleanup, or BERTH_NODE_INSTALLER_MODE=cleanup, set
 by the Helm pre-delete hook through node-installer teardown) it removes the
