@@ -7,15 +7,21 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/runtimectl/systemdbus"
 	"berth.dev/berth/internal/testkit/critest"
 	"berth.dev/berth/internal/testkit/testsystemd"
+	"berth.dev/berth/platform"
 )
 
 // setTaints gives the node these taints, as kubelet's
@@ -45,7 +51,7 @@ func nodeTaints(t *testing.T, dyn dynamic.Interface, name string) ([]corev1.Tain
 // TestStartupTaint: the startup taint (key and effect) leaves the node
 // with the run that installs every platform, and nothing else does: the
 // node's other taints, one with the same key but another effect among
-// them, stay; a failed install keeps it; a node without it gets no write.
+// them, stay; a failed install, or a platform not ready, keeps it; a node without it gets no write.
 func TestStartupTaint(t *testing.T) {
 	ctx := context.Background()
 	dyn := dynClient(t)
@@ -77,6 +83,39 @@ func TestStartupTaint(t *testing.T) {
 		}
 		if rep != nil && rep.TaintRemoved {
 			t.Error("report says the taint was removed")
+		}
+	})
+
+	t.Run("platform not ready keeps it", func(t *testing.T) {
+		root := copyFixture(t, "cloud-vm-no-nested")
+		createNode(t, dyn, "ni-taint-notready", nil)
+		setTaints(t, dyn, "ni-taint-notready", tainted)
+		hostRoot, err := hostfs.OpenDir(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := New(Config{
+			NodeName: "ni-taint-notready", Root: hostRoot, HostDir: root, Prefix: "/opt/berth",
+			Platforms: mustPlatforms(t, "kubeadm-qemu-none"),
+			Manifest:  newTestRelease(t).Manifest, Fetcher: fetch.New(nil, ""),
+			Discover: discover.Options{Now: time.Now},
+			Runtime: func(context.Context, platform.Layout) (configure.Runtime, error) {
+				return nil, os.ErrNotExist
+			},
+			StartupTaint: st,
+		}, clientAs(t, "berth-node-installer-test", installerRules))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := in.Run(ctx, ModeInstall)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Platforms) != 1 || rep.Platforms[0].Status != StatusNotReady || rep.TaintRemoved {
+			t.Errorf("report: %+v, taint removed %v", rep.Platforms, rep.TaintRemoved)
+		}
+		if got, _ := nodeTaints(t, dyn, "ni-taint-notready"); !reflect.DeepEqual(got, tainted) {
+			t.Errorf("taints after a run with a platform not ready: %+v; want %+v", got, tainted)
 		}
 	})
 
