@@ -100,12 +100,7 @@ current-context: x
 func TestVerifySandbox(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "invocations")
-	fail := testnode.BuildFailShim(t, dir, marker)
-	table := testnode.RuntimeTable
-	n := testnode.StartRuntime(t, testnode.RuntimeOptions{Runtimes: table("kata-qemu", "io.containerd.runc.v2", os.Getenv(testnode.ShimEnv),
-		fmt.Sprintf("    Root = %q\n", filepath.Join(dir, "runc"))) +
-		table("kata-clh", "io.containerd.berth-fail.v2", fail, "") +
-		table("kata-qemu-snp", "io.containerd.kata-qemu-snp.v2", fail, "")})
+	n := testnode.StartSandboxHandlers(t, dir, marker)
 	noKVM := t.TempDir() // a host root without dev/kvm
 	// An offline host root with dev/kvm: discovery cannot open it, so the
 	// sandbox itself is the probe (and the test shim fails it).

@@ -42,12 +42,7 @@ func (r criRuntime) Handlers(ctx context.Context) ([]string, error) {
 func TestVerifierProvesSandbox(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "invocations")
-	fail := testnode.BuildFailShim(t, dir, marker)
-	table := testnode.RuntimeTable
-	n := testnode.StartRuntime(t, testnode.RuntimeOptions{Runtimes: table("kata-qemu", "io.containerd.runc.v2", os.Getenv(testnode.ShimEnv),
-		fmt.Sprintf("    Root = %q\n", filepath.Join(dir, "runc"))) +
-		table("kata-clh", "io.containerd.berth-fail.v2", fail, "") +
-		table("kata-qemu-snp", "io.containerd.kata-qemu-snp.v2", fail, "")})
+	n := testnode.StartSandboxHandlers(t, dir, marker)
 	noKVM := &facts.Facts{Live: true, Devices: facts.Devices{Nodes: map[string]facts.DeviceNode{"dev/kvm": {Exists: false}}}}
 	for _, tc := range []struct {
 		platform         string

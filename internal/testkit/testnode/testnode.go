@@ -590,6 +590,21 @@ func RuntimeTable(name, typ, path, opts string) string {
 	return s
 }
 
+// StartSandboxHandlers starts a node's containerd alone (StartRuntime)
+// with the three handlers the sandbox-proof tests need: kata-qemu on
+// runc's shim, whose sandboxes start; kata-clh on the failing test shim
+// (BuildFailShim), which fails as Kata's shim does; and kata-qemu-snp, a
+// Kata runtime type on the same failing shim, for the cases that must
+// never run it. The failing shim touches marker each time it runs.
+func StartSandboxHandlers(t testing.TB, dir, marker string) *Node {
+	t.Helper()
+	fail := BuildFailShim(t, dir, marker)
+	return StartRuntime(t, RuntimeOptions{Runtimes: RuntimeTable("kata-qemu", "io.containerd.runc.v2", os.Getenv(ShimEnv),
+		fmt.Sprintf("    Root = %q\n", filepath.Join(dir, "runc"))) +
+		RuntimeTable("kata-clh", "io.containerd.berth-fail.v2", fail, "") +
+		RuntimeTable("kata-qemu-snp", "io.containerd.kata-qemu-snp.v2", fail, "")})
+}
+
 // StartRuntime starts a node's containerd alone, without a kubelet or a
 // control plane: the same config (the pause image imported, a CNI bridge
 // of its own, runc's shim) plus opts.Runtimes, so that a test can start
