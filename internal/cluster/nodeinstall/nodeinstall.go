@@ -160,6 +160,11 @@ type Config struct {
 	// which every platform's handler is verified live, and kept after any
 	// other (nil: none).
 	StartupTaint *StartupTaint
+	// AdvertiseTEEKeys advertises, in the Node's status.capacity, the
+	// number of keys of each TEE an installed platform uses
+	// (ResourceSNPKeys, ResourceTDXKeys), where the host's facts give it;
+	// without it, any the installer advertised before are removed.
+	AdvertiseTEEKeys bool
 	// Log receives progress; nil discards.
 	Log *slog.Logger
 	// Now is the clock of Events; nil is time.Now.
@@ -289,6 +294,11 @@ type Report struct {
 	InstallStatus *v1alpha1.InstallStatus `json:"installStatus,omitempty"`
 	// TaintRemoved says the run removed the startup taint from the Node.
 	TaintRemoved bool `json:"taintRemoved,omitempty"`
+	// TEEKeys are the TEE keys of the installed platforms (AdvertiseTEEKeys):
+	// those counted are advertised, the others say why not.
+	// TEEKeysChanged says the run wrote the Node's status.
+	TEEKeys        []TEEKeys `json:"teeKeys,omitempty"`
+	TEEKeysChanged bool      `json:"teeKeysChanged,omitempty"`
 	// Events are the reasons of the Events written.
 	Events []string `json:"events,omitempty"`
 }
@@ -452,6 +462,10 @@ func (n *Installer) install(ctx context.Context, lk *restartLock) (*Report, erro
 		return rep, err
 	}
 	rep.InstallStatus = &st
+	rep.TEEKeys = n.teeKeys(pre.Facts, ready)
+	if rep.TEEKeysChanged, err = n.applyTEEKeys(ctx, rep.TEEKeys); err != nil {
+		return rep, err
+	}
 	// Every listed platform installed and its handler verified live: the
 	// pods that need it may come.
 	if len(notReady) == 0 && len(ready) > 0 {
@@ -869,6 +883,11 @@ func (n *Installer) cleanup(ctx context.Context, lk *restartLock) (*Report, erro
 		if err != nil {
 			return rep, err
 		}
+	}
+	// The TEE keys go before the labels: a node without installed labels
+	// must advertise no keys for sandboxes it can no longer run.
+	if rep.TEEKeysChanged, err = n.applyTEEKeys(ctx, nil); err != nil {
+		return rep, err
 	}
 	rep.Labels = map[string]string{}
 	if rep.LabelsChanged, err = n.applyNode(ctx, rep.Labels, nil); err != nil {

@@ -71,6 +71,9 @@ type node struct {
 	failStarts atomic.Int32
 	// startupTaint is the installers' Config.StartupTaint.
 	startupTaint *StartupTaint
+	// teeKeys is the installers' Config.AdvertiseTEEKeys (with the RBAC
+	// on the Node's status that it needs).
+	teeKeys bool
 }
 
 // leaseName is the restart Lease of a node's tests: one per node, so that
@@ -116,6 +119,9 @@ func (n *node) installer(t *testing.T, plats []platform.Platform, kataDeploy boo
 	sd := systemdbus.Systemd{Socket: filepath.Join(n.root, systemdbus.PrivateSocket)}
 	finder := runtimectl.Finder{Units: sd, Ask: func(platform.Layout) runtimectl.Ask { return cri.Ask(n.dirs.Sock) }}
 	dyn := clientAs(t, "berth-node-installer-test", installerRules)
+	if n.teeKeys {
+		dyn = clientAs(t, "berth-node-installer-status-test", installerStatusRules)
+	}
 	in, err := New(Config{
 		NodeName:         n.name,
 		Root:             root,
@@ -128,6 +134,7 @@ func (n *node) installer(t *testing.T, plats []platform.Platform, kataDeploy boo
 		Runtime:          finder.Find,
 		KataDeployLabels: kataDeploy,
 		StartupTaint:     n.startupTaint,
+		AdvertiseTEEKeys: n.teeKeys,
 		RestartLease: &RestartLease{Client: dyn, Namespace: "default", Name: n.leaseName(), Holder: n.name,
 			Poll: 50 * time.Millisecond, Waiting: func(h string) { n.waitedFor = append(n.waitedFor, h) }},
 	}, dyn)

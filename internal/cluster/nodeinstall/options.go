@@ -64,6 +64,8 @@ type Options struct {
 	// StartupTaint is KEY[=VALUE]:EFFECT, the taint to remove from the
 	// Node once every platform is installed ("": none).
 	StartupTaint string
+	// AdvertiseTEEKeys is Config.AdvertiseTEEKeys.
+	AdvertiseTEEKeys bool
 	// Getenv reads the environment the defaults come from; nil reads
 	// none.
 	Getenv func(string) string
@@ -244,6 +246,7 @@ func (s *Settings) Config(h Host) (Config, error) {
 		Check:            s.Check,
 		KataDeployLabels: o.KataDeployLabels,
 		StartupTaint:     s.StartupTaint,
+		AdvertiseTEEKeys: o.AdvertiseTEEKeys,
 		Log:              h.Log,
 	}
 	cfg.Discover.Log = h.Log
