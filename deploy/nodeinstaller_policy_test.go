@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -147,5 +149,100 @@ func TestNodeInstallerConfinement(t *testing.T) {
 			t.Errorf("ni-a labels = %v, want %v", n.Labels, want)
 			break
 		}
+	}
+}
+
+// patchNodeStatus sends a patch of type pt to a Node's status
+// subresource, as the node-installer advertises its TEE keys (an apply)
+// and kubelet reports its capacity (a strategic merge).
+func patchNodeStatus(c context.Context, cfg *rest.Config, node string, pt types.PatchType, patch string) error {
+	opts := metav1.PatchOptions{}
+	if pt == types.ApplyPatchType {
+		force := true
+		opts = metav1.PatchOptions{FieldManager: "berth-node-installer", Force: &force}
+	}
+	_, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Nodes().Patch(c, node, pt, []byte(patch), opts, "status")
+	return err
+}
+
+// TestNodeInstallerTEEKeys checks what the node-installer may do to its
+// Node's status with the RBAC the chart adds for
+// nodeInstaller.advertiseTEEKeys (patch nodes/status): add, change and
+// remove the TEE key extended resources in its own node's
+// status.capacity, nothing else there, and nothing in another node's.
+func TestNodeInstallerTEEKeys(t *testing.T) {
+	installBase(t)
+	admin := testenv.Clientset(t, env.Admin)
+	const sa = "berth-node-installer"
+	createNode(t, admin, "ni-tee-a", nil)
+	createNode(t, admin, "ni-tee-b", nil)
+	kubelet := `{"status":{"capacity":{"cpu":"8","memory":"64Gi"},"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}`
+	for _, n := range []string{"ni-tee-a", "ni-tee-b"} {
+		if err := patchNodeStatus(ctx(t), env.Admin, n, types.StrategicMergePatchType, kubelet); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The rule the chart renders with nodeInstaller.advertiseTEEKeys.
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "berth-node-installer-tee-keys"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}}}}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx(t), role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "berth-node-installer-tee-keys"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: testenv.AgentNamespace}}}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx(t), binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	onA := env.AsServiceAccount(testenv.AgentNamespace, sa, "ni-tee-a")
+	probe := env.AsServiceAccount(testenv.AgentNamespace, sa, "policy-probe")
+	// Forbidden by the policy once it is in force (and RBAC lets it by).
+	waitPolicy(t, sa, func(c context.Context) error {
+		return patchNodeStatus(c, probe, "ni-tee-b", types.MergePatchType, `{"status":{"capacity":{"tdx.intel.com/keys":"31"}}}`)
+	})
+
+	apply := func(capacity string) string {
+		return `{"apiVersion":"v1","kind":"Node","metadata":{"name":"ni-tee-a"},"status":{"capacity":{` + capacity + `}}}`
+	}
+	tests := []accessCase{
+		{"advertise own TEE keys (apply)", func(c context.Context) error {
+			return patchNodeStatus(c, onA, "ni-tee-a", types.ApplyPatchType, apply(`"sev-snp.amd.com/esids":"99","tdx.intel.com/keys":"31"`))
+		}, true, ""},
+		{"withdraw own SNP keys (apply without them)", func(c context.Context) error {
+			return patchNodeStatus(c, onA, "ni-tee-a", types.ApplyPatchType, apply(`"tdx.intel.com/keys":"31"`))
+		}, true, ""},
+		{"change own TDX keys", func(c context.Context) error {
+			return patchNodeStatus(c, onA, "ni-tee-a", types.MergePatchType, `{"status":{"capacity":{"tdx.intel.com/keys":"15"}}}`)
+		}, true, ""},
+		{"advertise TEE keys on another node", func(c context.Context) error {
+			return patchNodeStatus(c, onA, "ni-tee-b", types.MergePatchType, `{"status":{"capacity":{"tdx.intel.com/keys":"31"}}}`)
+		}, false, "may only update the node named ni-tee-a, not update ni-tee-b"},
+		{"change kubelet's capacity", func(c context.Context) error {
+			return patchNodeStatus(c, onA, "ni-tee-a", types.MergePatchType, `{"status":{"capacity":{"cpu":"64"}}}`)
+		}, false, "only add, change or remove the extended resources sev-snp.amd.com/esids and tdx.intel.com/keys"},
+		{"remove kubelet's capacity", func(c context.Context) error {
+			return patchNodeStatus(c, onA, "ni-tee-a", types.MergePatchType, `{"status":{"capacity":{"memory":null}}}`)
+		}, false, "only add, change or remove the extended resources sev-snp.amd.com/esids and tdx.intel.com/keys"},
+		{"advertise another extended resource", func(c context.Context) error {
+			return patchNodeStatus(c, onA, "ni-tee-a", types.MergePatchType, `{"status":{"capacity":{"example.com/dongle":"4"}}}`)
+		}, false, "only add, change or remove the extended resources sev-snp.amd.com/esids and tdx.intel.com/keys"},
+		{"set own allocatable", func(c context.Context) error {
+			return patchNodeStatus(c, onA, "ni-tee-a", types.MergePatchType, `{"status":{"allocatable":{"tdx.intel.com/keys":"31"}}}`)
+		}, false, "may change nothing in its node's status but the TEE key resources"},
+		{"mark own node not ready", func(c context.Context) error {
+			return patchNodeStatus(c, onA, "ni-tee-a", types.StrategicMergePatchType, `{"status":{"conditions":[{"type":"Ready","status":"False","reason":"Evil"}]}}`)
+		}, false, "may change nothing in its node's status but the TEE key resources"},
+		{"withdraw own TEE keys (remove)", func(c context.Context) error {
+			return patchNodeStatus(c, onA, "ni-tee-a", types.MergePatchType, `{"status":{"capacity":{"tdx.intel.com/keys":null}}}`)
+		}, true, ""},
+	}
+	runAccessCases(t, tests)
+
+	n, err := admin.CoreV1().Nodes().Get(ctx(t), "ni-tee-a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Status.Capacity) != 2 || n.Status.Capacity.Cpu().String() != "8" || len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Status != corev1.ConditionTrue {
+		t.Errorf("ni-tee-a status after the cases: capacity %v, conditions %+v; want kubelet's alone", n.Status.Capacity, n.Status.Conditions)
 	}
 }

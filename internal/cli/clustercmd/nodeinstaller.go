@@ -45,6 +45,7 @@ type nodeInstallerFlags struct {
 	healthAddr       string
 	restartLease     string
 	startupTaint     string
+	advertiseTEEKeys bool
 	parallel         int
 	ignore           []string
 }
@@ -71,7 +72,11 @@ gets no files, the label berth.dev/installed.<platform>=no and a Node
 Event (BerthPlatformNotReady) naming the first failing check and its
 remedy. With --startup-taint, a run that installs every platform with its
 handler verified live then removes that taint (the operator registers
-nodes with it) from this node, and no other; a failed run keeps it.
+nodes with it) from this node, and no other; a failed run keeps it. With
+--advertise-tee-keys, the node's SEV-SNP ASIDs and TDX guest KeyIDs (from
+the boot log) are advertised in its status.capacity as the extended
+resources sev-snp.amd.com/esids and tdx.intel.com/keys, for the TEEs of
+the platforms installed; a count that is unknown is not, and says why.
 
 In cleanup mode (--mode cleanup, or BERTH_NODE_INSTALLER_MODE=cleanup, set
 by the Helm pre-delete hook through node-installer teardown) it removes the
@@ -109,6 +114,7 @@ rollout waits on this node.`,
 	f.StringVar(&fl.healthAddr, "health-addr", ":8081", "address serving /healthz and /readyz (empty: none)")
 	f.StringVar(&fl.restartLease, "restart-lease", "", "NAMESPACE/NAME of a coordination.k8s.io Lease held while this node restarts its runtime, so that at most one node of the cluster does at a time (empty: no lock)")
 	f.StringVar(&fl.startupTaint, "startup-taint", "", "KEY[=VALUE]:EFFECT of a taint the operator puts on nodes at registration (e.g. berth.dev/runtime-not-ready:NoSchedule), removed from this node once every platform's handler is verified live; a failed install keeps it (empty: none)")
+	f.BoolVar(&fl.advertiseTEEKeys, "advertise-tee-keys", false, "advertise the node's TEE keys as the extended resources sev-snp.amd.com/esids and tdx.intel.com/keys (kata-deploy's names) in its status.capacity, for the TEEs of the installed platforms; without it, those it advertised before are removed")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
 	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings, so that the platform installs anyway (comma-separated, case-insensitive; \"all\" only alone), as berth check --ignore")
 	cmd.AddCommand(newTeardownCmd(g))
@@ -127,7 +133,7 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 		ContainerdConfig: fl.containerdConfig, CRIOConfig: fl.crioConfig, RuntimeUnit: fl.runtimeUnit, RuntimeSocket: fl.runtimeSocket,
 		SystemdSocket: fl.systemdSocket, ConfigVersion: fl.configVersion, KataDeployLabels: fl.kataDeployLabels,
 		VerifySandbox: fl.verifySandbox, SandboxTimeout: fl.sandboxTimeout,
-		RestartLease: fl.restartLease, StartupTaint: fl.startupTaint, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
+		RestartLease: fl.restartLease, StartupTaint: fl.startupTaint, AdvertiseTEEKeys: fl.advertiseTEEKeys, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
 	}, nil
 }
 
