@@ -8,10 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 
 	"berth.dev/berth/internal/cli"
@@ -46,6 +49,7 @@ type nodeInstallerFlags struct {
 	restartLease     string
 	startupTaint     string
 	advertiseTEEKeys bool
+	runOnce          bool
 	parallel         int
 	ignore           []string
 }
@@ -84,7 +88,10 @@ runtime configuration (restart and verify again), everything berth
 installed under the prefix, and its labels.
 
 Either way it then stays running with /readyz ok on --health-addr, so that a
-rollout with maxUnavailable 1 goes one node at a time. A run that changes
+rollout with maxUnavailable 1 goes one node at a time. With --run-once (job
+mode's per-node Jobs, see dispatch) it exits instead: 0 when every platform
+was installed with its handler verified live (or, in cleanup, removed), 1
+when a platform is not ready or the run failed. A run that changes
 nothing restarts nothing. A failure exits 1: the pod restarts and the
 rollout waits on this node.`,
 		Example: `  berth-cluster --root /host --live node-installer -p kubeadm-qemu-snp \
@@ -115,9 +122,10 @@ rollout waits on this node.`,
 	f.StringVar(&fl.restartLease, "restart-lease", "", "NAMESPACE/NAME of a coordination.k8s.io Lease held while this node restarts its runtime, so that at most one node of the cluster does at a time (empty: no lock)")
 	f.StringVar(&fl.startupTaint, "startup-taint", "", "KEY[=VALUE]:EFFECT of a taint the operator puts on nodes at registration (e.g. berth.dev/runtime-not-ready:NoSchedule), removed from this node once every platform's handler is verified live; a failed install keeps it (empty: none)")
 	f.BoolVar(&fl.advertiseTEEKeys, "advertise-tee-keys", false, "advertise the node's TEE keys as the extended resources sev-snp.amd.com/esids and tdx.intel.com/keys (kata-deploy's names) in its status.capacity, for the TEEs of the installed platforms; without it, those it advertised before are removed")
+	f.BoolVar(&fl.runOnce, "run-once", false, "exit after the run (job mode): 0 when every platform is installed and verified, 1 otherwise; no health server")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
 	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings, so that the platform installs anyway (comma-separated, case-insensitive; \"all\" only alone), as berth check --ignore")
-	cmd.AddCommand(newTeardownCmd(g))
+	cmd.AddCommand(newTeardownCmd(g), newDispatchCmd(g))
 	return cmd
 }
 
@@ -203,7 +211,7 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	}
 
 	serveErr := make(chan error, 1)
-	if fl.healthAddr != "" {
+	if fl.healthAddr != "" && !fl.runOnce {
 		go func() { serveErr <- flagErr("--health-addr", serve.HTTP(ctx, fl.healthAddr, in.Health(), log)) }()
 	}
 	log.Info("berth node-installer starting", "node", set.NodeName, "mode", mode, "root", root.Path(), "platforms", fl.platforms, "prefix", fl.prefix)
@@ -219,6 +227,14 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	if err != nil {
 		stop()
 		return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("node-installer (%s) on %s: %w", mode, set.NodeName, err))
+	}
+	if fl.runOnce {
+		stop()
+		if bad := notInstalled(rep); len(bad) > 0 {
+			return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("node-installer on %s: not installed: %s", set.NodeName, strings.Join(bad, ", ")))
+		}
+		log.Info("done", "node", set.NodeName, "mode", mode)
+		return nil
 	}
 	log.Info("done; waiting to be stopped", "node", set.NodeName, "mode", mode)
 	// Stay running: a DaemonSet's pod that exits is restarted, and the
@@ -238,9 +254,117 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	return nil
 }
 
+// notInstalled names the platforms of an install run that are not
+// installed, with their blocking check.
+func notInstalled(rep *nodeinstall.Report) []string {
+	var out []string
+	for _, r := range rep.Platforms {
+		if r.Status == nodeinstall.StatusNotReady {
+			out = append(out, r.Platform+" ("+r.Blocker+")")
+		}
+	}
+	return out
+}
+
+// jobFlags are the flags that make a dispatch: dispatch's own, and
+// teardown's in job mode.
+type jobFlags struct {
+	template     string
+	nodeSelector string
+	parallelism  int
+}
+
+func (j *jobFlags) add(f *pflag.FlagSet) {
+	f.StringVar(&j.template, "job-template", "", "file holding the per-node Job (a batch/v1 Job running node-installer --run-once), as the chart mounts it from its ConfigMap")
+	f.StringVar(&j.nodeSelector, "node-selector", "", "label selector of the nodes to run on (empty: every node)")
+	f.IntVar(&j.parallelism, "parallelism", 1, "per-node Jobs unfinished at once")
+}
+
+// options reads the template; every error is a usage error.
+func (j *jobFlags) options(namespace string, log *slog.Logger) (*nodeinstall.DispatchOptions, error) {
+	if j.parallelism < 1 {
+		return nil, cli.UsageErr(fmt.Errorf("--parallelism %d: expected at least 1", j.parallelism))
+	}
+	if _, err := labels.Parse(j.nodeSelector); err != nil {
+		return nil, cli.UsageErr(fmt.Errorf("--node-selector %q: %w", j.nodeSelector, err))
+	}
+	data, err := os.ReadFile(j.template)
+	if err != nil {
+		return nil, cli.UsageErr(fmt.Errorf("--job-template: %w", err))
+	}
+	t, err := nodeinstall.ParseJobTemplate(data, j.template)
+	if err != nil {
+		return nil, cli.UsageErr(err)
+	}
+	return &nodeinstall.DispatchOptions{Namespace: namespace, Template: t, NodeSelector: j.nodeSelector, Parallelism: j.parallelism, Log: log}, nil
+}
+
+func newDispatchCmd(g *cli.Globals) *cobra.Command {
+	var jf jobFlags
+	var namespace, mode, kubeconfig string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "dispatch --namespace NS --job-template FILE",
+		Short: "Job mode: run the node-installer once on every selected node, as one node-pinned Job each",
+		Long: `dispatch lists the nodes --node-selector selects and creates, in --namespace,
+one Job per node from --job-template, pinned to its node by required node
+affinity, with at most --parallelism unfinished at once, and waits until all
+have finished. Each runs node-installer --run-once, so nothing privileged
+stays running. A rerun with the same template and mode creates nothing for
+a node whose Job is there; a failed Job is run again; Jobs of another
+template, mode or node are deleted. --mode cleanup --delete is the uninstall.
+
+Exit status: 0 every node's Job succeeded, 1 a Job failed or the timeout
+passed (the nodes are named), 2 usage error.`,
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if namespace == "" {
+				return cli.UsageErr(errors.New("--namespace is required"))
+			}
+			m, err := nodeinstall.ParseMode(mode)
+			if err != nil {
+				return cli.UsageErr(fmt.Errorf("--mode: %w", err))
+			}
+			log := slog.New(slog.NewTextHandler(g.Stderr(), nil))
+			opt, err := jf.options(namespace, log)
+			if err != nil {
+				return err
+			}
+			opt.Mode, opt.Timeout = m, timeout
+			opt.Delete, _ = cmd.Flags().GetBool("delete")
+			cfg, err := kubeConfig(kubeconfig)
+			if err != nil {
+				return cli.UsageErr(err)
+			}
+			dyn, err := dynamic.NewForConfig(cfg)
+			if err != nil {
+				return fmt.Errorf("creating the Kubernetes client: %w", err)
+			}
+			res, err := nodeinstall.Dispatch(cmd.Context(), dyn, *opt)
+			if res != nil {
+				b, _ := json.Marshal(res)
+				fmt.Fprintf(g.Stdout(), "%s\n", b)
+			}
+			if err != nil {
+				return cli.ExitErr(cli.ExitNotReady, err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	jf.add(f)
+	f.StringVar(&namespace, "namespace", "", "namespace of the Jobs")
+	f.StringVar(&mode, "mode", string(nodeinstall.ModeInstall), "install or cleanup")
+	f.Bool("delete", false, "delete the Jobs once every one succeeded")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	f.DurationVar(&timeout, "timeout", 30*time.Minute, "how long to wait for every node")
+	return cmd
+}
+
 func newTeardownCmd(g *cli.Globals) *cobra.Command {
 	var namespace, daemonset, agentDaemonset, kubeconfig string
 	var timeout time.Duration
+	var jf jobFlags
 	cmd := &cobra.Command{
 		Use:   "teardown --namespace NS --daemonset NAME",
 		Short: "Switch the node-installer DaemonSet to cleanup and wait until every node is clean (Helm pre-delete hook)",
@@ -253,8 +377,16 @@ Exit status: 0 every node is clean, 1 the timeout passed (the nodes and
 pods left are named), 2 usage error.`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if namespace == "" || daemonset == "" {
-				return cli.UsageErr(errors.New("--namespace and --daemonset are required"))
+			if namespace == "" || (daemonset == "") == (jf.template == "") {
+				return cli.UsageErr(errors.New("--namespace and one of --daemonset and --job-template (job mode) are required"))
+			}
+			log := slog.New(slog.NewTextHandler(g.Stderr(), nil))
+			var jobs *nodeinstall.DispatchOptions
+			if jf.template != "" {
+				var err error
+				if jobs, err = jf.options(namespace, log); err != nil {
+					return err
+				}
 			}
 			cfg, err := kubeConfig(kubeconfig)
 			if err != nil {
@@ -264,10 +396,13 @@ pods left are named), 2 usage error.`,
 			if err != nil {
 				return fmt.Errorf("creating the Kubernetes client: %w", err)
 			}
-			log := slog.New(slog.NewTextHandler(g.Stderr(), nil))
-			err = nodeinstall.Teardown(cmd.Context(), dyn, nodeinstall.TeardownOptions{Namespace: namespace, DaemonSet: daemonset, AgentDaemonSet: agentDaemonset, Timeout: timeout, Log: log})
+			err = nodeinstall.Teardown(cmd.Context(), dyn, nodeinstall.TeardownOptions{Namespace: namespace, DaemonSet: daemonset, AgentDaemonSet: agentDaemonset, Jobs: jobs, Timeout: timeout, Log: log})
 			if err != nil {
 				return cli.ExitErr(cli.ExitNotReady, err)
+			}
+			if jobs != nil {
+				fmt.Fprintf(g.Stdout(), "every node is clean: cleanup Jobs succeeded in %s\n", namespace)
+				return nil
 			}
 			fmt.Fprintf(g.Stdout(), "every node is clean: daemonset %s/%s ran cleanup\n", namespace, daemonset)
 			return nil
@@ -276,6 +411,7 @@ pods left are named), 2 usage error.`,
 	f := cmd.Flags()
 	f.StringVar(&namespace, "namespace", "", "namespace of the node-installer DaemonSet")
 	f.StringVar(&daemonset, "daemonset", "", "name of the node-installer DaemonSet")
+	jf.add(f)
 	f.StringVar(&agentDaemonset, "agent-daemonset", "", "name of the agent's DaemonSet in --namespace: once the nodes are clean, delete it and remove the agent's labels from every node")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for every node")

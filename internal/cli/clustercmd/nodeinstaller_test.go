@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -51,6 +52,13 @@ func TestNodeInstallerUsage(t *testing.T) {
 		{"startup taint without effect", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--startup-taint", "berth.dev/runtime-not-ready"}, "--startup-taint"},
 		{"startup taint with a bad effect", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--startup-taint", "berth.dev/runtime-not-ready:NoRun"}, "NoSchedule, PreferNoSchedule or NoExecute"},
 		{"teardown without its daemonset", []string{"node-installer", "teardown", "--namespace", "berth-system"}, "--daemonset"},
+		{"teardown with a daemonset and jobs", []string{"node-installer", "teardown", "--namespace", "berth-system", "--daemonset", "d", "--job-template", "j.yaml"}, "one of --daemonset and --job-template"},
+		{"dispatch without namespace", []string{"node-installer", "dispatch", "--job-template", "j.yaml"}, "--namespace is required"},
+		{"dispatch with a bad mode", []string{"node-installer", "dispatch", "--namespace", "n", "--job-template", "j.yaml", "--mode", "upgrade"}, "expected install or cleanup"},
+		{"dispatch without its template", []string{"node-installer", "dispatch", "--namespace", "n", "--job-template", "/no/such/job.yaml"}, "--job-template"},
+		{"dispatch with a bad selector", []string{"node-installer", "dispatch", "--namespace", "n", "--job-template", "j.yaml", "--node-selector", "a b"}, "--node-selector"},
+		{"dispatch at no parallelism", []string{"node-installer", "dispatch", "--namespace", "n", "--job-template", "j.yaml", "--parallelism", "0"}, "--parallelism 0"},
+		{"dispatch with a template that never ends", []string{"node-installer", "dispatch", "--namespace", "n", "--job-template", "testdata/job-template-no-run-once.yaml"}, "without --run-once"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runCLI(t, tc.args...)
@@ -187,6 +195,53 @@ func TestNodeInstallerProcess(t *testing.T) {
 		}
 		if v, ok := node.Annotations[v1alpha1.InstallStatusAnnotation]; ok {
 			t.Errorf("install record left after cleanup: %s", v)
+		}
+	})
+	// Job mode's per-node run: it ends on its own, 1 when a platform is
+	// not installed (with the record written as the DaemonSet's run
+	// writes it), 0 when the run did everything (cleanup here).
+	once := func(t *testing.T, mode string) (int, string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		c := exec.Command(bin, "--root", root, "node-installer", "--run-once", "-p", "kubeadm-qemu-none", "-m", mp+"@sha256:"+hex.EncodeToString(sum[:]),
+			"--kubeconfig", kc)
+		c.Env = append(os.Environ(), "NODE_NAME=cli-1", nodeinstall.ModeEnv+"="+mode)
+		c.Stdout, c.Stderr = &out, &errOut
+		err := c.Run()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			return 0, errOut.String()
+		case errors.As(err, &ee):
+			return ee.ExitCode(), errOut.String()
+		}
+		t.Fatal(err)
+		return 0, ""
+	}
+	t.Run("run once, not ready", func(t *testing.T) {
+		code, errOut := once(t, "install")
+		if code != 1 || !strings.Contains(errOut, "not installed: kubeadm-qemu-none (virt.hardware)") {
+			t.Errorf("exit %d, stderr %s; want 1 naming the platform and its check", code, errOut)
+		}
+		node, err := cs.CoreV1().Nodes().Get(ctx, "cli-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := nodereport.DecodeInstall(node.Annotations[v1alpha1.InstallStatusAnnotation])
+		if err != nil || len(rec.Platforms) != 1 || rec.Platforms[0].State != v1alpha1.InstallNotReady {
+			t.Errorf("install record %+v, %v", rec, err)
+		}
+	})
+	t.Run("run once, cleanup", func(t *testing.T) {
+		if code, errOut := once(t, "cleanup"); code != 0 {
+			t.Errorf("exit %d, stderr %s; want 0", code, errOut)
+		}
+		node, err := cs.CoreV1().Nodes().Get(ctx, "cli-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := node.Labels["berth.dev/installed.kubeadm-qemu-none"]; ok {
+			t.Error("label left after a run-once cleanup")
 		}
 	})
 	// Nothing was restarted (the platform is not ready), so the cluster's

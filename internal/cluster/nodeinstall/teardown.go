@@ -26,6 +26,11 @@ type TeardownOptions struct {
 	// once every node is cleaned up, it is deleted and the agent's labels
 	// are removed from every node (removeAgent).
 	AgentDaemonSet string
+	// Jobs, when set, is job mode's dispatch: instead of switching a
+	// DaemonSet, Teardown dispatches cleanup Jobs to the nodes (its Mode
+	// and Delete are set here) and waits for them; DaemonSet is then
+	// unused.
+	Jobs *DispatchOptions
 	// Timeout bounds the wait (0: 10 minutes).
 	Timeout time.Duration
 	// Poll is the time between looks (0: 2 s).
@@ -78,6 +83,9 @@ func Teardown(ctx context.Context, dyn dynamic.Interface, opt TeardownOptions) e
 	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Jobs != nil {
+		return teardownJobs(ctx, dyn, opt)
 	}
 	dsRes := dyn.Resource(daemonSetResource).Namespace(opt.Namespace)
 	ds, err := getDaemonSet(ctx, dyn, opt)
@@ -286,4 +294,24 @@ func orNone(s string) string {
 func IsTeardownTimeout(err error) bool {
 	var te *TeardownError
 	return errors.As(err, &te)
+}
+
+// teardownJobs is Teardown in job mode: a cleanup Job on every node the
+// install Jobs went to (deleting those), waited for and then deleted, as
+// nothing of the release may stay; then the agent goes.
+func teardownJobs(ctx context.Context, dyn dynamic.Interface, opt TeardownOptions) error {
+	d := *opt.Jobs
+	d.Mode, d.Delete, d.Timeout, d.Log = ModeCleanup, true, opt.Timeout, opt.Log
+	if d.Namespace == "" {
+		d.Namespace = opt.Namespace
+	}
+	if _, err := Dispatch(ctx, dyn, d); err != nil {
+		return fmt.Errorf("cleanup Jobs: %w", err)
+	}
+	if opt.AgentDaemonSet == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	defer cancel()
+	return removeAgent(ctx, dyn, opt)
 }
