@@ -401,6 +401,7 @@ func TestHelmLint(t *testing.T) {
 		{"full", []string{"-f", fullValues}},
 		{"agent only", []string{"--set", "nodeInstaller.enabled=false", "--set", "platforms={k3s-qemu-tdx}"}},
 		{"node-installer only", []string{"--set", "agent.enabled=false", "--set", "runtimeClasses.enabled=false", "-f", fullValues}},
+		{"job mode", []string{"-f", fullValues, "--set", "nodeInstaller.mode=job"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := runHelm(t, append([]string{"lint", "--strict", chartDir, "--namespace", releaseNS}, tc.args...)...)
@@ -423,6 +424,7 @@ func TestHelmTemplate(t *testing.T) {
 	}{
 		{"default", nil},
 		{"full", []string{"-f", fullValues}},
+		{"job", []string{"-f", fullValues, "--set", "nodeInstaller.mode=job", "--set", "nodeInstaller.job.parallelism=3", "--set", "nodeInstaller.job.timeout=45m"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			goldenfile.Assert(t, filepath.Join("testdata", "helm", tc.name+".yaml"), []byte(mustRender(t, tc.args...)))
