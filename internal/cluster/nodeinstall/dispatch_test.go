@@ -297,3 +297,36 @@ func TestDispatch(t *testing.T) {
 		t.Errorf("Jobs left after the teardown: %v", left)
 	}
 }
+
+// TestTeardownJobs: job mode's teardown, with the chart's hook RBAC, puts
+// a cleanup Job on every selected node in place of its install Job and,
+// once all succeeded, leaves no Job behind.
+func TestTeardownJobs(t *testing.T) {
+	dyn := dynClient(t)
+	const ns = "berth-teardown-jobs"
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if _, err := testenv.Clientset(t, env.Admin).CoreV1().Namespaces().Create(context.Background(), nsObj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		createNode(t, dyn, fmt.Sprintf("ni-tdjobs-%d", i), map[string]string{"berth.dev/teardown-jobs": "true"})
+	}
+	d := DispatchOptions{Namespace: ns, Template: jobTemplate(t), NodeSelector: "berth.dev/teardown-jobs=true", Mode: ModeInstall, Poll: 20 * time.Millisecond}
+	c := &jobController{t: t, dyn: dyn, ns: ns}
+	if _, err := dispatchWith(t, c, dyn, d); err != nil {
+		t.Fatalf("install dispatch: %v", err)
+	}
+	asHook := clientAs(t, "berth-teardown-jobs-test", dispatchRules)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.run(ctx); close(done) }()
+	err := Teardown(context.Background(), asHook, TeardownOptions{Namespace: ns, Jobs: &d, Timeout: time.Minute})
+	cancel()
+	<-done
+	if err != nil {
+		t.Fatalf("teardown: %v", err)
+	}
+	if left := listJobs(t, dyn, ns); len(left) != 0 {
+		t.Errorf("Jobs left: %v", left)
+	}
+}
