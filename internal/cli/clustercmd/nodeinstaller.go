@@ -371,7 +371,10 @@ func newTeardownCmd(g *cli.Globals) *cobra.Command {
 		Long: `teardown patches the node-installer DaemonSet's pod template to cleanup
 mode (BERTH_NODE_INSTALLER_MODE=cleanup), then waits until no Node carries
 a berth.dev/installed.* label set by the node-installer and every pod of
-the DaemonSet is ready in cleanup mode. Helm then deletes the DaemonSet.
+the DaemonSet is ready in cleanup mode. Helm then deletes the DaemonSet. In
+job mode (--job-template instead of --daemonset) it runs a cleanup Job on
+every selected node, as dispatch does, and deletes the Jobs once all
+succeeded.
 
 Exit status: 0 every node is clean, 1 the timeout passed (the nodes and
 pods left are named), 2 usage error.`,
