@@ -44,6 +44,7 @@ type nodeInstallerFlags struct {
 	kubeconfig       string
 	healthAddr       string
 	restartLease     string
+	maxRestarts      int
 	startupTaint     string
 	parallel         int
 	ignore           []string
@@ -66,7 +67,8 @@ D-Bus API on the host's private socket (--systemd-socket) and the handler
 checked live over CRI, rolling back if a handler is lost; the node is then
 labelled berth.dev/installed.<platform>=true. With --restart-lease, the
 restart waits for a Lease that one node holds at a time, so that even the
-DaemonSet's first rollout restarts one node's runtime at a time. A platform that is not ready
+DaemonSet's first rollout restarts one node's runtime at a time
+(--max-concurrent-restarts N: N nodes at a time). A platform that is not ready
 gets no files, the label berth.dev/installed.<platform>=no and a Node
 Event (BerthPlatformNotReady) naming the first failing check and its
 remedy. With --startup-taint, a run that installs every platform with its
@@ -108,6 +110,7 @@ rollout waits on this node.`,
 	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringVar(&fl.healthAddr, "health-addr", ":8081", "address serving /healthz and /readyz (empty: none)")
 	f.StringVar(&fl.restartLease, "restart-lease", "", "NAMESPACE/NAME of a coordination.k8s.io Lease held while this node restarts its runtime, so that at most one node of the cluster does at a time (empty: no lock)")
+	f.IntVar(&fl.maxRestarts, "max-concurrent-restarts", 1, "how many nodes may restart their runtime at once under --restart-lease (slots NAME, NAME-1, ... NAME-(N-1); above 1 the Role also needs list on leases)")
 	f.StringVar(&fl.startupTaint, "startup-taint", "", "KEY[=VALUE]:EFFECT of a taint the operator puts on nodes at registration (e.g. berth.dev/runtime-not-ready:NoSchedule), removed from this node once every platform's handler is verified live; a failed install keeps it (empty: none)")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
 	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings, so that the platform installs anyway (comma-separated, case-insensitive; \"all\" only alone), as berth check --ignore")
@@ -127,7 +130,7 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 		ContainerdConfig: fl.containerdConfig, CRIOConfig: fl.crioConfig, RuntimeUnit: fl.runtimeUnit, RuntimeSocket: fl.runtimeSocket,
 		SystemdSocket: fl.systemdSocket, ConfigVersion: fl.configVersion, KataDeployLabels: fl.kataDeployLabels,
 		VerifySandbox: fl.verifySandbox, SandboxTimeout: fl.sandboxTimeout,
-		RestartLease: fl.restartLease, StartupTaint: fl.startupTaint, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
+		RestartLease: fl.restartLease, MaxConcurrentRestarts: fl.maxRestarts, StartupTaint: fl.startupTaint, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
 	}, nil
 }
 
