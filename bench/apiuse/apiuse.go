@@ -80,8 +80,9 @@ func Parse(raw []byte) (Use, error) {
 func verbResource(m map[string]string) string {
 	r := m["resource"]
 	if r == "" {
-		// A non-resource path, such as /openapi/v3.
-		return m["verb"] + " " + m["subresource"]
+		// A non-resource path, such as /openapi/v3 (labelled
+		// subresource="openapi/v3").
+		return m["verb"] + " /" + strings.TrimPrefix(m["subresource"], "/")
 	}
 	if m["subresource"] != "" {
 		r += "/" + m["subresource"]

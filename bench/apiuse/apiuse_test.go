@@ -12,7 +12,7 @@ const exposition = `# HELP apiserver_request_total [STABLE] Counter of apiserver
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="GET",version="v1"} 7
 apiserver_request_total{code="404",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="GET",version="v1"} 1
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="status",verb="PATCH",version="v1"} 2
-apiserver_request_total{code="200",component="",dry_run="",group="",resource="",scope="",subresource="/openapi/v3",verb="GET",version=""} 4
+apiserver_request_total{code="200",component="",dry_run="",group="",resource="",scope="",subresource="openapi/v3",verb="GET",version=""} 4
 apiserver_response_sizes_sum{component="apiserver",group="",resource="nodes",scope="resource",subresource="",verb="GET",version="v1"} 4096
 apiserver_watch_events_sizes_sum{group="",kind="Node",version="v1"} 512
 `
