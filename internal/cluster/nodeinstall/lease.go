@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,7 +112,11 @@ func (l *RestartLease) Acquire(ctx context.Context) (release func(), err error) 
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("waiting for lease %s/%s held by %s: %w", l.Namespace, l.Name, holder, context.Cause(ctx))
-		case <-time.After(poll):
+		// Jittered (poll/2 to 3 poll/2): waiters that started together,
+		// as a DaemonSet's first rollout starts them, would otherwise
+		// poll in step, and a released slot would stay free until the
+		// next common tick (3.3x the bound in bench/cluster.sh).
+		case <-time.After(poll/2 + rand.N(poll)):
 		}
 	}
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
