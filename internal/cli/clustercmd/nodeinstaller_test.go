@@ -48,6 +48,7 @@ func TestNodeInstallerUsage(t *testing.T) {
 		{"custom flags for kubeadm", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--runtime-unit", "x.service"}, "custom distribution"},
 		{"custom without its runtime", []string{"node-installer", "--node-name", "n", "-p", "custom-qemu-none", "-m", "m.yaml" + pin}, "--containerd-config"},
 		{"restart lease without namespace", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--restart-lease", "berth-restart"}, "expected NAMESPACE/NAME"},
+		{"restart concurrency without its lease", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--max-concurrent-restarts", "5"}, "needs --restart-lease"},
 		{"unknown check to ignore", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--ignore", "no.such.check"}, "no.such.check"},
 		{"startup taint without effect", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--startup-taint", "berth.dev/runtime-not-ready"}, "--startup-taint"},
 		{"startup taint with a bad effect", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--startup-taint", "berth.dev/runtime-not-ready:NoRun"}, "NoSchedule, PreferNoSchedule or NoExecute"},

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"berth.dev/berth/api/v1alpha1"
+	"berth.dev/berth/bench/apiuse"
 	"berth.dev/berth/internal/cluster/nodereport"
 	"berth.dev/berth/internal/evaluate/preflight"
 	"berth.dev/berth/internal/host/discover"
@@ -249,11 +250,22 @@ func TestFleetPublishAndQuiet(t *testing.T) {
 		s.writes.Store(0)
 	}
 
+	// The API server's own count of the quiet cycle: requests and bytes
+	// on the agent's resources (kube-controller-manager shares it).
+	before, err := apiuse.Read(ctx, env.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start = time.Now()
 	if err := parallel(sims, func(s *sim) error { return s.a.Cycle(ctx) }); err != nil {
 		t.Fatalf("quiet cycle: %v", err)
 	}
 	quiet := time.Since(start)
+	after, err := apiuse.Read(ctx, env.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := after.Sub(before).Only("nodes", "nodereports")
 	var reads, writes int64
 	for _, s := range sims {
 		reads += s.reads.Load()
@@ -297,6 +309,14 @@ func TestFleetPublishAndQuiet(t *testing.T) {
 	fmt.Printf("BENCH agents=%d publish_all=%s first_cycle_writes_per_agent=%.2f quiet_cycle=%s quiet_reads_per_agent=%.2f quiet_writes_per_agent=%.2f report_max_bytes=%d object_max_bytes=%d object_avg_bytes=%d\n",
 		n, publish.Round(time.Millisecond), float64(firstWrites)/float64(n), quiet.Round(time.Millisecond),
 		float64(reads)/float64(n), float64(writes)/float64(n), maxReport, maxObject, sumObject/n)
+	// Per hour at the agent's default 10-minute interval: six quiet
+	// cycles.
+	req, bytes := apiuse.Total(server.Requests), apiuse.Total(server.ResponseBytes)
+	if req < float64(reads+writes) {
+		t.Errorf("the API server counted %.0f requests on nodes and nodereports in the quiet cycle, the agents' clients %d", req, reads+writes)
+	}
+	fmt.Printf("BENCH agents=%d server_requests_per_agent_per_quiet_cycle=%.2f response_bytes_per_agent_per_quiet_cycle=%.0f requests_per_node_per_hour=%.1f response_bytes_per_node_per_hour=%.0f (6 quiet cycles, the default 10 min interval) series=%v\n",
+		n, req/float64(n), bytes/float64(n), 6*req/float64(n), 6*bytes/float64(n), server.Requests)
 }
 
 // TestHandEditsRestored: a NodeReport or labels edited by hand are

@@ -189,7 +189,7 @@ func TestInstallAndCleanup(t *testing.T) {
 	// wait for the Lease before its own restart (the Lease lapses after
 	// 2 s, as if the other installer died mid-restart).
 	other := &RestartLease{Client: dyn, Namespace: "default", Name: n.leaseName(), Holder: "other-node", Duration: 2 * time.Second}
-	if held, _, err := other.tryAcquire(ctx, 2*time.Second, time.Now); err != nil || !held {
+	if held, _, err := other.tryAcquire(ctx, other.Name, 2*time.Second, time.Now); err != nil || !held {
 		t.Fatalf("another node taking the restart Lease: %v %v", held, err)
 	}
 

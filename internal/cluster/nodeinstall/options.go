@@ -53,6 +53,9 @@ type Options struct {
 	KataDeployLabels bool
 	// RestartLease is NAMESPACE/NAME of the restart Lease ("" none).
 	RestartLease string
+	// MaxConcurrentRestarts is how many nodes may hold the restart Lease
+	// at once (RestartLease.Slots; 0: 1).
+	MaxConcurrentRestarts int
 	// Parallel is Config.Parallel.
 	Parallel int
 	// Ignore are the check IDs whose failures become warnings.
@@ -162,6 +165,12 @@ func (o Options) Check() (*Settings, error) {
 		}
 		s.LeaseNamespace, s.LeaseName = ns, name
 	}
+	switch {
+	case o.MaxConcurrentRestarts < 0:
+		return nil, usage(fmt.Errorf("--max-concurrent-restarts %d: expected 1 or more", o.MaxConcurrentRestarts))
+	case o.MaxConcurrentRestarts > 1 && o.RestartLease == "":
+		return nil, usage(fmt.Errorf("--max-concurrent-restarts %d needs --restart-lease, the Lease it limits", o.MaxConcurrentRestarts))
+	}
 	if o.StartupTaint != "" {
 		if s.StartupTaint, err = ParseStartupTaint(o.StartupTaint); err != nil {
 			return nil, usage(fmt.Errorf("--startup-taint: %w", err))
@@ -253,6 +262,7 @@ func (s *Settings) Config(h Host) (Config, error) {
 	if s.LeaseName != "" {
 		log, lease := h.Log, o.RestartLease
 		cfg.RestartLease = &RestartLease{Client: h.Client, Namespace: s.LeaseNamespace, Name: s.LeaseName, Holder: s.NodeName,
+			Slots: o.MaxConcurrentRestarts,
 			Waiting: func(holder string) {
 				log.Info("waiting for another node's runtime restart", "lease", lease, "holder", holder)
 			}}

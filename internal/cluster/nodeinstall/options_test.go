@@ -54,6 +54,8 @@ func TestOptionsCheck(t *testing.T) {
 		}, "give one"},
 		{"restart lease without namespace", func(o *Options) { o.RestartLease = "berth-restart" }, "expected NAMESPACE/NAME"},
 		{"restart lease with a path", func(o *Options) { o.RestartLease = "ns/a/b" }, "expected NAMESPACE/NAME"},
+		{"negative restart concurrency", func(o *Options) { o.RestartLease = "ns/l"; o.MaxConcurrentRestarts = -1 }, "expected 1 or more"},
+		{"restart concurrency without a lease", func(o *Options) { o.MaxConcurrentRestarts = 3 }, "needs --restart-lease"},
 		{"unknown check to ignore", func(o *Options) { o.Ignore = []string{"no.such.check"} }, "no.such.check"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,7 +122,7 @@ func TestSettingsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := Options{NodeName: "n", Platforms: mustPlatforms(t, "kubeadm-qemu-none"), Manifest: "m.yaml" + pin, Prefix: "/opt/berth",
-		SystemdSocket: "/" + systemdbus.PrivateSocket, RuntimeSocket: "/run/test/c.sock", RestartLease: "ns/l", VerifySandbox: true}.Check()
+		SystemdSocket: "/" + systemdbus.PrivateSocket, RuntimeSocket: "/run/test/c.sock", RestartLease: "ns/l", MaxConcurrentRestarts: 4, VerifySandbox: true}.Check()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +131,7 @@ func TestSettingsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.NodeName != "n" || cfg.HostDir != dir || cfg.Prefix != "/opt/berth" || cfg.RestartLease == nil || cfg.RestartLease.Name != "l" || cfg.RestartLease.Holder != "n" {
+	if cfg.NodeName != "n" || cfg.HostDir != dir || cfg.Prefix != "/opt/berth" || cfg.RestartLease == nil || cfg.RestartLease.Name != "l" || cfg.RestartLease.Holder != "n" || cfg.RestartLease.Slots != 4 {
 		t.Errorf("config: %+v", cfg)
 	}
 	l, _ := mustPlatforms(t, "kubeadm-qemu-none")[0].Distribution().Layout()

@@ -90,6 +90,9 @@ Jobs (job: true) run it --run-once and end.
         {{- with $ni.startupTaint }}
         - {{ printf "--startup-taint=%s" . | quote }}
         {{- end }}
+        {{- if gt (int $ni.maxConcurrentRestarts) 1 }}
+        - --max-concurrent-restarts={{ int $ni.maxConcurrentRestarts }}
+        {{- end }}
         {{- range $ni.extraArgs }}
         - {{ . | quote }}
         {{- end }}
