@@ -243,6 +243,15 @@ if [ -d "$root/etc/containerd" ]; then
 	mount --bind "$root/etc/containerd" /etc/containerd
 fi
 mount -t tmpfs -o mode=0755 berth-run /run
+# A service the test runs beside containerd (berth's nydus-snapshotter)
+# serves under the test root's run/: each directory there is the same
+# directory of /run here.
+for d in "$root"/run/*/; do
+	[ -d "$d" ] || continue
+	n=$(basename "$d")
+	mkdir -p "/run/$n"
+	mount --bind "$d" "/run/$n"
+done
 mount -t tmpfs -o mode=0755 berth-opt /opt
 mkdir -p /var/lib/containerd
 mount -t tmpfs -o mode=0711 berth-containerd /var/lib/containerd
