@@ -27,6 +27,9 @@ type Change struct {
 	Restart bool
 	// Ask returns how the runtime is asked whether p's handler is live.
 	Ask func(p platform.Platform) Ask
+	// Snapshotter returns how the runtime proves p's proxy snapshotter
+	// (Runtime.Snapshotter); nil proves none.
+	Snapshotter func(p platform.Platform) func(ctx context.Context, name string) error
 	// Poll is the pause between two questions (Runtime.Poll).
 	Poll time.Duration
 	// Systemctl and Journalctl are the commands' paths on the host; ""
@@ -54,6 +57,9 @@ func (c Change) Live(ctx context.Context, l platform.Layout, p platform.Platform
 		Ask:     func(platform.Layout) Ask { return c.Ask(p) },
 		Journal: Journal{Run: run, Path: c.Journalctl}.Log,
 		Poll:    c.Poll,
+	}
+	if c.Snapshotter != nil {
+		f.Snapshotter = func(platform.Layout) func(context.Context, string) error { return c.Snapshotter(p) }
 	}
 	rt, err := f.Find(ctx, l)
 	if err != nil {

@@ -8,12 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,11 +33,7 @@ type nydusNode struct {
 	// bin is where the unit's ExecStart finds containerd-nydus-grpc
 	// (berth install puts it there).
 	bin string
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	out  bytes.Buffer
+	svc critest.Service
 }
 
 func newNydusNode(t *testing.T) *nydusNode {
@@ -78,15 +71,15 @@ func newNydusNode(t *testing.T) *nydusNode {
 		Name:     configure.NydusUnit,
 		Inactive: true,
 		File:     filepath.Join(n.root, configure.SystemdUnitDir, configure.NydusUnit),
-		Start:    func() error { return n.startNydus(t) },
-		Stop:     n.stopNydus,
-		Log: func() string {
-			n.mu.Lock()
-			defer n.mu.Unlock()
-			return n.out.String()
+		// As the unit says, its state under the test root.
+		Start: func() error {
+			return n.svc.Start(n.root, filepath.Join(n.root, configure.SystemdUnitDir, configure.NydusUnit),
+				"--root", filepath.Join(n.root, "var/lib", configure.NydusProxy))
 		},
+		Stop: n.svc.Stop,
+		Log:  n.svc.Log,
 	}
-	t.Cleanup(n.stopNydus)
+	t.Cleanup(n.svc.Stop)
 	return n
 }
 
@@ -103,89 +96,6 @@ func (n *nydusNode) install(t *testing.T, src string) {
 	if err := os.WriteFile(n.bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// startNydus runs the unit file's ExecStart: berth's prefix, the socket's
-// directory and the snapshotter's root are mapped into the test root
-// (critest binds the root's run/ directories into containerd's /run). It
-// returns once the socket is there, an error when the process exits
-// first, and nil after a few seconds without either (a Type=simple
-// service is active once started).
-func (n *nydusNode) startNydus(t *testing.T) error {
-	unit, err := os.ReadFile(n.nydus.File)
-	if err != nil {
-		return err
-	}
-	var args []string
-	for l := range strings.Lines(string(unit)) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "ExecStart="); ok {
-			args = strings.Fields(rest)
-		}
-	}
-	if len(args) == 0 {
-		return fmt.Errorf("%s has no ExecStart", n.nydus.File)
-	}
-	sock := ""
-	for i, a := range args {
-		if strings.HasPrefix(a, "/") {
-			args[i] = filepath.Join(n.root, a)
-		}
-		if i > 0 && args[i-1] == "--address" {
-			sock = args[i]
-		}
-	}
-	if sock == "" {
-		return fmt.Errorf("ExecStart %q has no --address", args)
-	}
-	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
-		return err
-	}
-	args = append(args, "--root", filepath.Join(n.root, "var/lib", configure.NydusProxy))
-	cmd := exec.Command(args[0], args[1:]...)
-	n.mu.Lock()
-	n.out.Reset()
-	cmd.Stdout, cmd.Stderr = &lockedWriter{n}, &lockedWriter{n}
-	n.mu.Unlock()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	n.mu.Lock()
-	n.cmd, n.done = cmd, done
-	n.mu.Unlock()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		select {
-		case <-done:
-			return fmt.Errorf("%s exited: %v", args[0], cmd.ProcessState)
-		default:
-		}
-		if _, err := os.Stat(sock); err == nil {
-			return nil
-		}
-	}
-	return nil
-}
-
-func (n *nydusNode) stopNydus() {
-	n.mu.Lock()
-	cmd, done := n.cmd, n.done
-	n.cmd = nil
-	n.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-done
-}
-
-type lockedWriter struct{ n *nydusNode }
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.n.mu.Lock()
-	defer w.n.mu.Unlock()
-	return w.n.out.Write(p)
 }
 
 // TestNydusServiceLive is the transactional apply of a nydus platform
