@@ -233,6 +233,9 @@ func writeProxy(d *doc, pp *ProxyPlugin) {
 	d.kv("address", pp.Address)
 }
 
+// nydusUnit is the unit file: systemd makes the socket's directory
+// (RuntimeDirectory) and removes it when the service stops, so that no
+// stale socket outlives the snapshotter.
 func nydusUnit(n NydusNames) []byte {
 	var b strings.Builder
 	for _, l := range strings.Split(strings.TrimSuffix(sharedHeader("systemd unit of nydus-snapshotter", nil), "\n"), "\n") {
@@ -244,13 +247,14 @@ Before=containerd.service
 
 [Service]
 Type=simple
+RuntimeDirectory=%s
 ExecStart=%s --config %s --address %s --log-to-stdout
 Restart=always
 RestartSec=1
 
 [Install]
 WantedBy=multi-user.target containerd.service
-`, n.Proxy, n.Binary, n.Config, n.Socket)
+`, n.Proxy, path.Base(path.Dir(n.Socket)), n.Binary, n.Config, n.Socket)
 	return []byte(b.String())
 }
 
