@@ -119,7 +119,7 @@ func newNode(t *testing.T, name, fixture, containerdVersion string) *node {
 			n.nydus.Stop()
 			os.RemoveAll(filepath.Join(n.root, "run", configure.NydusProxy))
 		},
-		Log:  n.nydus.Log,
+		Log: n.nydus.Log,
 	})
 	t.Cleanup(n.nydus.Stop)
 	createNode(t, dynClient(t), name, map[string]string{"kubernetes.io/hostname": name})
