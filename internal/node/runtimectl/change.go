@@ -166,9 +166,22 @@ func (c Change) reportLive(res *configure.LiveResult, err error, verb string) er
 // ReportNoRestart says what changed and the exact commands that load and
 // verify it: without a restart the runtime still runs the old files.
 func (c Change) ReportNoRestart(res *configure.Result, l platform.Layout, p platform.Platform, verb string) {
-	if c.SayChanged(res, verb) && len(l.Units) > 0 {
-		fmt.Fprintf(c.Out, "to load it: systemctl restart %s && berth verify --platform %s\n(or run again with --restart, which also rolls back if a handler is lost)\n", l.Units[0], p)
+	if !c.SayChanged(res, verb) || len(l.Units) == 0 {
+		return
 	}
+	// A service berth ships (nydus-snapshotter) starts before the runtime
+	// reads the proxy plugin, and stops while its unit file is there.
+	if units := configure.ServiceUnits(res.Changed); len(units) > 0 {
+		if verb == "removed" {
+			// Its unit file is gone, so systemctl disable no longer can.
+			for _, u := range units {
+				fmt.Fprintf(c.Err, "warning: %s was removed while it may run (--restart stops and disables it first): systemctl stop %s && rm -f /etc/systemd/system/*.wants/%s && systemctl daemon-reload\n", u, u, u)
+			}
+		} else {
+			fmt.Fprintf(c.Out, "to start its services: systemctl daemon-reload && systemctl enable --now %s\n", strings.Join(units, " "))
+		}
+	}
+	fmt.Fprintf(c.Out, "to load it: systemctl restart %s && berth verify --platform %s\n(or run again with --restart, which also rolls back if a handler is lost)\n", l.Units[0], p)
 }
 
 func (c Change) warn(res *configure.Result) {
