@@ -81,7 +81,10 @@ const (
 // Node.status.runtimeHandlers, the RuntimeClass schedules a pod onto the
 // node and containerd runs the installed shim for its sandbox. A `helm
 // upgrade` adds a second platform and another drops it again: its
-// handler, label, RuntimeClass and files go (issue #31). Finally
+// handler, label, RuntimeClass and files go (issue #31). That platform is
+// on nydus: adding it brings berth's nydus-snapshotter unit up (active,
+// enabled, berth-nydus listed by containerd and answering), dropping it
+// stops and disables the unit and removes its file, config and binary. Finally
 // `helm uninstall` runs the teardown hook and leaves the node's files,
 // containerd config and labels as they were.
 //
