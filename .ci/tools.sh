@@ -29,6 +29,9 @@ command -v mount >/dev/null || pkgs+=(mount)
 command -v runc >/dev/null || pkgs+=(runc)
 [ -x /usr/lib/cni/bridge ] || pkgs+=(containernetworking-plugins)
 command -v ip >/dev/null || pkgs+=(iproute2)
+# mkfs.erofs: containerd 2.1's erofs differ loads with it (TestErofsLive
+# logs what 2.2+ make of Debian 12's 1.5, which lacks --tar).
+command -v mkfs.erofs >/dev/null || pkgs+=(erofs-utils)
 if ((${#pkgs[@]})); then
   if [ "$(id -u)" != 0 ]; then
     echo "tools.sh: need root to install: ${pkgs[*]}" >&2; exit 1

@@ -418,7 +418,7 @@ var snapshotterRows = [...]snapshotterRow{
 		dedicated: true, guestPull: true,
 		setup: SnapshotterSetup{Binary: "nydus-snapshotter", ByBerth: true, Proxy: "berth-nydus",
 			Missing: "nydus snapshotter not installed yet",
-			Remedy:  "berth config apply writes its config, unit and proxy plugin berth-nydus; put containerd-nydus-grpc in <prefix>/bin and start berth-nydus-snapshotter.service"}},
+			Remedy:  "berth install (or the node-installer) installs containerd-nydus-grpc, writes the proxy plugin berth-nydus and enables and starts berth-nydus-snapshotter.service before restarting containerd (berth config apply --restart starts it; without --restart: systemctl enable --now berth-nydus-snapshotter)"}},
 	{s: Devmapper, name: "devmapper", desc: "device-mapper thin pool: each rootfs is a block device",
 		block: true, dedicated: true, thinPool: true, pooled: true,
 		setup: SnapshotterSetup{Missing: "devmapper snapshotter not configured: {hypervisor} needs block-device rootfs",

@@ -371,7 +371,7 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 // host's systemctl when restart is set, and asking it through berth
 // verify, since berth links no gRPC.
 func (g *Globals) RuntimeChange(root hostfs.Root, w configure.FS, restart bool) runtimectl.Change {
-	return runtimectl.Change{Host: root, FS: w, Restart: restart, Ask: g.askVerify,
+	return runtimectl.Change{Host: root, FS: w, Restart: restart, Ask: g.askVerify, Snapshotter: g.proveSnapshotter,
 		// Each question through verify may start a berth-cluster process.
 		Poll: 500 * time.Millisecond, Out: g.stdout, Err: g.stderr}
 }
@@ -388,6 +388,23 @@ func (g *Globals) askVerify(p platform.Platform) runtimectl.Ask {
 			err = errors.New(v.Error)
 		}
 		return runtimectl.Status{}, err
+	}
+}
+
+// proveSnapshotter proves p's proxy snapshotter through berth verify
+// --snapshotter, which berth-cluster runs (berth links no gRPC).
+func (g *Globals) proveSnapshotter(p platform.Platform) func(ctx context.Context, name string) error {
+	return func(ctx context.Context, name string) error {
+		v, err := g.VerifyPlatform(ctx, p)
+		switch {
+		case err != nil:
+			return err
+		case v.SnapshotterError != "":
+			return errors.New(v.SnapshotterError)
+		case v.Snapshotter != name:
+			return fmt.Errorf("berth verify proved snapshotter %q, not %s (%s)", v.Snapshotter, name, v.Error)
+		}
+		return nil
 	}
 }
 

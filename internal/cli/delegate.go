@@ -49,6 +49,9 @@ func Delegate(binary string) Wiring {
 	}
 	w.Verify = func(ctx context.Context, g *Globals, p platform.Platform) error {
 		args := []string{"verify", "--platform", p.String(), "-o", g.output, "--root", g.root}
+		if p.Snapshotter().Setup().Proxy != "" {
+			args = append(args, "--snapshotter")
+		}
 		if g.live {
 			args = append(args, "--live")
 		}

@@ -23,9 +23,16 @@ type verifyReport struct {
 	RuntimeVersion string   `json:"runtimeVersion"`
 	Live           bool     `json:"live"`
 	Handlers       []string `json:"handlers"`
+	Snapshotter    *struct {
+		Name  string `json:"name"`
+		Live  bool   `json:"live"`
+		Error string `json:"error"`
+	} `json:"snapshotter"`
 }
 
-// VerifyPlatform runs `verify --platform P -o json` through the binary's
+// VerifyPlatform runs `verify --platform P -o json` (with --snapshotter
+// for a platform whose snapshotter is a proxy plugin berth sets up)
+// through the binary's
 // wiring and reads the report, for install and config --apply. The wiring
 // verifies in-process in berth-cluster and in a child berth-cluster
 // process in berth: its streams here are buffers, never the process's
@@ -68,6 +75,12 @@ func (g *Globals) VerifyPlatform(ctx context.Context, p platform.Platform) (conf
 		return configure.Verification{}, &exitError{code: code, err: errors.New(why)}
 	}
 	res := configure.Verification{Platform: p.String(), Handler: r.Handler, Live: r.Live, Socket: r.Socket, Handlers: r.Handlers}
+	if sn := r.Snapshotter; sn != nil {
+		res.Snapshotter = sn.Name
+		if !sn.Live {
+			res.Live, res.SnapshotterError = false, sn.Error
+		}
+	}
 	if r.RuntimeName != "" {
 		res.Runtime = strings.TrimSpace(r.RuntimeName + " " + r.RuntimeVersion)
 	} else if !r.Live {

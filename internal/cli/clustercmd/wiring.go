@@ -32,7 +32,13 @@ func Wiring() cli.Wiring {
 		Network: networkProbe,
 		Verify: func(ctx context.Context, g *cli.Globals, p platform.Platform) error {
 			v := newVerifyCmd(g)
-			v.SetArgs([]string{"--platform", p.String()})
+			args := []string{"--platform", p.String()}
+			if p.Snapshotter().Setup().Proxy != "" {
+				// berth's nydus-snapshotter: the handler is no use
+				// until the snapshotter it names answers.
+				args = append(args, "--snapshotter")
+			}
+			v.SetArgs(args)
 			v.SetOut(g.Stdout())
 			v.SetErr(g.Stderr())
 			return v.ExecuteContext(ctx)

@@ -586,6 +586,9 @@ func writeVerification(w io.Writer, v configure.Verification) error {
 		_, err = fmt.Fprintf(w, "handler %s: live in %s (%s)\n", v.Handler, v.Runtime, v.Socket)
 	case v.Runtime == "":
 		_, err = fmt.Fprintf(w, "handler %s: unknown: the runtime at %s could not be asked: %s\n", v.Handler, v.Socket, orDefault(v.Error, "no answer"))
+	case v.SnapshotterError != "":
+		// The handler is loaded, but no image can be pulled through it.
+		_, err = fmt.Fprintf(w, "handler %s: NOT live in %s (%s): its snapshotter %s is not: %s\n", v.Handler, v.Runtime, v.Socket, v.Snapshotter, v.SnapshotterError)
 	default:
 		_, err = fmt.Fprintf(w, "handler %s: NOT live in %s (%s); the runtime has: %s\n", v.Handler, v.Runtime, v.Socket, strings.Join(v.Handlers, ", "))
 	}

@@ -30,6 +30,13 @@ type cliRelease struct {
 
 func makeCLIRelease(t *testing.T, base string) cliRelease {
 	t.Helper()
+	return makeCLIReleaseWithNydus(t, base, nil)
+}
+
+// makeCLIReleaseWithNydus is makeCLIRelease whose nydus-snapshotter
+// component is nydus (the real containerd-nydus-grpc), or filler when nil.
+func makeCLIReleaseWithNydus(t *testing.T, base string, nydus []byte) cliRelease {
+	t.Helper()
 	r := cliRelease{files: map[string][]byte{}}
 	var y strings.Builder
 	y.WriteString("apiVersion: berth.dev/manifest/v1\nname: kata-cli-test\nversion: \"1.0.0\"\ncomponents:\n")
@@ -49,6 +56,11 @@ func makeCLIRelease(t *testing.T, base string) cliRelease {
 	add("cloud-hypervisor", "cloud-hypervisor", "{hypervisor: cloud-hypervisor}", "    path: bin/cloud-hypervisor\n    mode: \"0755\"\n", blob("clh", 90_000))
 	add("ovmf-amdsev", "AMDSEV.fd", "{hypervisor: qemu, tee: snp}", "    role: firmware\n    path: share/ovmf/AMDSEV.fd\n    mode: \"0644\"\n", blob("ovmf", 64_000))
 	add("kernel-confidential", "vmlinuz-confidential", "{tee: [snp, tdx]}", "    role: kernel\n    path: share/kata-containers/vmlinuz-confidential.container\n    mode: \"0644\"\n", blob("kernel", 80_000))
+	if nydus == nil {
+		nydus = blob("nydus", 40_000)
+	}
+	// Where berth's nydus-snapshotter unit runs it from.
+	add("nydus-snapshotter", "containerd-nydus-grpc", "{snapshotter: nydus}", "    role: snapshotter\n    path: bin/containerd-nydus-grpc\n    mode: \"0755\"\n", nydus)
 	var raw bytes.Buffer
 	tw := tar.NewWriter(&raw)
 	cfg := blob("config", 3000)
@@ -94,6 +106,7 @@ func assertSNPLayout(t *testing.T, root string, rel cliRelease) {
 		"qemu":                    "bin/qemu-system-x86_64",
 		"AMDSEV.fd":               "share/ovmf/AMDSEV.fd",
 		"vmlinuz-confidential":    "share/kata-containers/vmlinuz-confidential.container",
+		"containerd-nydus-grpc":   "bin/containerd-nydus-grpc",
 	} {
 		got, err := os.ReadFile(filepath.Join(prefix, path))
 		if err != nil || !bytes.Equal(got, rel.files[file]) {

@@ -65,9 +65,22 @@ func runBinary(t *testing.T, bin string, args ...string) (int, string, string) {
 // serves the kubeadm socket, and checks that each platform is verified and
 // reported: not live before containerd reloads its configuration (exit 1,
 // both named), live after (exit 0), and a platform that is not live ahead
-// of one that is does not stop the second's verification.
+// of one that is does not stop the second's verification. Both are nydus
+// platforms: the release delivers the real containerd-nydus-grpc
+// (.ci/tools.sh's) from the --from mirror into the prefix, and berth
+// verifies each handler's snapshotter too, so that the handlers are live
+// only once the snapshotter berth's unit runs answers containerd (the
+// test starts it as the unit says, there being no systemd here).
 func TestInstallVerifiesEveryPlatform(t *testing.T) {
 	ctrd := critest.ContainerdBin(t, "BERTH_CONTAINERD2")
+	nydusBin := os.Getenv("BERTH_NYDUS_SNAPSHOTTER")
+	if nydusBin == "" {
+		t.Fatal("BERTH_NYDUS_SNAPSHOTTER is not set: run `make tools` (.ci/tools.sh) and source .ci/tools.env")
+	}
+	nydus, err := os.ReadFile(nydusBin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bins := buildBinaries(t)
 	berth, cluster := filepath.Join(bins, "berth"), filepath.Join(bins, "berth-cluster")
 
@@ -88,7 +101,7 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 	if err := os.WriteFile(main, []byte(critest.BaseConfig(d, 3, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rel := makeCLIRelease(t, "http://127.0.0.1:9/unplugged")
+	rel := makeCLIReleaseWithNydus(t, "http://127.0.0.1:9/unplugged", nydus)
 	mp, mirror := rel.write(t)
 	berthInstall := func(bin string, extra []string, ps ...string) (int, string, string) {
 		t.Helper()
@@ -104,7 +117,16 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 	handler := map[string]string{snp: "kata-qemu-snp", tdx: "kata-qemu-tdx", clh: "kata-clh"}
 
 	// containerd runs on the node's config: neither handler is there yet.
-	stop := critest.StartContainerd(t, ctrd, main, d)
+	// It runs in a namespace of its own (StartOnRoot), whose /run has the
+	// root's run/berth-nydus, where the snapshotter serves.
+	start := func() func() {
+		dm, err := critest.StartOnRoot(t, ctrd, root, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dm.Stop
+	}
+	stop := start()
 	for _, bin := range []string{berth, cluster} {
 		code, out, errOut := berthInstall(bin, nil, snp, tdx)
 		if code != cli.ExitNotReady {
@@ -120,10 +142,31 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 		}
 	}
 
-	// After a restart containerd has both: berth verifies both (each in a
-	// child berth-cluster), berth-cluster both in-process.
+	// The install delivered the snapshotter the unit runs.
+	if got, err := os.ReadFile(filepath.Join(root, configure.DefaultPrefix, configure.NydusBinary)); err != nil || !bytes.Equal(got, nydus) {
+		t.Fatalf("%s: not the release's containerd-nydus-grpc (%v)", configure.NydusBinary, err)
+	}
+	// Restarted without the snapshotter running: the handlers are
+	// there, but not live, since their snapshotter does not answer.
 	stop()
-	stop = critest.StartContainerd(t, ctrd, main, d)
+	stop = start()
+	code, out, errOut := berthInstall(cluster, nil, snp)
+	if code != cli.ExitNotReady || !strings.Contains(out, configure.NydusProxy) {
+		t.Errorf("install with the snapshotter stopped: exit %d, want %d naming %s\n%s\n%s", code, cli.ExitNotReady, configure.NydusProxy, out, errOut)
+	}
+	t.Logf("snapshotter not running:\n%s", out)
+
+	// After a restart containerd has both, and the snapshotter runs as
+	// berth's unit says: berth verifies both (each in a child
+	// berth-cluster), berth-cluster both in-process.
+	var nydusSvc critest.Service
+	t.Cleanup(nydusSvc.Stop)
+	if err := nydusSvc.Start(root, filepath.Join(root, configure.SystemdUnitDir, configure.NydusUnit),
+		"--root", filepath.Join(root, "var/lib", configure.NydusProxy)); err != nil {
+		t.Fatalf("starting the snapshotter: %v\n%s", err, nydusSvc.Log())
+	}
+	stop()
+	stop = start()
 	for _, bin := range []string{berth, cluster} {
 		code, out, errOut := berthInstall(bin, nil, snp, tdx)
 		if code != 0 {
@@ -137,7 +180,7 @@ func TestInstallVerifiesEveryPlatform(t *testing.T) {
 	}
 
 	// JSON lines: one verification per platform.
-	code, out, errOut := berthInstall(berth, []string{"-o", "json"}, snp, tdx)
+	code, out, errOut = berthInstall(berth, []string{"-o", "json"}, snp, tdx)
 	var live []string
 	for line := range strings.Lines(out) {
 		var v struct {

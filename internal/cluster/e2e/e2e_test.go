@@ -39,7 +39,9 @@ import (
 	"berth.dev/berth/internal/evaluate/preflight"
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
+	"berth.dev/berth/internal/testkit/critest"
 	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/internal/testkit/testnode"
 	"berth.dev/berth/internal/testkit/testsystemd"
@@ -79,7 +81,10 @@ const (
 // Node.status.runtimeHandlers, the RuntimeClass schedules a pod onto the
 // node and containerd runs the installed shim for its sandbox. A `helm
 // upgrade` adds a second platform and another drops it again: its
-// handler, label, RuntimeClass and files go (issue #31). Finally
+// handler, label, RuntimeClass and files go (issue #31). That platform is
+// on nydus: adding it brings berth's nydus-snapshotter unit up (active,
+// enabled, berth-nydus listed by containerd and answering), dropping it
+// stops and disables the unit and removes its file, config and binary. Finally
 // `helm uninstall` runs the teardown hook and leaves the node's files,
 // containerd config and labels as they were.
 //
@@ -325,7 +330,7 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	// leaves containerd and Node.status.runtimeHandlers, its RuntimeClass
 	// and label go, and nothing of it is left under the prefix. Both runs
 	// are forced (--ignore=all), so that every machine takes this path.
-	dropRestarts := dropSecondPlatform(ctx, t, h, cs, diag, n, valuesFile, prefix, rc.Handler)
+	dropRestarts := dropSecondPlatform(ctx, t, h, cs, diag, n, sd, valuesFile, prefix, rc.Handler)
 
 	// 6. helm uninstall: the pre-delete hook switches the node-installer
 	// to cleanup, which removes everything and restarts containerd again.
@@ -372,7 +377,7 @@ const secondPlatform = "custom-qemu-tdx"
 
 // dropSecondPlatform runs step 5 and returns the restarts it expects
 // (one to add the platform, one to remove it).
-func dropSecondPlatform(ctx context.Context, t *testing.T, h *helmRunner, cs *kubernetes.Clientset, diag *diagnostics, n *testnode.Node, valuesFile, prefix, firstHandler string) int {
+func dropSecondPlatform(ctx context.Context, t *testing.T, h *helmRunner, cs *kubernetes.Clientset, diag *diagnostics, n *testnode.Node, sd *testsystemd.Supervisor, valuesFile, prefix, firstHandler string) int {
 	t.Helper()
 	p, err := platform.Parse(secondPlatform)
 	if err != nil {
@@ -395,6 +400,22 @@ func dropSecondPlatform(ctx context.Context, t *testing.T, h *helmRunner, cs *ku
 		t.Errorf("RuntimeClass %s after adding %s: %v", p.Handler(), secondPlatform, err)
 	}
 	t.Logf("helm upgrade added %s: handler %s live after %s", secondPlatform, p.Handler(), since(start))
+	// Its snapshotter (nydus, guest pull): the node-installer enabled and
+	// started berth's unit before restarting containerd, which lists the
+	// proxy plugin and prepares a snapshot through it.
+	if p.Snapshotter() != platform.Nydus {
+		t.Fatalf("%s: snapshotter %s, want nydus", secondPlatform, p.Snapshotter())
+	}
+	if st := sd.State(configure.NydusUnit); st != "active" || !sd.Enabled(configure.NydusUnit) {
+		t.Errorf("%s after adding %s: %s, enabled %v", configure.NydusUnit, secondPlatform, st, sd.Enabled(configure.NydusUnit))
+	}
+	if err := cri.ProveSnapshotter(ctx, n.ContainerdSocket, configure.NydusProxy, 10*time.Second); err != nil {
+		t.Errorf("snapshotter %s after adding %s: %v", configure.NydusProxy, secondPlatform, err)
+	}
+	if hs, err := cri.Query(ctx, n.ContainerdSocket, 10*time.Second); err != nil || hs.Handlers[p.Handler()].Snapshotter != configure.NydusProxy {
+		t.Errorf("handler %s does not name snapshotter %s (%v)", p.Handler(), configure.NydusProxy, err)
+	}
+	t.Logf("%s: active and enabled; containerd lists %s and prepares a snapshot through it", configure.NydusUnit, configure.NydusProxy)
 
 	start = time.Now()
 	h.run(ctx, "upgrade", releaseName, h.chart, "--namespace", namespace, "-f", valuesFile, "--set-json", forced, "--timeout", "3m")
@@ -422,8 +443,22 @@ func dropSecondPlatform(ctx context.Context, t *testing.T, h *helmRunner, cs *ku
 	if _, err := cs.NodeV1().RuntimeClasses().Get(ctx, p.Handler(), metav1.GetOptions{}); err == nil {
 		t.Errorf("RuntimeClass %s left after helm upgrade dropped %s", p.Handler(), secondPlatform)
 	}
+	// The snapshotter went with the platform: unit stopped and disabled,
+	// its file, config and binary gone, containerd without the plugin.
+	if st := sd.State(configure.NydusUnit); st == "active" || sd.Enabled(configure.NydusUnit) {
+		t.Errorf("%s after dropping %s: %s, enabled %v", configure.NydusUnit, secondPlatform, st, sd.Enabled(configure.NydusUnit))
+	}
+	if err := cri.ProveSnapshotter(ctx, n.ContainerdSocket, configure.NydusProxy, 10*time.Second); !errors.Is(err, cri.ErrNoSnapshotter) {
+		t.Errorf("snapshotter %s after dropping %s: %v, want none", configure.NydusProxy, secondPlatform, err)
+	}
+	for _, f := range []string{filepath.Join("/", configure.SystemdUnitDir, configure.NydusUnit), filepath.Join(prefix, configure.NydusBinary),
+		configure.NydusNamesFor(configure.Paths{Prefix: prefix}).Config} {
+		if _, err := os.Lstat(f); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s left after dropping %s (%v)", f, secondPlatform, err)
+		}
+	}
 	filepath.WalkDir(prefix, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && (strings.Contains(d.Name(), "vmlinuz-confidential") || strings.Contains(d.Name(), "qemu-tdx")) {
+		if err == nil && (strings.Contains(d.Name(), "vmlinuz-confidential") || strings.Contains(d.Name(), "qemu-tdx") || strings.Contains(d.Name(), "nydus")) {
 			t.Errorf("%s left after %s was dropped", path, secondPlatform)
 		}
 		return nil
@@ -439,7 +474,25 @@ func dropSecondPlatform(ctx context.Context, t *testing.T, h *helmRunner, cs *ku
 func startSystemd(t *testing.T, n *testnode.Node, socket string) *testsystemd.Supervisor {
 	t.Helper()
 	var closing atomic.Bool
-	sd := testsystemd.Start(t, socket, testsystemd.Unit{
+	// berth's nydus-snapshotter (the second platform's snapshotter): known
+	// once the node-installer wrote its unit on the machine's root, run as
+	// the unit says, its state in the test's directory; stopping it
+	// removes its socket's directory, as systemd does for the unit's
+	// RuntimeDirectory.
+	var nydus critest.Service
+	nydusState := t.TempDir()
+	t.Cleanup(nydus.Stop)
+	unitFile := filepath.Join("/", configure.SystemdUnitDir, configure.NydusUnit)
+	nydusUnit := testsystemd.Unit{
+		Name: configure.NydusUnit, Inactive: true, File: unitFile,
+		Start: func() error { return nydus.Start("/", unitFile, "--root", nydusState) },
+		Stop: func() {
+			nydus.Stop()
+			os.RemoveAll(filepath.Dir(configure.NydusSocket))
+		},
+		Log: nydus.Log,
+	}
+	sd := testsystemd.Start(t, socket, nydusUnit, testsystemd.Unit{
 		Name:    unitName,
 		Running: true,
 		Start: func() error {
@@ -518,7 +571,8 @@ type nodeState struct {
 // prefix, which a node-installer given its own must not touch, and its
 // configuration state and backups (/var/lib/berth), which it keeps
 // while a platform is installed and removes with it.
-var machineWide = []string{"/opt/berth", "/etc/berth", "/var/lib/berth", "/run/berth", "/etc/containerd/conf.d"}
+var machineWide = []string{"/opt/berth", "/etc/berth", "/var/lib/berth", "/run/berth", "/etc/containerd/conf.d",
+	"/" + configure.SystemdUnitDir + "/" + configure.NydusUnit, "/run/" + configure.NydusProxy}
 
 func snapshotNode(t *testing.T, cs *kubernetes.Clientset, n *testnode.Node, hostRoot string) nodeState {
 	t.Helper()

@@ -36,8 +36,18 @@ func buildFailShim(t *testing.T, dir, marker string) []byte {
 
 // serveRelease serves a release whose shim is shim on a loopback mirror
 // (internal/testkit/testrelease): the manifest's own URLs lead to a closed port,
-// so every byte the node-installer installs came through the mirror.
+// so every byte the node-installer installs came through the mirror. Its
+// containerd-nydus-grpc is the real one (.ci/tools.sh's), which the
+// nydus platform's unit runs.
 func serveRelease(t *testing.T, shim []byte) *testrelease.Release {
 	t.Helper()
-	return testrelease.Serve(t, testrelease.Options{Name: "kata-e2e", Version: "1.0.0", Shim: shim})
+	bin := os.Getenv("BERTH_NYDUS_SNAPSHOTTER")
+	if bin == "" {
+		t.Fatal("BERTH_NYDUS_SNAPSHOTTER is not set: run `make tools` (.ci/tools.sh) and source .ci/tools.env")
+	}
+	nydus, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testrelease.Serve(t, testrelease.Options{Name: "kata-e2e", Version: "1.0.0", Shim: shim, Nydus: nydus})
 }

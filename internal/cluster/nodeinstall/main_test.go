@@ -227,7 +227,17 @@ func newTestRelease(t *testing.T) *testRelease { return newTestReleaseVersion(t,
 // newTestReleaseVersion is release version ver: other bytes, other digests.
 func newTestReleaseVersion(t *testing.T, ver string) *testRelease {
 	t.Helper()
-	r := testrelease.Serve(t, testrelease.Options{Name: "kata-node-test", Version: ver})
+	// The real containerd-nydus-grpc, which the nydus platforms' unit
+	// runs (newNode's supervisor starts it as systemd would).
+	nydusBin := os.Getenv("BERTH_NYDUS_SNAPSHOTTER")
+	if nydusBin == "" {
+		t.Fatal("BERTH_NYDUS_SNAPSHOTTER is not set: run `make tools` (.ci/tools.sh) and source .ci/tools.env")
+	}
+	nydus, err := os.ReadFile(nydusBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := testrelease.Serve(t, testrelease.Options{Name: "kata-node-test", Version: ver, Nydus: nydus})
 	UseMirror(r.Manifest, r.URL)
 	return r
 }

@@ -347,6 +347,58 @@ type countingRuntime struct {
 	lock *restartLock
 }
 
+// services is the wrapped runtime's configure.Services (berth's
+// nydus-snapshotter unit), or an error saying it has none.
+func (c countingRuntime) services() (configure.Services, error) {
+	sv, ok := c.Runtime.(configure.Services)
+	if !ok {
+		return nil, fmt.Errorf("%s cannot start or stop services", c.Name())
+	}
+	return sv, nil
+}
+
+// StartServices starts the wrapped runtime's services: not a restart of
+// the runtime, so no lock and no count.
+func (c countingRuntime) StartServices(ctx context.Context, units []string, restart bool) error {
+	sv, err := c.services()
+	if err != nil {
+		return err
+	}
+	return sv.StartServices(ctx, units, restart)
+}
+
+// StopServices stops the wrapped runtime's services.
+func (c countingRuntime) StopServices(ctx context.Context, units []string) error {
+	sv, err := c.services()
+	if err != nil {
+		return err
+	}
+	return sv.StopServices(ctx, units)
+}
+
+// ServiceActive reports whether unit runs.
+func (c countingRuntime) ServiceActive(ctx context.Context, unit string) bool {
+	sv, err := c.services()
+	return err == nil && sv.ServiceActive(ctx, unit)
+}
+
+// ServiceLog is unit's log.
+func (c countingRuntime) ServiceLog(ctx context.Context, unit string) string {
+	if sv, err := c.services(); err == nil {
+		return sv.ServiceLog(ctx, unit)
+	}
+	return ""
+}
+
+// ProveSnapshotter proves a snapshotter through the wrapped runtime.
+func (c countingRuntime) ProveSnapshotter(ctx context.Context, name string) error {
+	sv, err := c.services()
+	if err != nil {
+		return err
+	}
+	return sv.ProveSnapshotter(ctx, name)
+}
+
 func (c countingRuntime) Restart(ctx context.Context) error {
 	if err := c.lock.take(ctx); err != nil {
 		return fmt.Errorf("waiting for the cluster's restart lock: %w", err)

@@ -63,6 +63,8 @@ type node struct {
 	dirs critest.Dirs
 	sup  *testsystemd.Supervisor
 	rel  *testRelease
+	// nydus is berth-nydus-snapshotter.service's process.
+	nydus critest.Service
 	// waitedFor records the holders of the restart Lease an installer
 	// on this node waited for.
 	waitedFor []string
@@ -91,6 +93,7 @@ func newNode(t *testing.T, name, fixture, containerdVersion string) *node {
 	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	nydusState := t.TempDir()
 	n.sup = testsystemd.Start(t, sock, testsystemd.Unit{
 		Name: "containerd.service",
 		Start: func() error {
@@ -103,7 +106,25 @@ func newNode(t *testing.T, name, fixture, containerdVersion string) *node {
 			return err
 		},
 		Stop: func() { dm.Stop() },
+	}, testsystemd.Unit{
+		// berth's nydus-snapshotter, known to systemd once its unit file
+		// is there, run as that file says on the node's root.
+		Name:     configure.NydusUnit,
+		Inactive: true,
+		File:     filepath.Join(n.root, configure.SystemdUnitDir, configure.NydusUnit),
+		// Its state outside the root: the snapshotter's, not berth's.
+		Start: func() error {
+			return n.nydus.Start(n.root, filepath.Join(n.root, configure.SystemdUnitDir, configure.NydusUnit),
+				"--root", nydusState)
+		},
+		// As systemd does for the unit's RuntimeDirectory.
+		Stop: func() {
+			n.nydus.Stop()
+			os.RemoveAll(filepath.Join(n.root, "run", configure.NydusProxy))
+		},
+		Log: n.nydus.Log,
 	})
+	t.Cleanup(n.nydus.Stop)
 	createNode(t, dynClient(t), name, map[string]string{"kubernetes.io/hostname": name})
 	return n
 }
@@ -117,7 +138,12 @@ func (n *node) installer(t *testing.T, plats []platform.Platform, kataDeploy boo
 		t.Fatal(err)
 	}
 	sd := systemdbus.Systemd{Socket: filepath.Join(n.root, systemdbus.PrivateSocket)}
-	finder := runtimectl.Finder{Units: sd, Ask: func(platform.Layout) runtimectl.Ask { return cri.Ask(n.dirs.Sock) }}
+	finder := runtimectl.Finder{Units: sd, Ask: func(platform.Layout) runtimectl.Ask { return cri.Ask(n.dirs.Sock) },
+		Snapshotter: func(platform.Layout) func(context.Context, string) error {
+			return func(ctx context.Context, name string) error {
+				return cri.ProveSnapshotter(ctx, n.dirs.Sock, name, 5*time.Second)
+			}
+		}}
 	dyn := clientAs(t, "berth-node-installer-test", installerRules)
 	if n.teeKeys {
 		dyn = clientAs(t, "berth-node-installer-status-test", installerStatusRules)

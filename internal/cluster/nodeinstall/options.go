@@ -277,6 +277,15 @@ func (s *Settings) Config(h Host) (Config, error) {
 			}
 			return cri.Ask(onHost(sock))
 		},
+		Snapshotter: func(l platform.Layout) func(context.Context, string) error {
+			sock := l.Socket
+			if o.RuntimeSocket != "" {
+				sock = o.RuntimeSocket
+			}
+			return func(ctx context.Context, name string) error {
+				return cri.ProveSnapshotter(ctx, onHost(sock), name, 5*time.Second)
+			}
+		},
 		Journal: runtimectl.Journal{Run: runtimectl.OnHost(h.Root, 10*time.Second)}.Log,
 	}
 	cfg.Runtime = finder.Find

@@ -18,7 +18,7 @@ func snapshotterChecks() []check.Check {
 		Reads:     []string{"runtimes.containerd.snapshotters"},
 		Platforms: "containerd platforms with a snapshotter other than overlayfs",
 		Remedies: []string{
-			"nydus: berth config apply writes its config, unit and proxy plugin berth-nydus; put containerd-nydus-grpc in <prefix>/bin and start berth-nydus-snapshotter.service",
+			"nydus: berth install (or the node-installer) installs containerd-nydus-grpc, writes the proxy plugin berth-nydus and enables and starts berth-nydus-snapshotter.service before restarting containerd (berth config apply --restart starts it; without --restart: systemctl enable --now berth-nydus-snapshotter)",
 			"devmapper: create a thin pool and configure [plugins.\"io.containerd.snapshotter.v1.devmapper\"] pool_name, root_path, base_image_size",
 			"blockfile: configure [plugins.\"io.containerd.snapshotter.v1.blockfile\"] scratch_file and root_path",
 			"erofs: containerd >= 2.1 with the erofs snapshotter and CONFIG_EROFS_FS",

@@ -65,14 +65,30 @@ func (ps Paths) KataConfig(p platform.Platform) string {
 
 // Needs returns the files, relative to the prefix, that p's configuration
 // points at and an install must therefore provide: the shim of p's Kata
-// runtime and the hypervisor binary, when it has one of its own.
+// runtime, the hypervisor binary, when it has one of its own, and
+// containerd-nydus-grpc for a platform on berth's nydus-snapshotter.
 func Needs(p platform.Platform) []string {
 	rel := Paths{Prefix: "/"}
 	out := []string{strings.TrimPrefix(rel.Shim(p), "/")}
 	if b := p.HypervisorBinary(); b != "" {
 		out = append(out, "bin/"+b)
 	}
+	if NeedsNydus(p) {
+		// The unit berth writes runs it from there.
+		out = append(out, NydusBinary)
+	}
 	return out
+}
+
+// NeedsNydus reports whether p's files include berth's nydus-snapshotter
+// (its snapshotter is nydus on containerd, or on a custom distribution,
+// whose runtime only the node's layout tells).
+func NeedsNydus(p platform.Platform) bool {
+	if p.Snapshotter().Setup().Proxy != NydusProxy {
+		return false
+	}
+	l, ok := p.Distribution().Layout()
+	return !ok || l.Runtime == platform.Containerd
 }
 
 func (ps Paths) bin(name string) string { return path.Join(ps.Prefix, "bin", name) }

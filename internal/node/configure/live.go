@@ -23,6 +23,116 @@ type Runtime interface {
 	Log(ctx context.Context) string
 }
 
+// Services is the optional part of a Runtime that runs the services berth
+// ships with a platform (nydus-snapshotter): a live apply enables and
+// starts them before the runtime restarts, so that the runtime finds them
+// when it loads its proxy plugins, and a live remove stops and disables
+// them before their unit files go. Both of runtimectl's mechanisms
+// (systemctl, systemd's D-Bus API) have it.
+type Services interface {
+	// StartServices reloads the unit files, enables each of units and
+	// starts it (restarts it when restart and it runs already), and
+	// returns once each is active; an error names the unit.
+	StartServices(ctx context.Context, units []string, restart bool) error
+	// StopServices stops and disables each of units and reloads the unit
+	// files.
+	StopServices(ctx context.Context, units []string) error
+	// ServiceActive reports whether unit runs now.
+	ServiceActive(ctx context.Context, unit string) bool
+	// ServiceLog is unit's recent log, for saying why it did not start.
+	ServiceLog(ctx context.Context, unit string) string
+	// ProveSnapshotter returns nil when the runtime has the snapshotter
+	// name loaded and it answers; nil too when it cannot be asked (the
+	// handler check still runs).
+	ProveSnapshotter(ctx context.Context, name string) error
+}
+
+// proxySnapshotter is the proxy plugin r's files define ("" for none):
+// the snapshotter a live apply proves.
+func (r *Rendered) proxySnapshotter() string {
+	for _, f := range r.Host {
+		if f.Proxy != nil {
+			return f.Proxy.Name
+		}
+	}
+	return ""
+}
+
+// services are the systemd units among r's files, and whether ops change
+// one of the files of a service (its unit or its config), so that a
+// running one must restart to read them.
+func (r *Rendered) services(ops []op) (units []string, changed bool) {
+	var paths []string
+	for _, f := range r.Host {
+		if f.Kind == Owned {
+			paths = append(paths, f.Path)
+		}
+		if f.Format != "systemd" && f.Format != "nydus" {
+			continue
+		}
+		for _, o := range ops {
+			if o.path == f.Path {
+				changed = true
+			}
+		}
+	}
+	return ServiceUnits(paths), changed
+}
+
+// startServices starts units before the runtime restarts; broke says why
+// they did not start, with what they logged ("" when they did).
+func startServices(ctx context.Context, sv Services, units []string, restart bool) (broke string) {
+	if err := sv.StartServices(ctx, units, restart); err != nil {
+		broke = err.Error()
+		for _, u := range units {
+			if log := strings.TrimSpace(tail(sv.ServiceLog(ctx, u), 15)); log != "" {
+				broke += "\n" + u + " logged:\n" + indent(log)
+			}
+		}
+	}
+	return broke
+}
+
+// stopNewServices stops and disables those of units that did not run
+// before a failed apply, while their unit files are still there to
+// disable (systemd cannot disable a unit whose file is gone).
+func stopNewServices(ctx context.Context, sv Services, units []string, active map[string]bool) error {
+	var stop []string
+	for _, u := range units {
+		if !active[u] {
+			stop = append(stop, u)
+		}
+	}
+	if len(stop) == 0 {
+		return nil
+	}
+	return sv.StopServices(ctx, stop)
+}
+
+// restartOldServices restarts those of units that ran before a failed
+// apply, once their previous files are back.
+func restartOldServices(ctx context.Context, sv Services, units []string, active map[string]bool) error {
+	var again []string
+	for _, u := range units {
+		if active[u] {
+			again = append(again, u)
+		}
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	return sv.StartServices(ctx, again, true)
+}
+
+// tail keeps the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
 // LiveResult is what a live apply or remove found: the handlers the
 // runtime had before and has after.
 type LiveResult struct {
@@ -41,21 +151,69 @@ type LiveResult struct {
 // throughout, so no other berth run sees the intermediate state.
 func ApplyLive(ctx context.Context, fsys FS, r *Rendered, rt Runtime) (*LiveResult, error) {
 	out := &LiveResult{}
+	var units []string
+	var restartUnits bool
+	active := map[string]bool{}
+	sv, _ := rt.(Services)
 	err := locked(fsys, func(st *State) ([]op, error) {
 		res, ops, err := applyOps(fsys, st, r)
 		out.Result = res
-		if err == nil && len(ops) > 0 {
-			out.Before, _ = rt.Handlers(ctx) // a runtime that is down has nothing to lose
+		if err != nil || len(ops) == 0 {
+			return ops, err
 		}
-		return ops, err
+		units, restartUnits = r.services(ops)
+		if len(units) > 0 && sv == nil {
+			return nil, refused("%s needs %s running, and %s cannot start services: apply without --restart and start them by hand", r.Handler, strings.Join(units, ", "), rt.Name())
+		}
+		for _, u := range units {
+			active[u] = sv.ServiceActive(ctx, u)
+		}
+		out.Before, _ = rt.Handlers(ctx) // a runtime that is down has nothing to lose
+		return ops, nil
 	}, func(undo func() error) error {
+		if len(units) > 0 {
+			if broke := startServices(ctx, sv, units, restartUnits); broke != "" {
+				// The runtime was not restarted: the services and the
+				// files go back, and it still runs what it ran.
+				svcErr := stopNewServices(ctx, sv, units, active)
+				if err := undo(); err != nil {
+					return fmt.Errorf("%w: %s\nputting the previous files back FAILED: %w: restore them from %s by hand", ErrRefused, broke, err, BackupDir)
+				}
+				if err := errors.Join(svcErr, restartOldServices(ctx, sv, units, active)); err != nil {
+					return fmt.Errorf("%w: %s\nberth put the previous files back, but stopping or restarting %s failed: %w", ErrRefused, broke, strings.Join(units, ", "), err)
+				}
+				return fmt.Errorf("%w: %s\nberth put the previous files back; %s was not restarted", ErrRefused, broke, rt.Name())
+			}
+		}
 		out.Restarted = true
+		proxy := r.proxySnapshotter()
 		return restartAndCheck(ctx, rt, out, func(after []string) string {
 			if !slices.Contains(after, r.Handler) {
 				return "the new handler " + r.Handler + " is not live"
 			}
+			if proxy != "" && sv != nil {
+				if err := sv.ProveSnapshotter(ctx, proxy); err != nil {
+					why := "the snapshotter " + proxy + " is not live: " + err.Error()
+					for _, u := range units {
+						if log := strings.TrimSpace(tail(sv.ServiceLog(ctx, u), 15)); log != "" {
+							why += "\n" + u + " logged:\n" + indent(log)
+						}
+					}
+					return why
+				}
+			}
 			return ""
-		}, undo)
+		}, undo, func() error {
+			if len(units) == 0 {
+				return nil
+			}
+			return stopNewServices(ctx, sv, units, active)
+		}, func() error {
+			if len(units) == 0 {
+				return nil
+			}
+			return restartOldServices(ctx, sv, units, active)
+		})
 	})
 	if err != nil {
 		return out, err
@@ -68,17 +226,42 @@ func ApplyLive(ctx context.Context, fsys FS, r *Rendered, rt Runtime) (*LiveResu
 // restores as ApplyLive does.
 func RemoveLive(ctx context.Context, fsys FS, handler string, rt Runtime) (*LiveResult, error) {
 	out := &LiveResult{}
+	var units []string
+	sv, _ := rt.(Services)
 	err := locked(fsys, func(st *State) ([]op, error) {
 		res, ops, err := removeOps(fsys, st, handler)
 		out.Result = res
-		if err == nil && len(ops) > 0 {
-			out.Before, _ = rt.Handlers(ctx)
-			out.Before = slices.DeleteFunc(out.Before, func(h string) bool { return h == handler })
+		if err != nil || len(ops) == 0 {
+			return ops, err
 		}
-		return ops, err
+		var gone []string
+		for _, o := range ops {
+			if o.remove {
+				gone = append(gone, o.path)
+			}
+		}
+		out.Before, _ = rt.Handlers(ctx)
+		out.Before = slices.DeleteFunc(out.Before, func(h string) bool { return h == handler })
+		// Stopped and disabled while their unit files are there to
+		// disable: systemd cannot disable a unit whose file is gone.
+		if units = ServiceUnits(gone); len(units) > 0 {
+			if sv == nil {
+				return nil, refused("removing %s removes %s, and %s cannot stop services: remove without --restart and stop them by hand", handler, strings.Join(units, ", "), rt.Name())
+			}
+			if err := sv.StopServices(ctx, units); err != nil {
+				_ = sv.StartServices(ctx, units, false)
+				return nil, fmt.Errorf("%w: stopping %s: %w (nothing was changed)", ErrRefused, strings.Join(units, ", "), err)
+			}
+		}
+		return ops, nil
 	}, func(undo func() error) error {
 		out.Restarted = true
-		return restartAndCheck(ctx, rt, out, func([]string) string { return "" }, undo)
+		return restartAndCheck(ctx, rt, out, func([]string) string { return "" }, undo, func() error { return nil }, func() error {
+			if len(units) == 0 {
+				return nil
+			}
+			return sv.StartServices(ctx, units, false)
+		})
 	})
 	if err != nil {
 		return out, err
@@ -88,7 +271,11 @@ func RemoveLive(ctx context.Context, fsys FS, handler string, rt Runtime) (*Live
 
 // restartAndCheck restarts rt, and rolls back through undo when the
 // runtime does not come back with out.Before and what want asks.
-func restartAndCheck(ctx context.Context, rt Runtime, out *LiveResult, want func([]string) string, undo func() error) error {
+//
+// beforeUndo and afterUndo put the services a change started or stopped
+// back as they were: those it started are stopped while their unit files
+// are there, those it stopped restarted once their files are back.
+func restartAndCheck(ctx context.Context, rt Runtime, out *LiveResult, want func([]string) string, undo, beforeUndo, afterUndo func() error) error {
 	var broke string
 	if err := rt.Restart(ctx); err != nil {
 		broke = fmt.Sprintf("restarting %s: %v", rt.Name(), err)
@@ -108,8 +295,12 @@ func restartAndCheck(ctx context.Context, rt Runtime, out *LiveResult, want func
 	if log := strings.TrimSpace(rt.Log(ctx)); log != "" {
 		broke += "\n" + rt.Name() + " logged:\n" + indent(log)
 	}
+	svcErr := beforeUndo()
 	if err := undo(); err != nil {
 		return fmt.Errorf("%w: %s\nputting the previous files back FAILED: %w: restore them from %s by hand", ErrRefused, broke, err, BackupDir)
+	}
+	if err := errors.Join(svcErr, afterUndo()); err != nil {
+		broke += "\nputting the services back failed: " + err.Error()
 	}
 	if err := rt.Restart(ctx); err != nil {
 		return fmt.Errorf("%w: %s\nberth put the previous files back, but restarting %s again failed: %w", ErrRefused, broke, rt.Name(), err)

@@ -1,7 +1,6 @@
 package configure
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -48,8 +47,64 @@ func HandlerSnapshotter(p platform.Platform) string {
 }
 
 // NydusConfigPath is the nydus-snapshotter config berth writes.
-func (ps Paths) NydusConfigPath() string {
-	return path.Join(ps.Prefix, "etc/nydus", NydusProxy+".toml")
+func (ps Paths) NydusConfigPath() string { return NydusNamesFor(ps).Config }
+
+// NydusNames are every name of berth's nydus-snapshotter on a node: its
+// proxy plugin, socket, unit, config, binary and state directory. They
+// all come from NydusNamesFor, the one place an install suffix (for
+// side-by-side installs) has to change them, so that two installs never
+// share a socket, unit or plugin name.
+type NydusNames struct {
+	// Proxy is the proxy plugin's name in containerd's config and the
+	// snapshotter the handlers name.
+	Proxy string
+	// Socket is where the snapshotter serves containerd.
+	Socket string
+	// Unit is its systemd unit; UnitPath the unit file relative to the
+	// host root.
+	Unit, UnitPath string
+	// Binary is containerd-nydus-grpc's absolute path on the host (under
+	// the prefix); Config its config file's.
+	Binary, Config string
+	// Root is the snapshotter's state directory.
+	Root string
+}
+
+// NydusNamesFor are the names of berth's nydus-snapshotter for paths ps.
+func NydusNamesFor(ps Paths) NydusNames {
+	prefix := ps.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return NydusNames{
+		Proxy:    NydusProxy,
+		Socket:   NydusSocket,
+		Unit:     NydusUnit,
+		UnitPath: path.Join(SystemdUnitDir, NydusUnit),
+		Binary:   path.Join(prefix, NydusBinary),
+		Config:   path.Join(prefix, "etc/nydus", NydusProxy+".toml"),
+		Root:     "/var/lib/" + NydusProxy,
+	}
+}
+
+// SystemdUnitDir is where berth writes the systemd units of the services
+// it ships (relative to the host root): the administrator's unit
+// directory, which a unit from a package does not use.
+const SystemdUnitDir = "etc/systemd/system"
+
+// ServiceUnits are the systemd units among files (host paths relative to
+// the root) that berth writes: the services a live apply enables and
+// starts before the runtime restarts, and a live remove stops and
+// disables.
+func ServiceUnits(files []string) []string {
+	var out []string
+	for _, f := range files {
+		if path.Dir(f) == SystemdUnitDir && strings.HasSuffix(f, ".service") {
+			out = append(out, path.Base(f))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // snapshotterFiles are what p's snapshotter needs beyond the handler's
@@ -76,17 +131,30 @@ func snapshotterFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]Fil
 			return nil, refused("snapshotter %s needs containerd %s or later, which reads config version 3; the config to write is version %d", s, need, t.ConfigVersion)
 		}
 	}
-	if st.Proxy == NydusProxy {
+	switch {
+	case st.Proxy == NydusProxy:
 		return nydusFiles(p, t, ps, rt)
 	}
 	return nil, nil
 }
 
-func nydusFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]File, error) {
-	proxy := &ProxyPlugin{Name: NydusProxy, Address: NydusSocket}
-	var d doc
-	d.comment(sharedHeader("containerd proxy plugin "+NydusProxy+" (nydus-snapshotter, guest pull)", t.Facts))
-	var pf File
+// erofs needs nothing written beyond the handler's snapshotter option:
+// containerd 2.1+ loads its erofs snapshotter and differ by itself, and
+// the erofs snapshotter turns each layer the walking differ unpacks into
+// an EROFS blob on commit. Berth does not put the erofs differ first in
+// the diff service's list (containerd's docs do, for speed): measured on
+// containerd 2.1.9, 2.2.9 and 2.4.2 (TestErofsLive), a differ that did
+// not load (2.2+ skips it when mkfs.erofs lacks --tar, as Debian 12's
+// erofs-utils 1.5 does) makes the diff service, and with it the CRI
+// plugin, fail to load: one missing tool would take every pod on the
+// node down.
+
+// sharedPart places a part of containerd's config that every platform of
+// one snapshotter shares next to p's handler in rt (the runtime files
+// already rendered): its own drop-in (name.toml) when the handler has
+// one, else a block of that id at the end of the handler's file. d holds
+// its header; body writes the tables.
+func sharedPart(p platform.Platform, t Target, rt []File, name, what string, d *doc, body func(d *doc)) (File, error) {
 	var handler *File
 	for i := range rt {
 		if rt[i].Kind == Owned || rt[i].BlockID == p.Name() {
@@ -95,32 +163,42 @@ func nydusFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]File, err
 		}
 	}
 	if handler == nil {
-		return nil, errors.New("nydus: no containerd handler file to place the proxy plugin next to")
+		return File{}, fmt.Errorf("%s: no containerd handler file to place it next to", what)
 	}
-	scan := []string{t.Layout.Config}
 	if handler.Kind == Owned {
-		// Its own drop-in, shared by every nydus platform on the node
-		// (identical content), so that no handler's drop-in redefines it.
+		// Its own drop-in, identical for every such platform on the
+		// node, so that no handler's drop-in redefines it.
 		d.kv("version", t.ConfigVersion)
-		writeProxy(&d, proxy)
+		body(d)
 		dir := path.Dir(handler.Path)
-		pf = File{Path: path.Join(dir, NydusProxy+".toml"), Kind: Owned, Format: "toml", Content: d.bytes(),
-			Purpose: "containerd drop-in (proxy plugin " + NydusProxy + ")"}
-		scan = append(scan, dir+"/*.toml")
-	} else {
-		writeProxy(&d, proxy)
-		pf = File{Path: handler.Path, Kind: Block, BlockID: "proxy-" + NydusProxy, Where: End, Format: handler.Format,
-			Content: d.bytes(), Base: handler.Base, Version: handler.Version,
-			Purpose: "containerd config (proxy plugin " + NydusProxy + ")"}
-		scan = append(scan, handler.Path)
+		return File{Path: path.Join(dir, name+".toml"), Kind: Owned, Format: "toml", Content: d.bytes(),
+			Purpose: "containerd drop-in (" + what + ")", ScanProxies: []string{t.Layout.Config, dir + "/*.toml"}}, nil
 	}
-	pf.Proxy, pf.ScanProxies = proxy, scan
+	body(d)
+	return File{Path: handler.Path, Kind: Block, BlockID: name, Where: End, Format: handler.Format,
+		Content: d.bytes(), Base: handler.Base, Version: handler.Version,
+		Purpose: "containerd config (" + what + ")", ScanProxies: []string{t.Layout.Config, handler.Path}}, nil
+}
+
+func nydusFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]File, error) {
+	n := NydusNamesFor(ps)
+	proxy := &ProxyPlugin{Name: n.Proxy, Address: n.Socket}
+	var d doc
+	d.comment(sharedHeader("containerd proxy plugin "+n.Proxy+" (nydus-snapshotter, guest pull)", t.Facts))
+	pf, err := sharedPart(p, t, rt, n.Proxy, "proxy plugin "+n.Proxy, &d, func(d *doc) { writeProxy(d, proxy) })
+	if err != nil {
+		return nil, err
+	}
+	if pf.Kind == Block {
+		pf.BlockID = "proxy-" + n.Proxy
+	}
+	pf.Proxy = proxy
 
 	var c doc
 	c.comment(sharedHeader("nydus-snapshotter configuration (proxy mode: the guest pulls images)", nil))
 	c.kv("version", 1)
-	c.kv("root", "/var/lib/"+NydusProxy)
-	c.kv("address", NydusSocket)
+	c.kv("root", n.Root)
+	c.kv("address", n.Socket)
 	// No nydusd on the host: with the proxy driver the snapshotter only
 	// hands Kata the image references and the guest pulls.
 	c.kv("daemon_mode", "none")
@@ -128,11 +206,11 @@ func nydusFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]File, err
 	c.kv("fs_driver", "proxy")
 	c.table("snapshot")
 	c.kv("enable_kata_volume", true)
-	cfg := File{Path: strings.TrimPrefix(ps.NydusConfigPath(), "/"), Kind: Owned, Format: "nydus",
+	cfg := File{Path: strings.TrimPrefix(n.Config, "/"), Kind: Owned, Format: "nydus",
 		Content: c.bytes(), Purpose: "nydus-snapshotter configuration"}
 
-	unit := File{Path: path.Join("etc/systemd/system", NydusUnit), Kind: Owned, Format: "systemd",
-		Content: nydusUnit(ps), Purpose: "systemd unit of nydus-snapshotter"}
+	unit := File{Path: n.UnitPath, Kind: Owned, Format: "systemd",
+		Content: nydusUnit(n), Purpose: "systemd unit of nydus-snapshotter"}
 	return []File{cfg, unit, pf}, nil
 }
 
@@ -155,7 +233,10 @@ func writeProxy(d *doc, pp *ProxyPlugin) {
 	d.kv("address", pp.Address)
 }
 
-func nydusUnit(ps Paths) []byte {
+// nydusUnit is the unit file: systemd makes the socket's directory
+// (RuntimeDirectory) and removes it when the service stops, so that no
+// stale socket outlives the snapshotter.
+func nydusUnit(n NydusNames) []byte {
 	var b strings.Builder
 	for _, l := range strings.Split(strings.TrimSuffix(sharedHeader("systemd unit of nydus-snapshotter", nil), "\n"), "\n") {
 		b.WriteString("# " + l + "\n")
@@ -166,13 +247,14 @@ Before=containerd.service
 
 [Service]
 Type=simple
+RuntimeDirectory=%s
 ExecStart=%s --config %s --address %s --log-to-stdout
 Restart=always
 RestartSec=1
 
 [Install]
 WantedBy=multi-user.target containerd.service
-`, NydusProxy, path.Join(ps.Prefix, NydusBinary), ps.NydusConfigPath(), NydusSocket)
+`, n.Proxy, path.Base(path.Dir(n.Socket)), n.Binary, n.Config, n.Socket)
 	return []byte(b.String())
 }
 

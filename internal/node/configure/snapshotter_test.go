@@ -3,6 +3,7 @@ package configure
 import (
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,5 +138,66 @@ func TestErofsNeedsContainerd21(t *testing.T) {
 func TestNydusProxyNameInPlatformTable(t *testing.T) {
 	if got := platform.Nydus.Setup().Proxy; got != NydusProxy {
 		t.Errorf("platform table: proxy %q, configure writes %q", got, NydusProxy)
+	}
+}
+
+// TestErofsWritesNoDiffService: an erofs platform's files on containerd
+// 2.1+ are its handler's (naming the erofs snapshotter) and the imports
+// line, and nothing configures the diff service (see erofs in
+// snapshotter.go: a differ list naming erofs breaks CRI where the differ
+// does not load).
+func TestErofsWritesNoDiffService(t *testing.T) {
+	tg := targetFor(t, "kubeadm", 3)
+	tg.Containerd = "2.4.2"
+	r, err := Render(mustParse(t, "kubeadm-qemu-none+erofs"), tg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := false
+	for _, f := range r.Host {
+		if strings.Contains(string(f.Content), "diff-service") {
+			t.Errorf("%s configures the diff service:\n%s", f.Path, f.Content)
+		}
+		named = named || strings.Contains(string(f.Content), `snapshotter = "erofs"`)
+	}
+	if !named {
+		t.Error("no file names the erofs snapshotter for the handler")
+	}
+}
+
+// TestNydusNames holds every name of berth's nydus-snapshotter to the one
+// function a suffix would change, and the unit among a platform's files
+// to what a live apply starts.
+func TestNydusNames(t *testing.T) {
+	n := NydusNamesFor(Paths{Prefix: "/opt/b"})
+	want := NydusNames{Proxy: "berth-nydus", Socket: "/run/berth-nydus/containerd-nydus-grpc.sock",
+		Unit: "berth-nydus-snapshotter.service", UnitPath: "etc/systemd/system/berth-nydus-snapshotter.service",
+		Binary: "/opt/b/bin/containerd-nydus-grpc", Config: "/opt/b/etc/nydus/berth-nydus.toml", Root: "/var/lib/berth-nydus"}
+	if n != want {
+		t.Errorf("NydusNamesFor = %+v, want %+v", n, want)
+	}
+	if d := NydusNamesFor(Paths{}); d.Binary != DefaultPrefix+"/"+NydusBinary {
+		t.Errorf("default prefix: binary %s", d.Binary)
+	}
+	r, err := Render(mustParse(t, "kubeadm-qemu-snp"), targetFor(t, "kubeadm", 3), Options{Paths: Paths{Prefix: "/opt/b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range r.Host {
+		paths = append(paths, f.Path)
+		if f.Path == n.UnitPath && !strings.Contains(string(f.Content), "ExecStart="+n.Binary+" --config "+n.Config+" --address "+n.Socket) {
+			t.Errorf("unit does not run %s with %s on %s:\n%s", n.Binary, n.Config, n.Socket, f.Content)
+		}
+	}
+	if got := ServiceUnits(paths); !slices.Equal(got, []string{n.Unit}) {
+		t.Errorf("ServiceUnits(%v) = %v, want [%s]", paths, got, n.Unit)
+	}
+	if got := ServiceUnits([]string{"etc/containerd/conf.d/x.toml", "lib/systemd/system/containerd.service"}); got != nil {
+		t.Errorf("ServiceUnits of files berth does not run = %v", got)
+	}
+	if !NeedsNydus(mustParse(t, "kubeadm-qemu-snp")) || NeedsNydus(mustParse(t, "kubeadm-qemu-none")) || NeedsNydus(mustParse(t, "openshift-qemu-snp")) {
+		t.Errorf("NeedsNydus: kubeadm snp %v, kubeadm none %v, openshift snp %v; want true false false",
+			NeedsNydus(mustParse(t, "kubeadm-qemu-snp")), NeedsNydus(mustParse(t, "kubeadm-qemu-none")), NeedsNydus(mustParse(t, "openshift-qemu-snp")))
 	}
 }

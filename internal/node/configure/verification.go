@@ -20,4 +20,10 @@ type Verification struct {
 	// skipped: a skip is not a pass, and says so.
 	Sandbox       string `json:"sandbox,omitempty"`
 	SandboxReason string `json:"sandboxReason,omitempty"`
+	// Snapshotter is the proxy snapshotter the handler names (berth's
+	// nydus-snapshotter), when it was proven: SnapshotterError says why it
+	// is not live (not loaded by the runtime, or not answering), and the
+	// handler is then not Live either, since no pod's image can be pulled.
+	Snapshotter      string `json:"snapshotter,omitempty"`
+	SnapshotterError string `json:"snapshotterError,omitempty"`
 }

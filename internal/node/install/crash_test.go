@@ -244,15 +244,18 @@ func TestWriteErrorLeavesPreviousIntact(t *testing.T) {
 	v1 := makeRelease(t, "1.0.0", offline, 1)
 	install(t, e.installer(t, v1.mirror(t)), v1.m, snp)
 	// 2 MiB of zeros, a few KiB compressed.
-	// (with the shim and hypervisor the platform's configuration points at,
-	// without which the release would not be installable at all).
+	// (with the shim, hypervisor and nydus-snapshotter the platform's
+	// configuration points at, without which the release would not be
+	// installable at all).
 	gz := tarball(t, "tar.gz", []member{{"shim", "bin/containerd-shim-kata-v2", "0755", []byte("shim")},
-		{"qemu", "bin/qemu-system-x86_64", "0755", []byte("qemu")}, {"zeros", "share/zeros", "0644", make([]byte, 2<<20)}})
+		{"qemu", "bin/qemu-system-x86_64", "0755", []byte("qemu")}, {"nydus", "bin/containerd-nydus-grpc", "0755", []byte("nydus")},
+		{"zeros", "share/zeros", "0644", make([]byte, 2<<20)}})
 	sum := sha256.Sum256(gz)
 	y := fmt.Sprintf("apiVersion: berth.dev/manifest/v1\nname: kata-test\nversion: \"2.0.0\"\ncomponents:\n"+
 		"  - name: zeros\n    version: \"2\"\n    role: data\n    sources: [%s/zeros.tar.gz]\n    sha256: %s\n    size: %d\n"+
 		"    archive:\n      type: tar.gz\n      members:\n        - {name: shim, path: bin/containerd-shim-kata-v2, mode: \"0755\"}\n"+
-		"        - {name: qemu, path: bin/qemu-system-x86_64, mode: \"0755\"}\n        - {name: zeros, path: share/zeros, mode: \"0644\"}\n",
+		"        - {name: qemu, path: bin/qemu-system-x86_64, mode: \"0755\"}\n        - {name: nydus, path: bin/containerd-nydus-grpc, mode: \"0755\"}\n"+
+		"        - {name: zeros, path: share/zeros, mode: \"0644\"}\n",
 		offline, hex.EncodeToString(sum[:]), len(gz))
 	v2, err := manifest.Parse([]byte(y), "zeros.yaml")
 	if err != nil {

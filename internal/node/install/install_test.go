@@ -30,7 +30,7 @@ func TestInstallOfflineFromMirror(t *testing.T) {
 	}
 	assertInstalled(t, e.prefix, rel.expect(t, snp))
 	assertNoTemp(t, e.prefix, e.cache)
-	want := []string{"containerd-shim-kata-v2", "qemu", "ovmf-amdsev", "kernel-confidential", "kata-configs", "qemu-data", "tools"}
+	want := []string{"containerd-shim-kata-v2", "qemu", "ovmf-amdsev", "kernel-confidential", "nydus-snapshotter", "kata-configs", "qemu-data", "tools"}
 	var got []string
 	for _, c := range res.Plan.Components {
 		got = append(got, c.Name)

@@ -122,6 +122,9 @@ func makeRelease(t testing.TB, ver, baseURL string, scale int) *release {
 		{"ovmf-tdx", "firmware", "share/ovmf/OVMF.inteltdx.fd", "0644", "{hypervisor: qemu, tee: tdx}", 100_000},
 		{"kernel-confidential", "kernel", "share/kata-containers/vmlinuz-confidential.container", "0644", "{tee: [snp, tdx]}", 120_000},
 		{"kernel", "kernel", "share/kata-containers/vmlinuz.container", "0644", "{tee: none}", 110_000},
+		// berth's nydus-snapshotter unit runs it (the confidential
+		// platforms' default snapshotter).
+		{"nydus-snapshotter", "snapshotter", "bin/containerd-nydus-grpc", "0755", "{snapshotter: nydus}", 50_000},
 	} {
 		data := content(p.name, ver, p.size*scale)
 		comp(p.name, ver, p.role, p.name, data, p.serves, fmt.Sprintf("    path: %s\n    mode: %q\n", p.path, p.mode))

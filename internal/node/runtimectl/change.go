@@ -27,6 +27,9 @@ type Change struct {
 	Restart bool
 	// Ask returns how the runtime is asked whether p's handler is live.
 	Ask func(p platform.Platform) Ask
+	// Snapshotter returns how the runtime proves p's proxy snapshotter
+	// (Runtime.Snapshotter); nil proves none.
+	Snapshotter func(p platform.Platform) func(ctx context.Context, name string) error
 	// Poll is the pause between two questions (Runtime.Poll).
 	Poll time.Duration
 	// Systemctl and Journalctl are the commands' paths on the host; ""
@@ -54,6 +57,9 @@ func (c Change) Live(ctx context.Context, l platform.Layout, p platform.Platform
 		Ask:     func(platform.Layout) Ask { return c.Ask(p) },
 		Journal: Journal{Run: run, Path: c.Journalctl}.Log,
 		Poll:    c.Poll,
+	}
+	if c.Snapshotter != nil {
+		f.Snapshotter = func(platform.Layout) func(context.Context, string) error { return c.Snapshotter(p) }
 	}
 	rt, err := f.Find(ctx, l)
 	if err != nil {
@@ -160,9 +166,22 @@ func (c Change) reportLive(res *configure.LiveResult, err error, verb string) er
 // ReportNoRestart says what changed and the exact commands that load and
 // verify it: without a restart the runtime still runs the old files.
 func (c Change) ReportNoRestart(res *configure.Result, l platform.Layout, p platform.Platform, verb string) {
-	if c.SayChanged(res, verb) && len(l.Units) > 0 {
-		fmt.Fprintf(c.Out, "to load it: systemctl restart %s && berth verify --platform %s\n(or run again with --restart, which also rolls back if a handler is lost)\n", l.Units[0], p)
+	if !c.SayChanged(res, verb) || len(l.Units) == 0 {
+		return
 	}
+	// A service berth ships (nydus-snapshotter) starts before the runtime
+	// reads the proxy plugin, and stops while its unit file is there.
+	if units := configure.ServiceUnits(res.Changed); len(units) > 0 {
+		if verb == "removed" {
+			// Its unit file is gone, so systemctl disable no longer can.
+			for _, u := range units {
+				fmt.Fprintf(c.Err, "warning: %s was removed while it may run (--restart stops and disables it first): systemctl stop %s && rm -f /etc/systemd/system/*.wants/%s && systemctl daemon-reload\n", u, u, u)
+			}
+		} else {
+			fmt.Fprintf(c.Out, "to start its services: systemctl daemon-reload && systemctl enable --now %s\n", strings.Join(units, " "))
+		}
+	}
+	fmt.Fprintf(c.Out, "to load it: systemctl restart %s && berth verify --platform %s\n(or run again with --restart, which also rolls back if a handler is lost)\n", l.Units[0], p)
 }
 
 func (c Change) warn(res *configure.Result) {

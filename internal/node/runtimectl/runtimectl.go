@@ -40,6 +40,23 @@ type Units interface {
 	Restart(ctx context.Context, unit string) error
 }
 
+// Services is the part of a mechanism that installs a service berth
+// ships with a platform (nydus-snapshotter's unit): Systemctl and
+// systemdbus.Systemd have it.
+type Services interface {
+	// Reload makes systemd read its unit files again (daemon-reload).
+	Reload(ctx context.Context) error
+	// Enable enables the unit (its [Install] section's links); Disable
+	// removes them.
+	Enable(ctx context.Context, unit string) error
+	Disable(ctx context.Context, unit string) error
+	// Start and Stop start and stop the unit as `systemctl start|stop`
+	// do and return once the job finished; a job that did not succeed is
+	// an error.
+	Start(ctx context.Context, unit string) error
+	Stop(ctx context.Context, unit string) error
+}
+
 // Status is what the runtime answered: the handlers it loaded and, when
 // the asker can tell, its name and version ("containerd", "v2.4.2").
 type Status struct {
@@ -85,6 +102,10 @@ type Runtime struct {
 	Ask Ask
 	// Journal, when set, returns the unit's recent log.
 	Journal func(ctx context.Context, unit string) string
+	// Snapshotter, when set, proves that the runtime has a snapshotter
+	// loaded and that it answers (cri.ProveSnapshotter): the live proof
+	// of a nydus platform's proxy plugin.
+	Snapshotter func(ctx context.Context, name string) error
 	// Wait bounds how long Handlers waits for the runtime to answer
 	// after a restart; zero means a minute (containerd loads its plugins
 	// before its socket answers).
@@ -95,7 +116,10 @@ type Runtime struct {
 	Now func() time.Time
 }
 
-var _ configure.Runtime = Runtime{}
+var (
+	_ configure.Runtime  = Runtime{}
+	_ configure.Services = Runtime{}
+)
 
 // Name is the unit: what a user restarts by hand.
 func (r Runtime) Name() string { return r.Unit }
@@ -156,12 +180,130 @@ func (r Runtime) Log(ctx context.Context) string {
 	return configure.ProblemLines(r.Journal(ctx, r.Unit), 10)
 }
 
+// services is r.Units' Services, or an error saying it has none.
+func (r Runtime) services() (Services, error) {
+	sv, ok := r.Units.(Services)
+	if !ok {
+		return nil, fmt.Errorf("%T cannot enable or start units", r.Units)
+	}
+	return sv, nil
+}
+
+// StartServices reloads systemd's unit files, then enables and starts
+// each unit (restarts it when restart), and checks that it is active:
+// a service of Type=simple is "active" once forked, so a binary that
+// exits at once is caught by asking again after a moment (Poll).
+func (r Runtime) StartServices(ctx context.Context, units []string, restart bool) error {
+	sv, err := r.services()
+	if err != nil {
+		return err
+	}
+	if err := sv.Reload(ctx); err != nil {
+		return err
+	}
+	for _, u := range units {
+		if err := sv.Enable(ctx, u); err != nil {
+			return err
+		}
+		start := sv.Start
+		if restart {
+			start = r.Units.Restart
+		}
+		if err := start(ctx, u); err != nil {
+			return err
+		}
+	}
+	poll := r.Poll
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	t := time.NewTimer(4 * poll)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	for _, u := range units {
+		st, err := r.Units.State(ctx, u)
+		if err != nil {
+			return err
+		}
+		if st != "active" {
+			return fmt.Errorf("%s is %s after its start", u, st)
+		}
+	}
+	return nil
+}
+
+// StopServices stops and disables each unit, then reloads systemd's unit
+// files; every unit is tried and the errors joined.
+func (r Runtime) StopServices(ctx context.Context, units []string) error {
+	sv, err := r.services()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, u := range units {
+		errs = append(errs, sv.Stop(ctx, u), sv.Disable(ctx, u))
+	}
+	errs = append(errs, sv.Reload(ctx))
+	return errors.Join(errs...)
+}
+
+// ServiceActive reports whether systemd reports unit active.
+func (r Runtime) ServiceActive(ctx context.Context, unit string) bool {
+	st, err := r.Units.State(ctx, unit)
+	return err == nil && st == "active"
+}
+
+// ServiceLog is unit's journal, "" without one.
+func (r Runtime) ServiceLog(ctx context.Context, unit string) string {
+	if r.Journal == nil {
+		return ""
+	}
+	return r.Journal(ctx, unit)
+}
+
+// ProveSnapshotter proves name through Snapshotter, retrying for a few
+// seconds (a proxy plugin's service may still be binding its socket);
+// nil when there is no Snapshotter to ask.
+func (r Runtime) ProveSnapshotter(ctx context.Context, name string) error {
+	if r.Snapshotter == nil {
+		return nil
+	}
+	poll, now := r.Poll, r.Now
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	if now == nil {
+		now = time.Now
+	}
+	deadline := now().Add(10 * time.Second)
+	for {
+		err := r.Snapshotter(ctx, name)
+		if err == nil || now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (last answer: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
 // Finder finds the running container runtime of a runtime layout.
 type Finder struct {
 	// Units reaches systemd.
 	Units Units
 	// Ask returns how the runtime of a layout is asked (its CRI socket).
 	Ask func(l platform.Layout) Ask
+	// Snapshotter returns how the runtime of a layout proves a
+	// snapshotter; nil proves none.
+	Snapshotter func(l platform.Layout) func(ctx context.Context, name string) error
 	// Journal, Wait, Poll and Now are those of the Runtime returned.
 	Journal func(ctx context.Context, unit string) string
 	Wait    time.Duration
@@ -176,5 +318,9 @@ func (f Finder) Find(ctx context.Context, l platform.Layout) (configure.Runtime,
 	if err != nil {
 		return nil, err
 	}
-	return Runtime{Units: f.Units, Unit: unit, Ask: f.Ask(l), Journal: f.Journal, Wait: f.Wait, Poll: f.Poll, Now: f.Now}, nil
+	rt := Runtime{Units: f.Units, Unit: unit, Ask: f.Ask(l), Journal: f.Journal, Wait: f.Wait, Poll: f.Poll, Now: f.Now}
+	if f.Snapshotter != nil {
+		rt.Snapshotter = f.Snapshotter(l)
+	}
+	return rt, nil
 }

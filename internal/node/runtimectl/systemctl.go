@@ -64,6 +64,44 @@ func (s Systemctl) Restart(ctx context.Context, unit string) error {
 	return nil
 }
 
+var _ Services = Systemctl{}
+
+// run runs systemctl with args, an error naming the command and its
+// stderr on a non-zero exit.
+func (s Systemctl) run(ctx context.Context, args ...string) error {
+	timeout := s.JobTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := s.Run(rctx, append([]string{s.path()}, args...)...)
+	if err != nil {
+		return fmt.Errorf("systemctl %s: %w", strings.Join(args, " "), err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("systemctl %s: exit %d: %s", strings.Join(args, " "), res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
+	return nil
+}
+
+// Reload runs `systemctl daemon-reload`.
+func (s Systemctl) Reload(ctx context.Context) error { return s.run(ctx, "daemon-reload") }
+
+// Enable runs `systemctl enable`.
+func (s Systemctl) Enable(ctx context.Context, unit string) error { return s.run(ctx, "enable", unit) }
+
+// Disable runs `systemctl disable`.
+func (s Systemctl) Disable(ctx context.Context, unit string) error {
+	return s.run(ctx, "disable", unit)
+}
+
+// Start runs `systemctl start`, which waits for the job.
+func (s Systemctl) Start(ctx context.Context, unit string) error { return s.run(ctx, "start", unit) }
+
+// Stop runs `systemctl stop`, which waits for the job.
+func (s Systemctl) Stop(ctx context.Context, unit string) error { return s.run(ctx, "stop", unit) }
+
 // Journal reads a unit's log with the host's journalctl.
 type Journal struct {
 	// Run runs the command on the host; nil means there is no journal.

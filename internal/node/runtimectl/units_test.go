@@ -21,6 +21,9 @@ type started struct {
 	restarts func(unit string) int
 	// calls are the commands run, for the systemctl mechanism.
 	calls func() [][]string
+	// enabled and state are what the supervisor holds of a unit.
+	enabled func(unit string) bool
+	state   func(unit string) string
 }
 
 // mechanism is one way to reach systemd, and what it says where the two
@@ -61,6 +64,8 @@ var mechanisms = []mechanism{
 				journal:  runtimectl.Journal{Run: run, Path: sc.Path("journalctl")}.Log,
 				restarts: sc.Restarts,
 				calls:    sc.Calls,
+				enabled:  sc.Enabled,
+				state:    sc.State,
 			}
 		},
 		broken: func(t *testing.T) runtimectl.Units {
@@ -76,7 +81,7 @@ var mechanisms = []mechanism{
 		start: func(t *testing.T, units ...testsystemd.Unit) started {
 			sock := filepath.Join(testsystemd.ShortDir(t), "private")
 			sup := testsystemd.Start(t, sock, units...)
-			return started{units: systemdbus.Systemd{Socket: sock}, restarts: sup.Restarts}
+			return started{units: systemdbus.Systemd{Socket: sock}, restarts: sup.Restarts, enabled: sup.Enabled, state: sup.State}
 		},
 		broken: func(t *testing.T) runtimectl.Units {
 			return systemdbus.Systemd{Socket: filepath.Join(testsystemd.ShortDir(t), "none")}

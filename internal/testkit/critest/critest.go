@@ -243,6 +243,15 @@ if [ -d "$root/etc/containerd" ]; then
 	mount --bind "$root/etc/containerd" /etc/containerd
 fi
 mount -t tmpfs -o mode=0755 berth-run /run
+# A service the test runs beside containerd (berth's nydus-snapshotter)
+# serves under the test root's run/: each directory there is the same
+# directory of /run here.
+for d in "$root"/run/*/; do
+	[ -d "$d" ] || continue
+	n=$(basename "$d")
+	mkdir -p "/run/$n"
+	mount --bind "$d" "/run/$n"
+done
 mount -t tmpfs -o mode=0755 berth-opt /opt
 mkdir -p /var/lib/containerd
 mount -t tmpfs -o mode=0711 berth-containerd /var/lib/containerd
@@ -394,4 +403,26 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// RunOnRoot runs bin with args in the namespace StartOnRoot gives
+// containerd (the test root's /etc/containerd, private /run, /opt and
+// /var/lib/containerd) and returns its combined output: `containerd
+// config dump`, say, which prints the config the daemon would run with,
+// imports merged. The error carries what it wrote to stderr.
+func RunOnRoot(t testing.TB, bin, root string, d Dirs, args ...string) ([]byte, error) {
+	t.Helper()
+	scratch := filepath.Join(d.Dir, "ns-run")
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("/bin/sh", append([]string{"-c", nsScript, "berth-ns", root, scratch, bin}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Unshareflags: syscall.CLONE_NEWNS}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	return out, nil
 }

@@ -90,6 +90,15 @@ func (s *Systemctl) Calls() [][]string {
 // Restarts is how often systemctl restart restarted the unit.
 func (s *Systemctl) Restarts(name string) int { return restarts(s.units, name) }
 
+// Enabled reports whether the unit is enabled.
+func (s *Systemctl) Enabled(name string) bool { return enabled(s.units, name) }
+
+// Reloads is how often daemon-reload ran.
+func (s *Systemctl) Reloads() int { return reloads(s.units) }
+
+// State is the unit's ActiveState.
+func (s *Systemctl) State(name string) string { return s.units[name].activeState() }
+
 func (s *Systemctl) serve() {
 	defer s.wg.Done()
 	sc := bufio.NewScanner(s.calls)
@@ -147,6 +156,34 @@ func (s *Systemctl) answer(cmd string, args []string) (code, stream int, out str
 			return 0, 1, u.Log()
 		}
 		return 0, 1, ""
+	case cmd == "systemctl" && arg(0) == "daemon-reload":
+		reloadUnits(s.units)
+		return 0, 1, ""
+	case cmd == "systemctl" && (arg(0) == "enable" || arg(0) == "disable"):
+		name := arg(1)
+		u := s.units[name]
+		if u == nil {
+			return 1, 2, "Failed to " + arg(0) + " unit: Unit file " + name + " does not exist.\n"
+		}
+		if why := u.setEnabled(arg(0) == "enable"); why != "" {
+			return 1, 2, "Failed to " + arg(0) + " unit: " + why + "\n"
+		}
+		return 0, 1, ""
+	case cmd == "systemctl" && (arg(0) == "start" || arg(0) == "stop"):
+		name := arg(1)
+		u := known(s.units, name)
+		if u == nil {
+			return 5, 2, "Failed to " + arg(0) + " " + name + ": Unit " + name + " not found.\n"
+		}
+		run := u.start
+		if arg(0) == "stop" {
+			run = u.stop
+		}
+		if run() != "done" {
+			return 1, 2, "Job for " + name + " failed because the control process exited with error code.\n" +
+				"See \"systemctl status " + name + "\" and \"journalctl -xeu " + name + "\" for details.\n"
+		}
+		return 0, 1, ""
 	case cmd == "systemctl" && arg(0) == "is-active":
 		u := s.units[arg(1)]
 		if u == nil {
@@ -159,7 +196,7 @@ func (s *Systemctl) answer(cmd string, args []string) (code, stream int, out str
 		return 3, 1, st + "\n"
 	case cmd == "systemctl" && arg(0) == "restart":
 		name := arg(1)
-		u := s.units[name]
+		u := known(s.units, name)
 		if u == nil {
 			return 5, 2, "Failed to restart " + name + ": Unit " + name + " not found.\n"
 		}

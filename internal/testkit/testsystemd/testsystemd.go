@@ -48,6 +48,14 @@ type Unit struct {
 	// Log, when set, is the unit's journal (what the systemctl stand-in's
 	// journalctl prints for it).
 	Log func() string
+	// Inactive: the unit is not started with the supervisor (a service
+	// the code under test installs and starts itself).
+	Inactive bool
+	// File, when set, is the unit file on the test's host root: as for
+	// systemd, the unit is known only once a reload (daemon-reload,
+	// Manager.Reload) found the file, and forgotten by a reload that
+	// does not; enabling needs the file.
+	File string
 }
 
 type unit struct {
@@ -57,6 +65,9 @@ type unit struct {
 	mu       sync.Mutex
 	state    string
 	restarts int
+	loaded   bool
+	enabled  bool
+	reloads  int
 }
 
 // Supervisor serves the API on Socket. Build it with Start.
@@ -118,14 +129,120 @@ func startUnits(t testing.TB, units []Unit) map[string]*unit {
 	t.Helper()
 	out := map[string]*unit{}
 	for _, u := range units {
+		if u.Inactive {
+			out[u.Name] = &unit{Unit: u, state: "inactive", loaded: fileExists(u.File)}
+			continue
+		}
 		if !u.Running {
 			if err := u.Start(); err != nil {
 				t.Fatalf("testsystemd: starting %s: %v", u.Name, err)
 			}
 		}
-		out[u.Name] = &unit{Unit: u, state: "active"}
+		out[u.Name] = &unit{Unit: u, state: "active", loaded: true, enabled: true}
 	}
 	return out
+}
+
+// fileExists is true for "" (a unit that needs no file).
+func fileExists(name string) bool {
+	if name == "" {
+		return true
+	}
+	_, err := os.Stat(name)
+	return err == nil
+}
+
+// reloadUnits is a daemon-reload: each unit with a File is known if the
+// file is there.
+func reloadUnits(units map[string]*unit) {
+	for _, u := range units {
+		u.mu.Lock()
+		u.reloads++
+		u.loaded = fileExists(u.File)
+		u.mu.Unlock()
+	}
+}
+
+// known returns the unit name when systemd would know it.
+func known(units map[string]*unit, name string) *unit {
+	u := units[name]
+	if u == nil {
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.loaded && u.state != "active" {
+		return nil
+	}
+	return u
+}
+
+// setEnabled enables or disables the unit: "" or why it cannot be.
+func (u *unit) setEnabled(on bool) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if on && !fileExists(u.File) {
+		return "Unit file " + u.Name + " does not exist."
+	}
+	u.enabled = on
+	return ""
+}
+
+// start starts the unit unless it is active: the job's result.
+func (u *unit) start() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.state == "active" {
+		return "done"
+	}
+	u.state = "activating"
+	if err := u.Start(); err != nil {
+		u.state = "failed"
+		return "failed"
+	}
+	u.state = "active"
+	return "done"
+}
+
+// stop stops the unit if it is active: the job's result.
+func (u *unit) stop() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.state == "active" {
+		u.state = "deactivating"
+		u.Stop()
+	}
+	u.state = "inactive"
+	return "done"
+}
+
+// Enabled reports whether the unit is enabled (Inactive units start
+// disabled, the others enabled as a runtime's unit is).
+func (s *Supervisor) Enabled(name string) bool { return enabled(s.units, name) }
+
+// Reloads is how often the unit files were reloaded.
+func (s *Supervisor) Reloads() int { return reloads(s.units) }
+
+// State is the unit's ActiveState.
+func (s *Supervisor) State(name string) string { return s.units[name].activeState() }
+
+func enabled(units map[string]*unit, name string) bool {
+	u := units[name]
+	if u == nil {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.enabled
+}
+
+func reloads(units map[string]*unit) int {
+	for _, u := range units {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return u.reloads
+	}
+	return 0
 }
 
 // Close stops listening, closes every connection and stops the units.
@@ -390,23 +507,42 @@ func (s *Supervisor) call(p *peer, msg *dbus.Message) {
 			p.fail(msg, "org.freedesktop.DBus.Error.InvalidArgs", "Job mode "+str(1)+" invalid.")
 			return
 		}
-		s.mu.Lock()
-		s.jobs++
-		id := s.jobs
-		s.mu.Unlock()
-		job := objectPath + dbus.ObjectPath("/job/"+strconv.FormatUint(uint64(id), 10))
-		p.reply(msg, job)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			result := u.restart()
-			s.broadcast(&dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
-				dbus.FieldPath:      dbus.MakeVariant(objectPath),
-				dbus.FieldInterface: dbus.MakeVariant(managerIface),
-				dbus.FieldMember:    dbus.MakeVariant("JobRemoved"),
-				dbus.FieldSignature: dbus.MakeVariant(dbus.SignatureOf(id, job, u.Name, result)),
-			}, Body: []any{id, job, u.Name, result}})
-		}()
+		s.runJob(p, msg, u, u.restart)
+	case path == string(objectPath) && iface == managerIface && member == "Reload":
+		reloadUnits(s.units)
+		p.reply(msg)
+	case path == string(objectPath) && iface == managerIface && (member == "EnableUnitFiles" || member == "DisableUnitFiles"):
+		var files []string
+		if len(msg.Body) > 0 {
+			files, _ = msg.Body[0].([]string)
+		}
+		for _, f := range files {
+			u := s.units[f]
+			if u == nil {
+				p.fail(msg, "org.freedesktop.systemd1.NoSuchUnit", "Unit file "+f+" does not exist.")
+				return
+			}
+			if why := u.setEnabled(member == "EnableUnitFiles"); why != "" {
+				p.fail(msg, "org.freedesktop.systemd1.NoSuchUnit", why)
+				return
+			}
+		}
+		if member == "EnableUnitFiles" {
+			p.reply(msg, true, []struct{ Type, File, Dest string }{})
+		} else {
+			p.reply(msg, []struct{ Type, File, Dest string }{})
+		}
+	case path == string(objectPath) && iface == managerIface && (member == "StartUnit" || member == "StopUnit"):
+		u := known(s.units, str(0))
+		if u == nil {
+			p.fail(msg, "org.freedesktop.systemd1.NoSuchUnit", "Unit "+str(0)+" not found.")
+			return
+		}
+		run := u.start
+		if member == "StopUnit" {
+			run = u.stop
+		}
+		s.runJob(p, msg, u, run)
 	case iface == propsIface && member == "Get" && strings.HasPrefix(path, string(objectPath)+"/unit/"):
 		var u *unit
 		s.mu.Lock()
@@ -426,11 +562,29 @@ func (s *Supervisor) call(p *peer, msg *dbus.Message) {
 	}
 }
 
-func (s *Supervisor) lookup(name string) *unit {
+// runJob answers a call that queues a job with the job's path, runs it
+// and signals JobRemoved with its result, as systemd does.
+func (s *Supervisor) runJob(p *peer, msg *dbus.Message, u *unit, run func() string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.units[name]
+	s.jobs++
+	id := s.jobs
+	s.mu.Unlock()
+	job := objectPath + dbus.ObjectPath("/job/"+strconv.FormatUint(uint64(id), 10))
+	p.reply(msg, job)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		result := run()
+		s.broadcast(&dbus.Message{Type: dbus.TypeSignal, Headers: map[dbus.HeaderField]dbus.Variant{
+			dbus.FieldPath:      dbus.MakeVariant(objectPath),
+			dbus.FieldInterface: dbus.MakeVariant(managerIface),
+			dbus.FieldMember:    dbus.MakeVariant("JobRemoved"),
+			dbus.FieldSignature: dbus.MakeVariant(dbus.SignatureOf(id, job, u.Name, result)),
+		}, Body: []any{id, job, u.Name, result}})
+	}()
 }
+
+func (s *Supervisor) lookup(name string) *unit { return known(s.units, name) }
 
 // activeState is the unit's ActiveState.
 func (u *unit) activeState() string {

@@ -64,7 +64,11 @@ func TestAuthentication(t *testing.T) {
 // recorded.
 func TestSystemctlStandIn(t *testing.T) {
 	up := true
+	snapFile := filepath.Join(t.TempDir(), "snap.service")
+	snapRuns := false
 	s := StartSystemctl(t, t.TempDir(),
+		Unit{Name: "snap.service", Inactive: true, File: snapFile,
+			Start: func() error { snapRuns = true; return nil }, Stop: func() { snapRuns = false }},
 		Unit{Name: "containerd.service", Start: func() error { return nil }, Stop: func() {}, Log: func() string { return "level=error msg=x\n" }},
 		Unit{Name: "broken.service", Start: func() error {
 			if !up {
@@ -78,19 +82,39 @@ func TestSystemctlStandIn(t *testing.T) {
 		args           []string
 		code           int
 		stdout, stderr string
+		// before runs first (writes the unit file).
+		before func()
 	}{
-		{"systemctl", []string{"is-active", "containerd.service"}, 0, "active\n", ""},
-		{"systemctl", []string{"is-active", "crio.service"}, 3, "inactive\n", ""},
-		{"systemctl", []string{"restart", "containerd.service"}, 0, "", ""},
-		{"systemctl", []string{"restart", "crio.service"}, 5, "", "Failed to restart crio.service: Unit crio.service not found.\n"},
-		{"systemctl", []string{"restart", "broken.service"}, 1, "", "Job for broken.service failed because the control process exited with error code.\nSee \"systemctl status broken.service\" and \"journalctl -xeu broken.service\" for details.\n"},
-		{"systemctl", []string{"is-active", "broken.service"}, 3, "failed\n", ""},
-		{"systemctl", []string{"enable", "containerd.service"}, 1, "", "Unknown command verb \"enable\".\n"},
-		{"journalctl", []string{"-u", "containerd.service", "-o", "cat"}, 0, "level=error msg=x\n", ""},
-		{"journalctl", []string{"-u", "crio.service"}, 0, "", ""},
+		{"systemctl", []string{"is-active", "containerd.service"}, 0, "active\n", "", nil},
+		{"systemctl", []string{"is-active", "crio.service"}, 3, "inactive\n", "", nil},
+		{"systemctl", []string{"restart", "containerd.service"}, 0, "", "", nil},
+		{"systemctl", []string{"restart", "crio.service"}, 5, "", "Failed to restart crio.service: Unit crio.service not found.\n", nil},
+		{"systemctl", []string{"restart", "broken.service"}, 1, "", "Job for broken.service failed because the control process exited with error code.\nSee \"systemctl status broken.service\" and \"journalctl -xeu broken.service\" for details.\n", nil},
+		{"systemctl", []string{"is-active", "broken.service"}, 3, "failed\n", "", nil},
+		{"systemctl", []string{"mask", "containerd.service"}, 1, "", "Unknown command verb \"mask\".\n", nil},
+		// A unit systemd knows once a reload found its file.
+		{"systemctl", []string{"start", "snap.service"}, 5, "", "Failed to start snap.service: Unit snap.service not found.\n", nil},
+		{"systemctl", []string{"enable", "snap.service"}, 1, "", "Failed to enable unit: Unit file snap.service does not exist.\n", nil},
+		{"systemctl", []string{"start", "snap.service"}, 5, "", "Failed to start snap.service: Unit snap.service not found.\n", func() {
+			if err := os.WriteFile(snapFile, []byte("[Service]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"systemctl", []string{"daemon-reload"}, 0, "", "", nil},
+		{"systemctl", []string{"enable", "snap.service"}, 0, "", "", nil},
+		{"systemctl", []string{"start", "snap.service"}, 0, "", "", nil},
+		{"systemctl", []string{"is-active", "snap.service"}, 0, "active\n", "", nil},
+		{"systemctl", []string{"stop", "snap.service"}, 0, "", "", nil},
+		{"systemctl", []string{"disable", "snap.service"}, 0, "", "", nil},
+		{"systemctl", []string{"is-active", "snap.service"}, 3, "inactive\n", "", nil},
+		{"journalctl", []string{"-u", "containerd.service", "-o", "cat"}, 0, "level=error msg=x\n", "", nil},
+		{"journalctl", []string{"-u", "crio.service"}, 0, "", "", nil},
 	} {
 		t.Run(strings.Join(append([]string{tc.cmd}, tc.args...), " "), func(t *testing.T) {
-			up = tc.args[1] != "broken.service"
+			up = len(tc.args) < 2 || tc.args[1] != "broken.service"
+			if tc.before != nil {
+				tc.before()
+			}
 			var stdout, stderr strings.Builder
 			c := exec.Command(s.Path(tc.cmd), tc.args...)
 			c.Stdout, c.Stderr = &stdout, &stderr
@@ -106,10 +130,13 @@ func TestSystemctlStandIn(t *testing.T) {
 			}
 		})
 	}
+	if s.Enabled("snap.service") || snapRuns || s.Reloads() != 1 {
+		t.Errorf("snap.service: enabled %v, running %v, %d reloads; want disabled, stopped, 1", s.Enabled("snap.service"), snapRuns, s.Reloads())
+	}
 	if got := s.Restarts("containerd.service"); got != 1 {
 		t.Errorf("%d restarts of containerd.service, want 1", got)
 	}
-	if calls := s.Calls(); len(calls) != 9 || strings.Join(calls[0], " ") != "systemctl is-active containerd.service" {
+	if calls := s.Calls(); len(calls) != 19 || strings.Join(calls[0], " ") != "systemctl is-active containerd.service" {
 		t.Errorf("calls: %q", calls)
 	}
 }

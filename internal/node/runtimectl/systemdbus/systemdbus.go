@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -90,6 +91,57 @@ func (s Systemd) State(ctx context.Context, unit string) (string, error) {
 // "replace") and waits for the job to finish: a job result other than
 // "done" (failed, timeout, dependency, canceled) is an error naming it.
 func (s Systemd) Restart(ctx context.Context, unit string) error {
+	return s.job(ctx, "RestartUnit", "restart", unit)
+}
+
+var _ runtimectl.Services = Systemd{}
+
+// Start starts unit as `systemctl start` does (StartUnit, mode
+// "replace") and waits for its job, as Restart does.
+func (s Systemd) Start(ctx context.Context, unit string) error {
+	return s.job(ctx, "StartUnit", "start", unit)
+}
+
+// Stop stops unit as `systemctl stop` does (StopUnit, mode "replace")
+// and waits for its job.
+func (s Systemd) Stop(ctx context.Context, unit string) error {
+	return s.job(ctx, "StopUnit", "stop", unit)
+}
+
+// Reload asks systemd to read its unit files again, as `systemctl
+// daemon-reload` does (Manager.Reload, which returns once it is done).
+func (s Systemd) Reload(ctx context.Context) error {
+	return s.call(ctx, "Reload", "")
+}
+
+// Enable creates the unit's [Install] links as `systemctl enable` does
+// (EnableUnitFiles: persistent, not forced).
+func (s Systemd) Enable(ctx context.Context, unit string) error {
+	return s.call(ctx, "EnableUnitFiles", unit, []string{unit}, false, false)
+}
+
+// Disable removes the unit's [Install] links as `systemctl disable` does
+// (DisableUnitFiles, persistent).
+func (s Systemd) Disable(ctx context.Context, unit string) error {
+	return s.call(ctx, "DisableUnitFiles", unit, []string{unit}, false)
+}
+
+// call calls a Manager method whose answer berth does not need.
+func (s Systemd) call(ctx context.Context, method, unit string, args ...any) error {
+	conn, err := s.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.Object(systemdDest, systemdPath).CallWithContext(ctx, managerInterface+"."+method, 0, args...).Err; err != nil {
+		return fmt.Errorf("systemd %s: %w", strings.TrimSpace(method+" "+unit), named(err))
+	}
+	return nil
+}
+
+// job calls a Manager method that queues a job for unit with mode
+// "replace" and waits for the job to finish.
+func (s Systemd) job(ctx context.Context, method, verb, unit string) error {
 	timeout := s.JobTimeout
 	if timeout <= 0 {
 		timeout = 3 * time.Minute
@@ -105,16 +157,16 @@ func (s Systemd) Restart(ctx context.Context, unit string) error {
 	sigs := make(chan *dbus.Signal, 64)
 	conn.Signal(sigs)
 	var job dbus.ObjectPath
-	if err := conn.Object(systemdDest, systemdPath).CallWithContext(ctx, managerInterface+".RestartUnit", 0, unit, "replace").Store(&job); err != nil {
-		return fmt.Errorf("systemd RestartUnit %s: %w", unit, named(err))
+	if err := conn.Object(systemdDest, systemdPath).CallWithContext(ctx, managerInterface+"."+method, 0, unit, "replace").Store(&job); err != nil {
+		return fmt.Errorf("systemd %s %s: %w", method, unit, named(err))
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("systemd restart of %s (job %s): no result within %s: %w", unit, job, timeout, ctx.Err())
+			return fmt.Errorf("systemd %s of %s (job %s): no result within %s: %w", verb, unit, job, timeout, ctx.Err())
 		case sig, ok := <-sigs:
 			if !ok {
-				return fmt.Errorf("systemd restart of %s (job %s): the connection closed before the job finished", unit, job)
+				return fmt.Errorf("systemd %s of %s (job %s): the connection closed before the job finished", verb, unit, job)
 			}
 			if sig.Name != managerInterface+".JobRemoved" || len(sig.Body) < 4 {
 				continue
@@ -124,7 +176,7 @@ func (s Systemd) Restart(ctx context.Context, unit string) error {
 				continue
 			}
 			if result, _ := sig.Body[3].(string); result != "done" {
-				return fmt.Errorf("systemd restart of %s: job %s", unit, result)
+				return fmt.Errorf("systemd %s of %s: job %s", verb, unit, result)
 			}
 			return nil
 		}
