@@ -47,11 +47,27 @@ type installFlags struct {
 	maxSize       string
 	custom        cli.CustomFlags
 	kataConfigDir string
+	// suffix is --install-suffix, parsed: the side-by-side install the
+	// command works on.
+	suffix configure.Suffix
 }
 
 func addInstallPathFlags(cmd *cobra.Command, fl *installFlags) {
 	f := cmd.Flags()
-	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "installation prefix (a path on the host named by --root)")
+	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "installation prefix (a path on the host named by --root; default "+configure.DefaultPrefix+"-<suffix> with --install-suffix)")
+	var suffix string
+	cli.AddSuffixFlag(cmd, &suffix)
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		s, err := cli.ParseSuffixFlag(suffix)
+		if err != nil {
+			return err
+		}
+		fl.suffix = s
+		if !cmd.Flags().Changed("prefix") {
+			fl.prefix = s.Prefix()
+		}
+		return nil
+	}
 }
 
 func addFetchFlags(cmd *cobra.Command, fl *installFlags) {
@@ -451,7 +467,7 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 		defer w.Close()
 		// The configuration names paths under the prefix as the host sees
 		// it, which the stable links resolve to the current installation.
-		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}},
+		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir, Suffix: fl.suffix}},
 			Target: func(p platform.Platform) (configure.Target, error) {
 				return cli.TargetForLayout(node, p, layoutOf(p), fl.configVersion)
 			}}

@@ -49,7 +49,7 @@ func HandlerSnapshotter(p platform.Platform) string {
 
 // NydusConfigPath is the nydus-snapshotter config berth writes.
 func (ps Paths) NydusConfigPath() string {
-	return path.Join(ps.Prefix, "etc/nydus", NydusProxy+".toml")
+	return path.Join(ps.Prefix, "etc/nydus", ps.nydus().Name+".toml")
 }
 
 // snapshotterFiles are what p's snapshotter needs beyond the handler's
@@ -83,13 +83,13 @@ func snapshotterFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]Fil
 }
 
 func nydusFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]File, error) {
-	proxy := &ProxyPlugin{Name: NydusProxy, Address: NydusSocket}
+	proxy := ps.nydus()
 	var d doc
-	d.comment(sharedHeader("containerd proxy plugin "+NydusProxy+" (nydus-snapshotter, guest pull)", t.Facts))
+	d.comment(sharedHeader("containerd proxy plugin "+proxy.Name+" (nydus-snapshotter, guest pull)", t.Facts))
 	var pf File
 	var handler *File
 	for i := range rt {
-		if rt[i].Kind == Owned || rt[i].BlockID == p.Name() {
+		if rt[i].Kind == Owned || rt[i].BlockID == ps.Suffix.Block(p) {
 			handler = &rt[i]
 			break
 		}
@@ -104,14 +104,14 @@ func nydusFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]File, err
 		d.kv("version", t.ConfigVersion)
 		writeProxy(&d, proxy)
 		dir := path.Dir(handler.Path)
-		pf = File{Path: path.Join(dir, NydusProxy+".toml"), Kind: Owned, Format: "toml", Content: d.bytes(),
-			Purpose: "containerd drop-in (proxy plugin " + NydusProxy + ")"}
+		pf = File{Path: path.Join(dir, proxy.Name+".toml"), Kind: Owned, Format: "toml", Content: d.bytes(),
+			Purpose: "containerd drop-in (proxy plugin " + proxy.Name + ")"}
 		scan = append(scan, dir+"/*.toml")
 	} else {
 		writeProxy(&d, proxy)
-		pf = File{Path: handler.Path, Kind: Block, BlockID: "proxy-" + NydusProxy, Where: End, Format: handler.Format,
+		pf = File{Path: handler.Path, Kind: Block, BlockID: "proxy-" + proxy.Name, Where: End, Format: handler.Format,
 			Content: d.bytes(), Base: handler.Base, Version: handler.Version,
-			Purpose: "containerd config (proxy plugin " + NydusProxy + ")"}
+			Purpose: "containerd config (proxy plugin " + proxy.Name + ")"}
 		scan = append(scan, handler.Path)
 	}
 	pf.Proxy, pf.ScanProxies = proxy, scan
@@ -119,8 +119,8 @@ func nydusFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]File, err
 	var c doc
 	c.comment(sharedHeader("nydus-snapshotter configuration (proxy mode: the guest pulls images)", nil))
 	c.kv("version", 1)
-	c.kv("root", "/var/lib/"+NydusProxy)
-	c.kv("address", NydusSocket)
+	c.kv("root", "/var/lib/"+proxy.Name)
+	c.kv("address", proxy.Address)
 	// No nydusd on the host: with the proxy driver the snapshotter only
 	// hands Kata the image references and the guest pulls.
 	c.kv("daemon_mode", "none")
@@ -131,7 +131,7 @@ func nydusFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]File, err
 	cfg := File{Path: strings.TrimPrefix(ps.NydusConfigPath(), "/"), Kind: Owned, Format: "nydus",
 		Content: c.bytes(), Purpose: "nydus-snapshotter configuration"}
 
-	unit := File{Path: path.Join("etc/systemd/system", NydusUnit), Kind: Owned, Format: "systemd",
+	unit := File{Path: path.Join("etc/systemd/system", ps.nydusUnit()), Kind: Owned, Format: "systemd",
 		Content: nydusUnit(ps), Purpose: "systemd unit of nydus-snapshotter"}
 	return []File{cfg, unit, pf}, nil
 }
@@ -172,7 +172,7 @@ RestartSec=1
 
 [Install]
 WantedBy=multi-user.target containerd.service
-`, NydusProxy, path.Join(ps.Prefix, NydusBinary), ps.NydusConfigPath(), NydusSocket)
+`, ps.nydus().Name, path.Join(ps.Prefix, NydusBinary), ps.NydusConfigPath(), ps.nydus().Address)
 	return []byte(b.String())
 }
 
