@@ -2,6 +2,7 @@ package installcmd
 
 import (
 	"berth.dev/berth/internal/cli"
+	"slices"
 
 	"context"
 	"encoding/json"
@@ -484,7 +485,7 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 		}
 		wf.Restarter = restarter{change: rep.prose().RuntimeChange(root, w, fl.restart), custom: custom}
 		if root.Live() {
-			wf.Verifier = verifier{g: g}
+			wf.Verifier = verifier{g: g, suffix: fl.suffix}
 		} else {
 			wf.NoVerify = fmt.Sprintf("--root %s is not a running system (berth verify asks the live runtime)", root.Path())
 		}
@@ -531,10 +532,22 @@ func (r restarter) Restart(_ context.Context, p platform.Platform, res *configur
 
 // verifier is install's install.Verifier: berth verify through the
 // binary's wiring (Globals.VerifyPlatform).
-type verifier struct{ g *cli.Globals }
+type verifier struct {
+	g *cli.Globals
+	// suffix names the handler to look for: berth verify asks about the
+	// unsuffixed one, so a suffixed install judges the handler list the
+	// runtime gave.
+	suffix configure.Suffix
+}
 
 func (v verifier) Verify(ctx context.Context, p platform.Platform) (configure.Verification, error) {
-	return v.g.VerifyPlatform(ctx, p)
+	res, err := v.g.VerifyPlatform(ctx, p)
+	if err != nil || v.suffix == "" {
+		return res, err
+	}
+	res.Handler = v.suffix.Handler(p)
+	res.Live = res.Runtime != "" && slices.Contains(res.Handlers, res.Handler)
+	return res, nil
 }
 
 // installReporter is install's install.Reporter: the summary and each
