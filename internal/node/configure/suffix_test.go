@@ -50,7 +50,7 @@ func TestSuffixNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		s                                           Suffix
+		s                                          Suffix
 		handler, class, prefix, block, label, kata string
 	}{
 		{"", p.Handler(), p.KataRuntimeClass(), "/opt/berth", p.Name(), "berth.dev/installed." + p.Name(), "/opt/berth/etc/kata/" + p.Name() + ".toml"},
