@@ -425,6 +425,9 @@ func TestHelmTemplate(t *testing.T) {
 		{"default", nil},
 		{"full", []string{"-f", fullValues}},
 		{"job", []string{"-f", fullValues, "--set", "nodeInstaller.mode=job", "--set", "nodeInstaller.job.parallelism=3", "--set", "nodeInstaller.job.timeout=45m"}},
+		// The second release of an A/B upgrade: suffixed, without its
+		// own agent (and so without the CRD the first release owns).
+		{"suffix", []string{"-f", fullValues, "--set", "installSuffix=blue", "--set", "agent.enabled=false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			goldenfile.Assert(t, filepath.Join("testdata", "helm", tc.name+".yaml"), []byte(mustRender(t, tc.args...)))
@@ -457,6 +460,10 @@ func TestChartSchema(t *testing.T) {
 			[]string{"'/agent'", "additional properties 'kvmprobe' not allowed"}},
 		{"boolean as a string", []string{"--set-string", "agent.kvmProbe=yes"},
 			[]string{"'/agent/kvmProbe'", "want boolean"}},
+		{"suffix not a DNS label", []string{"--set", "installSuffix=Blue_1"},
+			[]string{"'/installSuffix'", "does not match pattern"}},
+		{"suffix too long", []string{"--set", "installSuffix=" + strings.Repeat("a", 22)},
+			[]string{"'/installSuffix'", "maxLength: got 22, want 21"}},
 		{"bad duration", []string{"--set", "agent.interval=ten minutes"},
 			[]string{"'/agent/interval'", "does not match pattern"}},
 		{"port out of range", []string{"--set", "nodeInstaller.healthPort=70000"},
@@ -492,6 +499,10 @@ func TestChartSchema(t *testing.T) {
 		// The templates' own checks, for what a schema cannot say.
 		{"two platforms of one class", []string{"--set", "platforms={k3s-qemu-tdx,kubeadm-qemu-tdx}", manifest},
 			[]string{"k3s-qemu-tdx and kubeadm-qemu-tdx are both RuntimeClass kata-qemu-tdx"}},
+		{"suffix too long for a platform's installed label", []string{"--set", "platforms={microk8s-cloud-hypervisor-none+debug+rust+devmapper}", manifest, "--set", "installSuffix=ab"},
+			[]string{`installSuffix "ab"`, "berth.dev/installed.microk8s-cloud-hypervisor-none-debug-rust-devmapper-ab would be 64 characters, more than 63"}},
+		{"bad suffix without the schema", []string{"--skip-schema-validation", "--set", "installSuffix=-x"},
+			[]string{`installSuffix "-x": expected a DNS label`}},
 		{"unknown platform without the schema", []string{"--skip-schema-validation", "--set", "platforms={nope}", manifest},
 			[]string{`platforms[0]: "nope" is not a berth platform`}},
 	} {

@@ -30,6 +30,9 @@ type configFlags struct {
 	configVersion int
 	hypervisor    string
 	kataConfigDir string
+	// suffix is --install-suffix: the side-by-side install whose handler
+	// is rendered, applied or removed (parsed in configPlan and remove).
+	suffix string
 	// custom are the runtime paths of a custom distribution.
 	custom CustomFlags
 	// preview (render) shows a platform whose checks fail, with a
@@ -104,9 +107,10 @@ func addPlatformFlags(cmd *cobra.Command, fl *configFlags) {
 	fl.custom.Add(cmd)
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to configure (canonical name, Kata runtime class or Contrast name)")
-	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "where Kata's binaries and guest images are installed")
+	f.StringVar(&fl.prefix, "prefix", "", "where Kata's binaries and guest images are installed (default "+configure.DefaultPrefix+", "+configure.DefaultPrefix+"-<suffix> with --install-suffix)")
 	f.StringVar(&fl.kataConfigDir, "kata-config-dir", "", "directory for the Kata configuration file (default <prefix>/etc/kata)")
 	f.StringVar(&fl.hypervisor, "hypervisor-path", "", "run this hypervisor binary (e.g. a distribution's QEMU, probed by berth check --hypervisor-path) instead of the one under --prefix")
+	AddSuffixFlag(cmd, &fl.suffix)
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version to write (2 for containerd 1.x, 3 for 2.0-2.2, 4 for 2.3 and later) when the node's containerd version is unknown")
 }
 
@@ -174,7 +178,8 @@ and checks that every other handler is still live, rolling back if not.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to remove")
-	f.BoolVar(&fl.all, "all", false, "remove every platform berth configured on this node")
+	f.BoolVar(&fl.all, "all", false, "remove every platform berth configured on this node (for --install-suffix, of that install only)")
+	AddSuffixFlag(cmd, &fl.suffix)
 	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime if anything changed, verify every other handler, and roll back if one is lost")
 	return cmd
 }
@@ -199,6 +204,16 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	if err != nil {
 		return nil, err
 	}
+	suffix, err := ParseSuffixFlag(fl.suffix)
+	if err != nil {
+		return nil, err
+	}
+	if err := suffix.Check(p); err != nil {
+		return nil, UsageErr(fmt.Errorf("--install-suffix: %w", err))
+	}
+	if fl.prefix == "" {
+		fl.prefix = suffix.Prefix()
+	}
 	custom, err := fl.custom.Layout(p)
 	if err != nil {
 		return nil, err
@@ -211,7 +226,7 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	}
 	r, nr, err := configure.Plan(ctx, root, configure.PlanRequest{
 		Platform: p, Custom: custom, ConfigVersion: fl.configVersion, Discover: g.DiscoverOptions(false),
-		Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir}, TEELabels: fl.teeLabels},
+		Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir, Suffix: suffix}, TEELabels: fl.teeLabels},
 		Force:   fl.preview || fl.force,
 	})
 	switch {
@@ -412,12 +427,13 @@ func (g *Globals) proveSnapshotter(p platform.Platform) func(ctx context.Context
 // for each of plats (platform names, as an installation record lists
 // them) that the configuration state still holds, restarting the runtime
 // when restart is set: uninstall's first step.
-func (g *Globals) RemovePlatformConfigs(ctx context.Context, plats []string, restart bool) error {
+func (g *Globals) RemovePlatformConfigs(ctx context.Context, plats []string, suffix configure.Suffix, restart bool) error {
 	ch, st, closeAll, err := g.openRemoval(restart)
 	defer closeAll()
 	if err != nil {
 		return err
 	}
+	ch.Suffix = suffix
 	return configErr(ch.RemovePlatforms(ctx, st, plats))
 }
 
@@ -448,6 +464,10 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 	if fl.all == (fl.platform != "") {
 		return UsageErr(errors.New("remove needs exactly one of --platform P or --all"))
 	}
+	suffix, err := ParseSuffixFlag(fl.suffix)
+	if err != nil {
+		return err
+	}
 	ch, st, closeAll, err := g.openRemoval(fl.restart)
 	defer closeAll()
 	if err != nil {
@@ -455,17 +475,33 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 	}
 	var handlers []string
 	if fl.all {
-		handlers = st.Handlers()
+		// One install's handlers: those of other suffixes stay live.
+		handlers = st.HandlersOf(suffix)
 	} else {
 		p, err := ParsePlatformFlag(fl.platform)
 		if err != nil {
 			return err
 		}
-		handlers = []string{p.Handler()}
+		handlers = []string{suffix.Handler(p)}
 	}
 	if len(handlers) == 0 {
 		fmt.Fprintln(g.stdout, "nothing to remove: berth has configured no platform on this node")
 		return nil
 	}
 	return configErr(ch.RemoveHandlers(ctx, st, handlers))
+}
+
+// AddSuffixFlag adds --install-suffix, the side-by-side install a command
+// works on.
+func AddSuffixFlag(cmd *cobra.Command, s *string) {
+	cmd.Flags().StringVar(s, "install-suffix", "", "side-by-side install: appended to handler and RuntimeClass names, the default prefix and berth's files (a DNS label of at most "+fmt.Sprint(configure.MaxSuffixLen)+" characters; default none)")
+}
+
+// ParseSuffixFlag validates an --install-suffix value (exit 2 when bad).
+func ParseSuffixFlag(s string) (configure.Suffix, error) {
+	suffix, err := configure.ParseSuffix("--install-suffix", s)
+	if err != nil {
+		return "", UsageErr(err)
+	}
+	return suffix, nil
 }

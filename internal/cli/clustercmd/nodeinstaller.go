@@ -32,6 +32,7 @@ type nodeInstallerFlags struct {
 	from             []string
 	mirror           string
 	prefix           string
+	suffix           string
 	kataConfigDir    string
 	containerdConfig string
 	crioConfig       string
@@ -106,7 +107,8 @@ rollout waits on this node.`,
 	f.StringVarP(&fl.manifest, "manifest", "m", "", "component manifest, pinned: PATH@sha256:<hex> or URL@sha256:<hex>")
 	f.StringArrayVar(&fl.from, "from", nil, "directory or bundle .tar (a hostPath or volume) to take files from before the network; repeatable")
 	f.StringVar(&fl.mirror, "mirror", "", "in-cluster mirror URL serving files by sha256/<hex> or by name, tried before the manifest's URLs")
-	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "installation prefix on the host")
+	f.StringVar(&fl.prefix, "prefix", "", "installation prefix on the host (default "+configure.DefaultPrefix+", "+configure.DefaultPrefix+"-<suffix> with --install-suffix)")
+	cli.AddSuffixFlag(cmd, &fl.suffix)
 	f.StringVar(&fl.kataConfigDir, "kata-config-dir", "", "directory on the host for the Kata configuration files (default <prefix>/etc/kata)")
 	f.StringVar(&fl.containerdConfig, "containerd-config", "", "custom distribution: containerd's main config file on the host")
 	f.StringVar(&fl.crioConfig, "crio-config", "", "custom distribution: CRI-O's main config file on the host")
@@ -140,7 +142,7 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 	}
 	return nodeinstall.Options{
 		Mode: fl.mode, NodeName: fl.nodeName, Platforms: ps, Manifest: fl.manifest,
-		Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir,
+		Prefix: fl.prefix, Suffix: fl.suffix, KataConfigDir: fl.kataConfigDir,
 		ContainerdConfig: fl.containerdConfig, CRIOConfig: fl.crioConfig, RuntimeUnit: fl.runtimeUnit, RuntimeSocket: fl.runtimeSocket,
 		SystemdSocket: fl.systemdSocket, ConfigVersion: fl.configVersion, KataDeployLabels: fl.kataDeployLabels,
 		VerifySandbox: fl.verifySandbox, SandboxTimeout: fl.sandboxTimeout,
@@ -217,7 +219,7 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	if fl.healthAddr != "" && !fl.runOnce {
 		go func() { serveErr <- flagErr("--health-addr", serve.HTTP(ctx, fl.healthAddr, in.Health(), log)) }()
 	}
-	log.Info("berth node-installer starting", "node", set.NodeName, "mode", mode, "root", root.Path(), "platforms", fl.platforms, "prefix", fl.prefix)
+	log.Info("berth node-installer starting", "node", set.NodeName, "mode", mode, "root", root.Path(), "platforms", fl.platforms, "prefix", set.Prefix, "install-suffix", set.Suffix)
 	// The run is not cut short by SIGTERM: a restart of the runtime
 	// interrupted half-way would leave its rollback without a context to
 	// restart with. The pod's grace period bounds the wait; a SIGKILL
@@ -365,7 +367,7 @@ passed (the nodes are named), 2 usage error.`,
 }
 
 func newTeardownCmd(g *cli.Globals) *cobra.Command {
-	var namespace, daemonset, agentDaemonset, kubeconfig string
+	var namespace, daemonset, agentDaemonset, kubeconfig, suffix string
 	var timeout time.Duration
 	var jf jobFlags
 	cmd := &cobra.Command{
@@ -394,6 +396,10 @@ pods left are named), 2 usage error.`,
 					return err
 				}
 			}
+			s, err := cli.ParseSuffixFlag(suffix)
+			if err != nil {
+				return err
+			}
 			cfg, err := kubeConfig(kubeconfig)
 			if err != nil {
 				return cli.UsageErr(err)
@@ -402,7 +408,7 @@ pods left are named), 2 usage error.`,
 			if err != nil {
 				return fmt.Errorf("creating the Kubernetes client: %w", err)
 			}
-			err = nodeinstall.Teardown(cmd.Context(), dyn, nodeinstall.TeardownOptions{Namespace: namespace, DaemonSet: daemonset, AgentDaemonSet: agentDaemonset, Jobs: jobs, Timeout: timeout, Log: log})
+			err = nodeinstall.Teardown(cmd.Context(), dyn, nodeinstall.TeardownOptions{Namespace: namespace, DaemonSet: daemonset, AgentDaemonSet: agentDaemonset, Jobs: jobs, Suffix: s, Timeout: timeout, Log: log})
 			if err != nil {
 				return cli.ExitErr(cli.ExitNotReady, err)
 			}
@@ -421,5 +427,6 @@ pods left are named), 2 usage error.`,
 	f.StringVar(&agentDaemonset, "agent-daemonset", "", "name of the agent's DaemonSet in --namespace: once the nodes are clean, delete it and remove the agent's labels from every node")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for every node")
+	f.StringVar(&suffix, "install-suffix", "", "the release's install suffix: wait for the installed labels of that install only")
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 
 func newRuntimeClassesCmd(g *cli.Globals) *cobra.Command {
 	var platforms []string
+	var suffix string
 	var teeLabels, kataDeploy, nfd bool
 	cmd := &cobra.Command{
 		Use:   "runtimeclasses",
@@ -46,6 +47,10 @@ it with kubectl apply -f -), -o json for a v1 List.`,
 			if len(ps) == 0 {
 				return cli.UsageErr(errors.New("--platform is required (repeatable); berth platforms lists them"))
 			}
+			sfx, err := cli.ParseSuffixFlag(suffix)
+			if err != nil {
+				return err
+			}
 			var items []json.RawMessage
 			byClass := map[string]string{}
 			for _, p := range ps {
@@ -58,7 +63,7 @@ it with kubectl apply -f -), -o json for a v1 List.`,
 				if !nodereport.LabelFits(p.Name()) {
 					return cli.UsageErr(fmt.Errorf("platform %s: its label %s%s is longer than a label key may be, so the agent cannot publish it", p, nodereport.PlatformLabelPrefix, p.Name()))
 				}
-				doc := configure.RuntimeClass(p, configure.RuntimeClassOptions{TEELabels: teeLabels, KataDeploy: kataDeploy, NFD: nfd})
+				doc := configure.RuntimeClass(p, configure.RuntimeClassOptions{TEELabels: teeLabels, KataDeploy: kataDeploy, NFD: nfd, Suffix: sfx})
 				if format == output.YAML {
 					if i > 0 {
 						fmt.Fprintln(g.Stdout(), "---")
@@ -80,6 +85,7 @@ it with kubectl apply -f -), -o json for a v1 List.`,
 			return nil
 		},
 	}
+	cli.AddSuffixFlag(cmd, &suffix)
 	cmd.Flags().StringArrayVarP(&platforms, "platform", "p", nil, "platform (canonical name, Kata runtime class or Contrast name); repeatable")
 	cmd.Flags().BoolVar(&teeLabels, "tee-labels", false, "also require Node Feature Discovery's own TEE label (feature.node.kubernetes.io/cpu-security.*)")
 	cmd.Flags().BoolVar(&kataDeploy, "kata-deploy", false, "also select nodes as kata-deploy's chart does (katacontainers.io/kata-runtime, the GPU operator's cc.ready.state)")

@@ -21,6 +21,7 @@ func TestRuntimeClasses(t *testing.T) {
 		{"yaml", "runtimeclasses/two.yaml", []string{"runtimeclasses", "-p", "k3s-qemu-snp-genoa", "--platform", "kata-qemu-tdx"}},
 		{"json", "runtimeclasses/two.json", []string{"runtimeclasses", "-p", "k3s-qemu-snp-genoa", "--platform", "kata-qemu-tdx", "-o", "json"}},
 		{"tee labels", "runtimeclasses/tee-labels.yaml", []string{"runtimeclasses", "-p", "Metal-QEMU-SNP", "--tee-labels"}},
+		{"install suffix", "runtimeclasses/suffix.yaml", []string{"runtimeclasses", "-p", "k3s-qemu-snp-genoa", "--install-suffix", "blue"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.args...)
@@ -54,6 +55,7 @@ func TestRuntimeClasses(t *testing.T) {
 		{"no platform", []string{"runtimeclasses"}, "--platform is required"},
 		{"bad platform", []string{"runtimeclasses", "-p", "nope"}, "--platform"},
 		{"bad format", []string{"runtimeclasses", "-p", "kata-qemu", "-o", "nfd"}, "unknown output format"},
+		{"bad install suffix", []string{"runtimeclasses", "-p", "kata-qemu", "--install-suffix", "b.lue"}, `--install-suffix "b.lue"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runCLI(t, tc.args...)

@@ -2,6 +2,7 @@ package installcmd
 
 import (
 	"berth.dev/berth/internal/cli"
+	"slices"
 
 	"context"
 	"encoding/json"
@@ -47,11 +48,27 @@ type installFlags struct {
 	maxSize       string
 	custom        cli.CustomFlags
 	kataConfigDir string
+	// suffix is --install-suffix, parsed: the side-by-side install the
+	// command works on.
+	suffix configure.Suffix
 }
 
 func addInstallPathFlags(cmd *cobra.Command, fl *installFlags) {
 	f := cmd.Flags()
-	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "installation prefix (a path on the host named by --root)")
+	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "installation prefix (a path on the host named by --root; default "+configure.DefaultPrefix+"-<suffix> with --install-suffix)")
+	var suffix string
+	cli.AddSuffixFlag(cmd, &suffix)
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		s, err := cli.ParseSuffixFlag(suffix)
+		if err != nil {
+			return err
+		}
+		fl.suffix = s
+		if !cmd.Flags().Changed("prefix") {
+			fl.prefix = s.Prefix()
+		}
+		return nil
+	}
 }
 
 func addFetchFlags(cmd *cobra.Command, fl *installFlags) {
@@ -451,7 +468,7 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 		defer w.Close()
 		// The configuration names paths under the prefix as the host sees
 		// it, which the stable links resolve to the current installation.
-		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}},
+		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir, Suffix: fl.suffix}},
 			Target: func(p platform.Platform) (configure.Target, error) {
 				return cli.TargetForLayout(node, p, layoutOf(p), fl.configVersion)
 			}}
@@ -468,7 +485,7 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 		}
 		wf.Restarter = restarter{change: rep.prose().RuntimeChange(root, w, fl.restart), custom: custom}
 		if root.Live() {
-			wf.Verifier = verifier{g: g}
+			wf.Verifier = verifier{g: g, suffix: fl.suffix}
 		} else {
 			wf.NoVerify = fmt.Sprintf("--root %s is not a running system (berth verify asks the live runtime)", root.Path())
 		}
@@ -515,10 +532,22 @@ func (r restarter) Restart(_ context.Context, p platform.Platform, res *configur
 
 // verifier is install's install.Verifier: berth verify through the
 // binary's wiring (Globals.VerifyPlatform).
-type verifier struct{ g *cli.Globals }
+type verifier struct {
+	g *cli.Globals
+	// suffix names the handler to look for: berth verify asks about the
+	// unsuffixed one, so a suffixed install judges the handler list the
+	// runtime gave.
+	suffix configure.Suffix
+}
 
 func (v verifier) Verify(ctx context.Context, p platform.Platform) (configure.Verification, error) {
-	return v.g.VerifyPlatform(ctx, p)
+	res, err := v.g.VerifyPlatform(ctx, p)
+	if err != nil || v.suffix == "" {
+		return res, err
+	}
+	res.Handler = v.suffix.Handler(p)
+	res.Live = res.Runtime != "" && slices.Contains(res.Handlers, res.Handler)
+	return res, nil
 }
 
 // installReporter is install's install.Reporter: the summary and each

@@ -69,7 +69,7 @@ func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCac
 	}
 	plats := st.Platforms()
 	if !keepConfig && len(plats) > 0 {
-		if err := g.RemovePlatformConfigs(ctx, plats, fl.restart); err != nil {
+		if err := g.RemovePlatformConfigs(ctx, plats, fl.suffix, fl.restart); err != nil {
 			return err
 		}
 	}

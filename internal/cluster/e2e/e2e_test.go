@@ -331,6 +331,10 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	// and label go, and nothing of it is left under the prefix. Both runs
 	// are forced (--ignore=all), so that every machine takes this path.
 	dropRestarts := dropSecondPlatform(ctx, t, h, cs, diag, n, sd, valuesFile, prefix, rc.Handler)
+	// 5b. Side by side (issue #31 item 4): a second release with an
+	// install suffix coexists with the first, and its uninstall leaves
+	// the first live.
+	dropRestarts += sideBySide(ctx, t, h, cs, diag, n, valuesFile, filepath.Join(hostRoot, "opt", "berth-"+sideSuffix), rc)
 
 	// 6. helm uninstall: the pre-delete hook switches the node-installer
 	// to cleanup, which removes everything and restarts containerd again.
@@ -338,7 +342,7 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	h.run(ctx, "uninstall", releaseName, "--namespace", namespace, "--wait", "--timeout", "5m")
 	t.Logf("helm uninstall (teardown hook included) took %s", since(uninstallStart))
 	if r := sd.Restarts(unitName); r != 2+dropRestarts {
-		t.Errorf("containerd restarted %d times in all, want %d (install, adding and dropping a platform, cleanup)", r, 2+dropRestarts)
+		t.Errorf("containerd restarted %d times in all, want %d (install, adding and dropping a platform, the suffixed release's install and uninstall, cleanup)", r, 2+dropRestarts)
 	}
 	waitFor(ctx, t, diag, "the chart's pods gone", func() (bool, string) {
 		pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
@@ -369,6 +373,83 @@ func TestHelmChartOnRealNode(t *testing.T) {
 		return !slices.Contains(handlers, rc.Handler), fmt.Sprint(handlers)
 	})
 	t.Logf("after helm uninstall: Node.status.runtimeHandlers = %v; total %s", handlers, since(begin))
+}
+
+// sideSuffix is the install suffix of step 5b's second release.
+const sideSuffix = "blue"
+
+// sideBySide runs step 5b: helm installs a second release of the same
+// platform with installSuffix (and no agent: one per cluster), checks that
+// both handlers are live and both RuntimeClasses exist, then uninstalls
+// it and checks that the first release's handler, label and class stay
+// while the second's are gone. It returns the restarts it expects.
+func sideBySide(ctx context.Context, t *testing.T, h *helmRunner, cs *kubernetes.Clientset, diag *diagnostics, n *testnode.Node, valuesFile, prefix string, first struct{ Name, Handler string }) int {
+	t.Helper()
+	rel := releaseName + "-" + sideSuffix
+	handler, class := first.Handler+"-"+sideSuffix, first.Name+"-"+sideSuffix
+	label := nodeinstall.InstalledLabelPrefix + platformName
+	start := time.Now()
+	h.run(ctx, "install", rel, h.chart, "--namespace", namespace, "-f", valuesFile,
+		"--set", "installSuffix="+sideSuffix, "--set", "agent.enabled=false", "--set", "nodeInstaller.prefix="+prefix,
+		"--set", fmt.Sprintf("nodeInstaller.healthPort=%d", freePort(t)),
+		"--set-json", `nodeInstaller.extraArgs=["--ignore=all","--verify-sandbox=false"]`, "--timeout", "3m")
+	waitLabel(ctx, t, cs, diag, n.Name, label+"-"+sideSuffix, "true")
+	waitFor(ctx, t, diag, "handlers "+first.Handler+" and "+handler+" in Node.status.runtimeHandlers", func() (bool, string) {
+		hs, err := cri.NodeRuntimeHandlers(ctx, env.Kubeconfig, n.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(hs, handler) && slices.Contains(hs, first.Handler), fmt.Sprint(hs)
+	})
+	if rc, err := cs.NodeV1().RuntimeClasses().Get(ctx, class, metav1.GetOptions{}); err != nil || rc.Handler != handler ||
+		rc.Scheduling == nil || rc.Scheduling.NodeSelector[label+"-"+sideSuffix] != "true" {
+		t.Errorf("RuntimeClass %s of the suffixed release: %v (%v), want handler %s selecting %s-%s", class, rc, err, handler, label, sideSuffix)
+	}
+	st, err := cri.Query(ctx, n.ContainerdSocket, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shim := filepath.Join(prefix, "bin", "containerd-shim-kata-v2")
+	if hd, ok := st.Handlers[handler]; !ok || hd.RuntimePath != shim {
+		t.Errorf("containerd's handler %s: %+v (present %v), want runtime_path %s", handler, hd, ok, shim)
+	}
+	if got := nodeLabels(ctx, t, cs, n.Name)[label]; got != "true" {
+		t.Errorf("the first release's label %s=%q after the suffixed install, want true", label, got)
+	}
+	t.Logf("side by side: release %s installed handler %s beside %s after %s", rel, handler, first.Handler, since(start))
+
+	start = time.Now()
+	h.run(ctx, "uninstall", rel, "--namespace", namespace, "--wait", "--timeout", "5m")
+	waitFor(ctx, t, diag, "handler "+handler+" gone, "+first.Handler+" live", func() (bool, string) {
+		hs, err := cri.NodeRuntimeHandlers(ctx, env.Kubeconfig, n.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return !slices.Contains(hs, handler) && slices.Contains(hs, first.Handler), fmt.Sprint(hs)
+	})
+	l := nodeLabels(ctx, t, cs, n.Name)
+	if v, ok := l[label+"-"+sideSuffix]; ok {
+		t.Errorf("label %s-%s=%s left after the suffixed release's uninstall", label, sideSuffix, v)
+	}
+	if l[label] != "true" {
+		t.Errorf("the first release's label %s=%q after the suffixed uninstall, want true", label, l[label])
+	}
+	if _, err := cs.NodeV1().RuntimeClasses().Get(ctx, class, metav1.GetOptions{}); err == nil {
+		t.Errorf("RuntimeClass %s left after the suffixed release's uninstall", class)
+	}
+	if _, err := cs.NodeV1().RuntimeClasses().Get(ctx, first.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the first release's RuntimeClass %s after the suffixed uninstall: %v", first.Name, err)
+	}
+	if st, err = cri.Query(ctx, n.ContainerdSocket, 10*time.Second); err != nil {
+		t.Fatal(err)
+	} else if _, ok := st.Handlers[first.Handler]; !ok {
+		t.Errorf("containerd lost the first release's handler %s when the suffixed one was uninstalled", first.Handler)
+	}
+	if _, err := os.Stat(shim); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s left after the suffixed release's uninstall (%v)", shim, err)
+	}
+	t.Logf("side by side: helm uninstall %s removed %s and left %s live after %s", rel, handler, first.Handler, since(start))
+	return 2
 }
 
 // secondPlatform is the platform step 5 adds and drops: another class

@@ -59,7 +59,7 @@ func (n *Installer) applyNode(ctx context.Context, want map[string]string, statu
 	if err != nil {
 		return false, err
 	}
-	owned := OwnedLabels(node)
+	owned := nodelabels.Owned(node, n.cfg.fieldManager())
 	if want == nil {
 		want = map[string]string{}
 		for k := range owned {
@@ -68,7 +68,7 @@ func (n *Installer) applyNode(ctx context.Context, want map[string]string, statu
 			}
 		}
 	}
-	cur, had := node.Annotations[v1alpha1.InstallStatusAnnotation]
+	cur, had := node.Annotations[n.cfg.statusAnnotation()]
 	record := ""
 	if status != nil {
 		if record, err = n.record(cur, *status); err != nil {
@@ -87,10 +87,10 @@ func (n *Installer) applyNode(ctx context.Context, want map[string]string, statu
 		meta["labels"] = labels
 	}
 	if status != nil {
-		meta["annotations"] = map[string]any{v1alpha1.InstallStatusAnnotation: record}
+		meta["annotations"] = map[string]any{n.cfg.statusAnnotation(): record}
 	}
 	ac := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": meta}}
-	if _, err := n.dyn.Resource(nodesResource).Apply(ctx, n.cfg.NodeName, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	if _, err := n.dyn.Resource(nodesResource).Apply(ctx, n.cfg.NodeName, ac, metav1.ApplyOptions{FieldManager: n.cfg.fieldManager(), Force: true}); err != nil {
 		return false, fmt.Errorf("applying labels and install status to node %s: %w", n.cfg.NodeName, err)
 	}
 	n.cfg.Log.Info("node labels and install status applied", "node", n.cfg.NodeName, "labels", len(want), "status", status != nil)

@@ -97,12 +97,24 @@ const (
 	maxLabelName = 63
 )
 
-// InstalledLabel is the installed label of p, and false when the key
-// would be too long (such a platform is installed but not labelled: a cut
-// name could select the wrong platform).
-func InstalledLabel(p platform.Platform) (string, bool) {
-	name := "installed." + p.Name()
-	return v1alpha1.LabelPrefix + name, len(name) <= maxLabelName
+// InstalledLabel is the installed label of p for the install of suffix s
+// (berth.dev/installed.<name>[-<suffix>]), and false when the key would
+// be too long (such a platform is installed but not labelled: a cut name
+// could select the wrong platform).
+func InstalledLabel(s configure.Suffix, p platform.Platform) (string, bool) {
+	key := s.InstalledLabel(p)
+	return key, len(strings.TrimPrefix(key, v1alpha1.LabelPrefix)) <= maxLabelName
+}
+
+// fieldManager owns this install's labels and annotation: each suffix its
+// own, so that one release's apply never takes away another's labels.
+func (c Config) fieldManager() string { return c.Suffix.Of(FieldManager) }
+
+// statusAnnotation is the install-status annotation of this install:
+// berth.dev/install-status, suffixed for a side-by-side install (the
+// agent reads the unsuffixed one).
+func (c Config) statusAnnotation() string {
+	return c.Suffix.Of(v1alpha1.InstallStatusAnnotation)
 }
 
 // Config is one node's installer.
@@ -122,6 +134,10 @@ type Config struct {
 	// KataConfigDir is where the Kata configuration goes ("" is
 	// <prefix>/etc/kata).
 	KataConfigDir string
+	// Suffix is the side-by-side install this installer runs: it names
+	// the handlers, the installed labels, the install-status annotation
+	// and the field manager (configure.Suffix).
+	Suffix configure.Suffix
 	// Custom is the runtime layout of the custom distribution's platforms
 	// (their config file, unit and socket); nil when none is custom.
 	Custom *platform.Layout
@@ -487,7 +503,7 @@ func (n *Installer) install(ctx context.Context, lk *restartLock) (*Report, erro
 	want := map[string]string{}
 	for _, p := range ready {
 		r := PlatformResult{Platform: p.String(), Status: StatusInstalled}
-		if key, ok := InstalledLabel(p); ok {
+		if key, ok := InstalledLabel(cfg.Suffix, p); ok {
 			r.Label, want[key] = key, "true"
 		} else {
 			cfg.Log.Warn("platform name too long for a label: installed but not labelled", "platform", p.String())
@@ -503,7 +519,7 @@ func (n *Installer) install(ctx context.Context, lk *restartLock) (*Report, erro
 			return rep, fmt.Errorf("internal error: verdict for %q: %w", v.Platform, err)
 		}
 		r := notReadyResult(p, v)
-		if key, ok := InstalledLabel(p); ok {
+		if key, ok := InstalledLabel(cfg.Suffix, p); ok {
 			r.Label, want[key] = key, "no"
 		}
 		rep.Platforms = append(rep.Platforms, r)
@@ -551,7 +567,7 @@ func (n *Installer) installStatus(ready []platform.Platform, failure error, notR
 		st.Version, st.Digest = m.Version, m.Digest()
 	}
 	for _, p := range ready {
-		pi := v1alpha1.PlatformInstall{Name: p.String(), Handler: p.Handler(), State: v1alpha1.InstallInstalled}
+		pi := v1alpha1.PlatformInstall{Name: p.String(), Handler: n.cfg.Suffix.Handler(p), State: v1alpha1.InstallInstalled}
 		if failure != nil {
 			pi.State, pi.Error = v1alpha1.InstallFailed, failure.Error()
 		}
@@ -560,7 +576,7 @@ func (n *Installer) installStatus(ready []platform.Platform, failure error, notR
 	for _, v := range notReady {
 		pi := v1alpha1.PlatformInstall{Name: v.Platform, State: v1alpha1.InstallNotReady}
 		if p, err := platform.Parse(v.Platform); err == nil {
-			pi.Name, pi.Handler = p.String(), p.Handler()
+			pi.Name, pi.Handler = p.String(), n.cfg.Suffix.Handler(p)
 			r := notReadyResult(p, v)
 			pi.Error = r.Message
 			if r.Blocker != "" {
@@ -677,7 +693,7 @@ func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready, dro
 		},
 		Applier: install.RuntimeConfig{
 			FS:      w,
-			Options: configure.Options{Paths: configure.Paths{Prefix: cfg.Prefix, KataConfigDir: cfg.KataConfigDir}},
+			Options: configure.Options{Paths: configure.Paths{Prefix: cfg.Prefix, KataConfigDir: cfg.KataConfigDir, Suffix: cfg.Suffix}},
 			Target: func(p platform.Platform) (configure.Target, error) {
 				if p.Distribution().UserLayout() {
 					return configure.TargetForLayout(f, p, *cfg.Custom, cfg.ConfigVersion)
@@ -689,7 +705,7 @@ func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready, dro
 				return rt, ok
 			},
 		},
-		Verifier: criVerifier{runtimes: runtimes, handlers: rep.Handlers, facts: f, sandbox: cfg.Sandbox, layout: n.layout, log: cfg.Log},
+		Verifier: criVerifier{suffix: cfg.Suffix, runtimes: runtimes, handlers: rep.Handlers, facts: f, sandbox: cfg.Sandbox, layout: n.layout, log: cfg.Log},
 	}
 	pl, err := wf.Plan(cfg.Manifest, ready)
 	if err != nil {
@@ -828,6 +844,7 @@ func withVerifyErrors(err error, out *install.Outcome) error {
 // as ApplyLive did after a restart; a run that changed nothing still
 // proves the handlers live.
 type criVerifier struct {
+	suffix   configure.Suffix
 	runtimes map[string]configure.Runtime
 	handlers map[string][]string
 	facts    *facts.Facts
@@ -855,11 +872,11 @@ func (v criVerifier) prove(ctx context.Context, p platform.Platform, res *config
 	sock := v.sandbox.Socket(l)
 	typ := ""
 	if st, err := cri.Query(ctx, sock, 10*time.Second); err == nil {
-		typ = st.Handlers[p.Handler()].RuntimeType
+		typ = st.Handlers[v.suffix.Handler(p)].RuntimeType
 	}
 	if reason := cri.SkipReason(p, typ, v.facts); reason != "" {
 		res.Sandbox, res.SandboxReason = string(cri.SandboxSkip), reason
-		v.log.Warn("SKIP: the handler's sandbox was not started, so not proven", "platform", p.String(), "handler", p.Handler(), "reason", reason)
+		v.log.Warn("SKIP: the handler's sandbox was not started, so not proven", "platform", p.String(), "handler", v.suffix.Handler(p), "reason", reason)
 		return nil
 	}
 	timeout := v.sandbox.Timeout
@@ -868,29 +885,29 @@ func (v criVerifier) prove(ctx context.Context, p platform.Platform, res *config
 	}
 	// No log directory: the sandbox has no containers, and a path in
 	// this pod would not be the host's.
-	sb, err := cri.ProveSandbox(ctx, sock, p.Handler(), "", timeout)
+	sb, err := cri.ProveSandbox(ctx, sock, v.suffix.Handler(p), "", timeout)
 	if err != nil {
 		sb.Outcome, sb.Error = cri.SandboxFail, err.Error()
 	}
 	res.Sandbox = string(sb.Outcome)
 	if sb.Outcome == cri.SandboxFail {
 		res.Live, res.Error = false, "the handler is loaded but a pod sandbox with it failed: "+sb.Error
-		v.log.Error("a pod sandbox with the handler failed", "platform", p.String(), "handler", p.Handler(), "error", sb.Error)
+		v.log.Error("a pod sandbox with the handler failed", "platform", p.String(), "handler", v.suffix.Handler(p), "error", sb.Error)
 		return nil
 	}
-	v.log.Info("a pod sandbox with the handler started and was removed", "platform", p.String(), "handler", p.Handler(), "seconds", sb.Duration)
+	v.log.Info("a pod sandbox with the handler started and was removed", "platform", p.String(), "handler", v.suffix.Handler(p), "seconds", sb.Duration)
 	return nil
 }
 
 func (v criVerifier) Verify(ctx context.Context, p platform.Platform) (configure.Verification, error) {
 	rt := v.runtimes[p.String()]
-	res := configure.Verification{Platform: p.String(), Handler: p.Handler(), Runtime: rt.Name()}
+	res := configure.Verification{Platform: p.String(), Handler: v.suffix.Handler(p), Runtime: rt.Name()}
 	hs, err := rt.Handlers(ctx)
 	if err != nil {
 		res.Runtime, res.Error = "", err.Error()
 		return res, nil
 	}
-	res.Handlers, res.Live = hs, slices.Contains(hs, p.Handler())
+	res.Handlers, res.Live = hs, slices.Contains(hs, res.Handler)
 	v.handlers[rt.Name()] = hs
 	if res.Live && v.sandbox != nil {
 		if err := v.prove(ctx, p, &res); err != nil {
@@ -970,7 +987,7 @@ func (n *Installer) removeConfig(ctx context.Context, plats []string, rep *Repor
 		if err != nil {
 			return fmt.Errorf("the installation record names platform %q: %w", s, err)
 		}
-		ps, ok := st.Platforms[p.Handler()]
+		ps, ok := st.Platforms[n.cfg.Suffix.Handler(p)]
 		if !ok {
 			continue
 		}
@@ -985,7 +1002,7 @@ func (n *Installer) removeConfig(ctx context.Context, plats []string, rep *Repor
 		if err != nil {
 			return fmt.Errorf("platform %s: finding the running container runtime: %w", p, err)
 		}
-		res, err := configure.RemoveLive(ctx, w, p.Handler(), countingRuntime{Runtime: rt, n: &rep.Restarts, lock: lk})
+		res, err := configure.RemoveLive(ctx, w, n.cfg.Suffix.Handler(p), countingRuntime{Runtime: rt, n: &rep.Restarts, lock: lk})
 		if res != nil && res.Result != nil {
 			rep.Changed = append(rep.Changed, res.Changed...)
 		}

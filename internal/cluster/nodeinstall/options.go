@@ -17,6 +17,7 @@ import (
 	"berth.dev/berth/internal/evaluate/check"
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/manifest"
@@ -39,8 +40,12 @@ type Options struct {
 	// Manifest is the component manifest, pinned (PATH@sha256:<hex> or
 	// URL@sha256:<hex>); install mode needs it.
 	Manifest string
-	// Prefix and KataConfigDir are absolute paths on the host.
+	// Prefix and KataConfigDir are absolute paths on the host; "" Prefix
+	// is configure.DefaultPrefix, suffixed with Suffix.
 	Prefix, KataConfigDir string
+	// Suffix is --install-suffix: this release's side-by-side install
+	// (configure.Suffix), "" the unsuffixed one.
+	Suffix string
 	// ContainerdConfig, CRIOConfig and RuntimeUnit are the custom
 	// distribution's runtime; RuntimeSocket overrides any layout's CRI
 	// socket.
@@ -100,6 +105,10 @@ type Settings struct {
 	LeaseNamespace, LeaseName string
 	// StartupTaint is the startup taint (nil: none).
 	StartupTaint *StartupTaint
+	// Suffix is the install suffix, parsed.
+	Suffix configure.Suffix
+	// Prefix is the installation prefix, with its default filled in.
+	Prefix string
 
 	opt Options
 }
@@ -111,7 +120,19 @@ func (o Options) Check() (*Settings, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	s := &Settings{opt: o, NodeName: o.NodeName, Manifest: o.Manifest}
+	suffix, err := configure.ParseSuffix("--install-suffix", o.Suffix)
+	if err != nil {
+		return nil, usage(err)
+	}
+	for _, p := range o.Platforms {
+		if err := suffix.Check(p); err != nil {
+			return nil, usage(fmt.Errorf("--install-suffix: %w", err))
+		}
+	}
+	if o.Prefix == "" {
+		o.Prefix = suffix.Prefix()
+	}
+	s := &Settings{opt: o, NodeName: o.NodeName, Manifest: o.Manifest, Suffix: suffix}
 	m := o.Mode
 	if m == "" {
 		m = getenv(ModeEnv)
@@ -124,6 +145,7 @@ func (o Options) Check() (*Settings, error) {
 		return nil, usage(err)
 	}
 	s.Mode = mode
+	s.Prefix = o.Prefix
 	if s.NodeName == "" {
 		s.NodeName = getenv("NODE_NAME")
 	}
@@ -247,6 +269,7 @@ func (s *Settings) Config(h Host) (Config, error) {
 		HostDir:          h.Dir,
 		Platforms:        o.Platforms,
 		Prefix:           o.Prefix,
+		Suffix:           s.Suffix,
 		KataConfigDir:    o.KataConfigDir,
 		Custom:           s.Custom,
 		ConfigVersion:    o.ConfigVersion,

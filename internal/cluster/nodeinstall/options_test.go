@@ -57,6 +57,11 @@ func TestOptionsCheck(t *testing.T) {
 		{"negative restart concurrency", func(o *Options) { o.RestartLease = "ns/l"; o.MaxConcurrentRestarts = -1 }, "expected 1 or more"},
 		{"restart concurrency without a lease", func(o *Options) { o.MaxConcurrentRestarts = 3 }, "needs --restart-lease"},
 		{"unknown check to ignore", func(o *Options) { o.Ignore = []string{"no.such.check"} }, "no.such.check"},
+		{"bad install suffix", func(o *Options) { o.Suffix = "Blue" }, `--install-suffix "Blue": expected lower-case letters`},
+		{"install suffix too long", func(o *Options) { o.Suffix = strings.Repeat("a", 22) }, "expected at most 21"},
+		{"install suffix too long for a label", func(o *Options) {
+			o.Platforms, o.Suffix = mustPlatforms(t, "kubeadm-cloud-hypervisor-none+debug+rust+devmapper"), "abcd"
+		}, "more than 63"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base()
@@ -169,5 +174,24 @@ func TestSettingsConfig(t *testing.T) {
 	h.Dir = filepath.Join(dir, "missing")
 	if _, err := s.Config(h); err == nil || !IsUsage(err) || !strings.Contains(err.Error(), "needs its root directory") {
 		t.Errorf("missing host directory: %v", err)
+	}
+}
+
+// TestOptionsSuffix: --install-suffix moves the default prefix to
+// /opt/berth-<suffix> and leaves an explicit one as given.
+func TestOptionsSuffix(t *testing.T) {
+	for _, tc := range []struct{ suffix, prefix, want string }{
+		{"", "", "/opt/berth"},
+		{"blue", "", "/opt/berth-blue"},
+		{"blue", "/opt/kata-blue", "/opt/kata-blue"},
+	} {
+		o := Options{NodeName: "n", Platforms: mustPlatforms(t, "kubeadm-qemu-none"), Manifest: "m.yaml" + pin, Prefix: tc.prefix, Suffix: tc.suffix}
+		s, err := o.Check()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Prefix != tc.want || string(s.Suffix) != tc.suffix {
+			t.Errorf("suffix %q prefix %q: Check() = prefix %s suffix %q, want %s", tc.suffix, tc.prefix, s.Prefix, s.Suffix, tc.want)
+		}
 	}
 }

@@ -105,7 +105,7 @@ func (n *Installer) removeStartupTaint(ctx context.Context) (bool, error) {
 		if err != nil {
 			return fmt.Errorf("encoding the taint patch: %w", err)
 		}
-		if _, err := n.dyn.Resource(nodesResource).Patch(ctx, n.cfg.NodeName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		if _, err := n.dyn.Resource(nodesResource).Patch(ctx, n.cfg.NodeName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: n.cfg.fieldManager()}); err != nil {
 			return err
 		}
 		wrote = true

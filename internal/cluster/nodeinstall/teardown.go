@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"berth.dev/berth/internal/cluster/nodelabels"
+	"berth.dev/berth/internal/node/configure"
 )
 
 // TeardownOptions select the DaemonSet Teardown switches to cleanup.
@@ -31,6 +34,9 @@ type TeardownOptions struct {
 	// and Delete are set here) and waits for them; DaemonSet is then
 	// unused.
 	Jobs *DispatchOptions
+	// Suffix is the release's install suffix: teardown waits for the
+	// installed labels of that install only (its field manager's).
+	Suffix configure.Suffix
 	// Timeout bounds the wait (0: 10 minutes).
 	Timeout time.Duration
 	// Poll is the time between looks (0: 2 s).
@@ -237,7 +243,7 @@ func teardownState(ctx context.Context, dyn dynamic.Interface, opt TeardownOptio
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, node); err != nil {
 			return nil, fmt.Errorf("decoding node %s: %w", u.GetName(), err)
 		}
-		for k := range OwnedLabels(node) {
+		for k := range nodelabels.Owned(node, opt.Suffix.Of(FieldManager)) {
 			if _, on := node.Labels[k]; on && strings.HasPrefix(k, InstalledLabelPrefix) {
 				st.Nodes = append(st.Nodes, node.Name)
 				break

@@ -227,15 +227,15 @@ func applyOps(fsys FS, st *State, r *Rendered) (*Result, []op, error) {
 		}
 	}
 	prev, had := st.Platforms[r.Handler]
-	ps := PlatformState{Platform: r.Platform.String(), Files: owned, Layout: r.Layout}
+	ps := PlatformState{Platform: r.Platform.String(), Files: owned, Layout: r.Layout, Suffix: string(r.Suffix)}
 	if had && prev.Platform != ps.Platform {
 		// kata-deploy's names: platforms that differ only in the
 		// distribution, product line or snapshotter share a handler, and a
 		// node carries one of them.
-		return nil, nil, refused("handler %s is applied for platform %s: a node carries one platform per handler; run berth config remove --platform %s first", r.Handler, prev.Platform, prev.Platform)
+		return nil, nil, refused("handler %s is applied for platform %s: a node carries one platform per handler; run berth config remove --platform %s first", r.Handler, prev.Platform, prev.Platform+suffixFlag(prev.Suffix))
 	}
 	if had && !slices.Equal(prev.Files, ps.Files) {
-		return nil, nil, refused("handler %s was applied with other files (%v): run berth config remove --platform %s first", r.Handler, prev.Files, prev.Platform)
+		return nil, nil, refused("handler %s was applied with other files (%v): run berth config remove --platform %s first", r.Handler, prev.Files, prev.Platform+suffixFlag(prev.Suffix))
 	}
 	ops = dedupe(ops)
 	if len(ops) == 0 && had && prev.Platform == ps.Platform {

@@ -45,6 +45,9 @@ type Paths struct {
 	// --kata-config-dir, for sites that keep Kata's configuration with the
 	// rest of /etc). The state records the files, so remove needs no flag.
 	KataConfigDir string
+	// Suffix is the install suffix (suffix.go): it names the handler, the
+	// files and the Kata configuration of a side-by-side install.
+	Suffix Suffix
 }
 
 // Shim is the containerd shim v2 binary of p's Kata runtime: the Go
@@ -57,10 +60,13 @@ func (ps Paths) Shim(p platform.Platform) string {
 // KataConfig is the Kata configuration file of platform p (one per
 // platform, so that applying p never touches q's file).
 func (ps Paths) KataConfig(p platform.Platform) string {
+	// Suffixed too under the prefix: two installs given one --prefix
+	// still keep apart what they own.
+	name := ps.Suffix.Of(p.Name()) + ".toml"
 	if ps.KataConfigDir != "" {
-		return path.Join(ps.KataConfigDir, p.Name()+".toml")
+		return path.Join(ps.KataConfigDir, name)
 	}
-	return path.Join(ps.Prefix, "etc/kata", p.Name()+".toml")
+	return path.Join(ps.Prefix, "etc/kata", name)
 }
 
 // Needs returns the files, relative to the prefix, that p's configuration

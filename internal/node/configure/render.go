@@ -118,6 +118,8 @@ const (
 type Rendered struct {
 	Platform platform.Platform
 	Handler  string
+	// Suffix is the install suffix the names derive from.
+	Suffix Suffix
 	// Layout is the runtime layout of a custom distribution, recorded in
 	// the state so that remove and restart need no flags; nil for the
 	// distributions whose layout berth knows.
@@ -142,7 +144,10 @@ var ErrUnknownVersion = errors.New("unknown containerd config version")
 // Render renders every file p needs on a node described by t.
 func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 	if opt.Paths.Prefix == "" {
-		opt.Paths.Prefix = DefaultPrefix
+		opt.Paths.Prefix = opt.Paths.Suffix.Prefix()
+	}
+	if err := opt.Paths.Suffix.Check(p); err != nil {
+		return nil, err
 	}
 	if !path.IsAbs(opt.Paths.Prefix) {
 		return nil, fmt.Errorf("prefix %q: expected an absolute path", opt.Paths.Prefix)
@@ -150,7 +155,7 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 	if d := opt.Paths.KataConfigDir; d != "" && !path.IsAbs(d) {
 		return nil, fmt.Errorf("Kata configuration directory %q: expected an absolute path", d)
 	}
-	r := &Rendered{Platform: p, Handler: p.Handler()}
+	r := &Rendered{Platform: p, Handler: opt.Paths.Suffix.Handler(p), Suffix: opt.Paths.Suffix}
 	if p.Distribution().UserLayout() {
 		l := t.Layout
 		r.Layout = &l
@@ -180,7 +185,7 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 	// config before a handler names it.
 	r.Host = append(r.Host, snap...)
 	r.Host = append(r.Host, rt...)
-	r.RuntimeClass = RuntimeClass(p, RuntimeClassOptions{TEELabels: opt.TEELabels})
+	r.RuntimeClass = RuntimeClass(p, RuntimeClassOptions{TEELabels: opt.TEELabels, Suffix: opt.Paths.Suffix})
 	return r, nil
 }
 
@@ -210,13 +215,14 @@ var podAnnotations = []string{"io.katacontainers.*"}
 // containerdHandler writes the handler tables for a config version.
 func containerdHandler(d *doc, p platform.Platform, version int, ps Paths) {
 	plugin := runtimecfg.CRIPlugin(version)
-	d.table("plugins", plugin, "containerd", "runtimes", p.Handler())
+	h := ps.Suffix.Handler(p)
+	d.table("plugins", plugin, "containerd", "runtimes", h)
 	d.kv("runtime_type", "io.containerd.kata.v2")
 	d.kv("runtime_path", ps.Shim(p))
 	d.kv("privileged_without_host_devices", true)
 	d.kv("pod_annotations", podAnnotations)
-	d.kv("snapshotter", HandlerSnapshotter(p))
-	d.table("plugins", plugin, "containerd", "runtimes", p.Handler(), "options")
+	d.kv("snapshotter", ps.handlerSnapshotter(p))
+	d.table("plugins", plugin, "containerd", "runtimes", h, "options")
 	d.kv("ConfigPath", ps.KataConfig(p))
 }
 
@@ -227,7 +233,7 @@ func containerdFiles(p platform.Platform, t Target, ps Paths) ([]File, error) {
 		return nil, fmt.Errorf("%w %d: expected 2 (containerd 1.x), 3 (containerd 2.0-2.2) or 4 (containerd 2.3 and later)", ErrUnknownVersion, v)
 	}
 	l := t.Layout
-	name := p.Handler() // one handler per node: its drop-in is named after it
+	name := ps.Suffix.Handler(p) // one handler per node: its drop-in is named after it
 	switch l.DropIn {
 	case platform.DropInDirectory:
 		return []File{dropInFile(p, t, ps, path.Join(l.DropInDir, "berth-"+name+".toml"))}, nil
@@ -323,18 +329,18 @@ func relImport(config, dir string) string {
 
 func dropInFile(p platform.Platform, t Target, ps Paths, file string) File {
 	var d doc
-	d.comment(header(p, "containerd drop-in for handler "+p.Handler(), t.Facts))
+	d.comment(header(p, "containerd drop-in for handler "+ps.Suffix.Handler(p), t.Facts))
 	d.kv("version", t.ConfigVersion)
 	containerdHandler(&d, p, t.ConfigVersion, ps)
 	return File{Path: file, Kind: Owned, Format: "toml", Content: d.bytes(),
-		Purpose: "containerd drop-in (handler " + p.Handler() + ")"}
+		Purpose: "containerd drop-in (handler " + ps.Suffix.Handler(p) + ")"}
 }
 
 func blockFile(p platform.Platform, t Target, ps Paths, file string, v int, format string) File {
 	var d doc
-	d.comment(header(p, "containerd handler "+p.Handler(), t.Facts))
+	d.comment(header(p, "containerd handler "+ps.Suffix.Handler(p), t.Facts))
 	containerdHandler(&d, p, v, ps)
-	return File{Path: file, Kind: Block, BlockID: p.Name(), Where: End, Format: format, Content: d.bytes(), Version: v}
+	return File{Path: file, Kind: Block, BlockID: ps.Suffix.Block(p), Where: End, Format: format, Content: d.bytes(), Version: v}
 }
 
 // CRIODropInName is the crio.conf.d file of a handler: 50 sorts after the
@@ -343,8 +349,9 @@ func CRIODropInName(handler string) string { return "50-berth-" + handler + ".co
 
 func crioFile(p platform.Platform, t Target, ps Paths) File {
 	var d doc
-	d.comment(header(p, "CRI-O drop-in for handler "+p.Handler(), t.Facts))
-	d.table("crio", "runtime", "runtimes", p.Handler())
+	h := ps.Suffix.Handler(p)
+	d.comment(header(p, "CRI-O drop-in for handler "+h, t.Facts))
+	d.table("crio", "runtime", "runtimes", h)
 	d.kv("runtime_path", ps.Shim(p))
 	d.kv("runtime_type", "vm")
 	d.kv("runtime_root", "/run/vc")
@@ -354,6 +361,6 @@ func crioFile(p platform.Platform, t Target, ps Paths) File {
 	if p.GuestPull() {
 		d.kv("runtime_pull_image", true)
 	}
-	return File{Path: path.Join(t.Layout.DropInDir, CRIODropInName(p.Name())), Kind: Owned, Format: "toml",
-		Content: d.bytes(), Purpose: "CRI-O drop-in (handler " + p.Handler() + ")"}
+	return File{Path: path.Join(t.Layout.DropInDir, CRIODropInName(ps.Suffix.Block(p))), Kind: Owned, Format: "toml",
+		Content: d.bytes(), Purpose: "CRI-O drop-in (handler " + h + ")"}
 }

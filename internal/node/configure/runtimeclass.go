@@ -30,6 +30,9 @@ type RuntimeClassOptions struct {
 	// an extended resource; confidential classes select the label and
 	// consume one key per sandbox through their overhead.
 	NFD bool
+	// Suffix names the class and its handler for a side-by-side install
+	// (kata-qemu-snp-<suffix>) and labels it berth.dev/install-suffix.
+	Suffix Suffix
 }
 
 // KataDeployLabel is the label kata-deploy sets to "true" on nodes where it
@@ -83,7 +86,7 @@ func RuntimeClass(p platform.Platform, opt RuntimeClassOptions) []byte {
 		}
 		fixed[p.TEE().KeyResource()] = "1"
 	}
-	name := p.KataRuntimeClass()
+	name := opt.Suffix.RuntimeClass(p)
 	d := runtimeClassDoc{
 		APIVersion: "node.k8s.io/v1",
 		Kind:       "RuntimeClass",
@@ -91,9 +94,12 @@ func RuntimeClass(p platform.Platform, opt RuntimeClassOptions) []byte {
 			"app.kubernetes.io/managed-by": "berth",
 			"berth.dev/platform":           p.Name(),
 		}},
-		Handler:    p.Handler(),
+		Handler:    opt.Suffix.Handler(p),
 		Overhead:   rcOverhead{PodFixed: fixed},
 		Scheduling: map[string]any{"nodeSelector": sel},
+	}
+	if opt.Suffix != "" {
+		d.Metadata.Labels[SuffixLabel] = string(opt.Suffix)
 	}
 	body, err := yaml.Marshal(d)
 	if err != nil {

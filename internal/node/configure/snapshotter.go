@@ -76,14 +76,20 @@ func NydusNamesFor(ps Paths) NydusNames {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
+	// Each suffixed install runs its own snapshotter from its own
+	// prefix: with the suffix, NydusProxy, NydusSocket and NydusUnit
+	// become berth-nydus-<suffix>, /run/berth-nydus-<suffix>/... and
+	// berth-nydus-<suffix>-snapshotter.service.
+	proxy := ps.Suffix.Of(NydusProxy)
+	unit := proxy + "-snapshotter.service"
 	return NydusNames{
-		Proxy:    NydusProxy,
-		Socket:   NydusSocket,
-		Unit:     NydusUnit,
-		UnitPath: path.Join(SystemdUnitDir, NydusUnit),
+		Proxy:    proxy,
+		Socket:   "/run/" + proxy + "/containerd-nydus-grpc.sock",
+		Unit:     unit,
+		UnitPath: path.Join(SystemdUnitDir, unit),
 		Binary:   path.Join(prefix, NydusBinary),
-		Config:   path.Join(prefix, "etc/nydus", NydusProxy+".toml"),
-		Root:     "/var/lib/" + NydusProxy,
+		Config:   path.Join(prefix, "etc/nydus", proxy+".toml"),
+		Root:     "/var/lib/" + proxy,
 	}
 }
 
@@ -154,10 +160,10 @@ func snapshotterFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]Fil
 // already rendered): its own drop-in (name.toml) when the handler has
 // one, else a block of that id at the end of the handler's file. d holds
 // its header; body writes the tables.
-func sharedPart(p platform.Platform, t Target, rt []File, name, what string, d *doc, body func(d *doc)) (File, error) {
+func sharedPart(p platform.Platform, t Target, ps Paths, rt []File, name, what string, d *doc, body func(d *doc)) (File, error) {
 	var handler *File
 	for i := range rt {
-		if rt[i].Kind == Owned || rt[i].BlockID == p.Name() {
+		if rt[i].Kind == Owned || rt[i].BlockID == ps.Suffix.Block(p) {
 			handler = &rt[i]
 			break
 		}
@@ -185,7 +191,7 @@ func nydusFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]File, err
 	proxy := &ProxyPlugin{Name: n.Proxy, Address: n.Socket}
 	var d doc
 	d.comment(sharedHeader("containerd proxy plugin "+n.Proxy+" (nydus-snapshotter, guest pull)", t.Facts))
-	pf, err := sharedPart(p, t, rt, n.Proxy, "proxy plugin "+n.Proxy, &d, func(d *doc) { writeProxy(d, proxy) })
+	pf, err := sharedPart(p, t, ps, rt, n.Proxy, "proxy plugin "+n.Proxy, &d, func(d *doc) { writeProxy(d, proxy) })
 	if err != nil {
 		return nil, err
 	}

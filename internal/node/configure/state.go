@@ -46,6 +46,10 @@ type PlatformState struct {
 	// Layout is a custom distribution's runtime layout as applied: remove
 	// and restart take the unit and socket from it.
 	Layout *platform.Layout `json:"layout,omitempty"`
+	// Suffix is the install suffix the handler was applied with (empty:
+	// the unsuffixed install), so that remove --all of one install leaves
+	// the other's handlers.
+	Suffix string `json:"suffix,omitempty"`
 }
 
 // OwnedFile is one file or block berth wrote for a platform.

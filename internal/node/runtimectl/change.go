@@ -37,6 +37,9 @@ type Change struct {
 	Systemctl, Journalctl string
 	// Out and Err receive what changed and the warnings.
 	Out, Err io.Writer
+	// Suffix is the side-by-side install RemovePlatforms removes the
+	// handlers of (empty: the unsuffixed install).
+	Suffix configure.Suffix
 }
 
 // commandTimeout bounds each systemctl and journalctl run: a restart
@@ -139,10 +142,11 @@ func (c Change) RemovePlatforms(ctx context.Context, st *configure.State, plats 
 		if err != nil {
 			return fmt.Errorf("installation record names platform %q: %w", s, err)
 		}
-		if _, ok := st.Platforms[p.Handler()]; !ok {
+		h := c.Suffix.Handler(p)
+		if _, ok := st.Platforms[h]; !ok {
 			continue
 		}
-		if err := c.Remove(ctx, st, p.Handler(), p); err != nil {
+		if err := c.Remove(ctx, st, h, p); err != nil {
 			return err
 		}
 	}

@@ -72,3 +72,20 @@ for --skip-schema-validation.
 {{- end -}}
 {{- toYaml $rows -}}
 {{- end -}}
+
+{{- /*
+berth.suffix: "-<installSuffix>", or nothing without one: appended to the
+handlers, RuntimeClasses, installed labels and install-status annotation
+of a side-by-side install, as berth's configure.Suffix derives them. Fails
+on a bad suffix (values.schema.json refuses it first; this is the guard
+for --skip-schema-validation).
+*/ -}}
+{{- define "berth.suffix" -}}
+{{- $s := .Values.installSuffix | default "" -}}
+{{- if $s -}}
+{{- if or (gt (len $s) 21) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $s)) -}}
+{{- fail (printf "installSuffix %q: expected a DNS label of at most 21 characters (lower-case letters, digits and '-', starting and ending with a letter or digit)" $s) -}}
+{{- end -}}
+-{{ $s }}
+{{- end -}}
+{{- end -}}

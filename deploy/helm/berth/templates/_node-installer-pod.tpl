@@ -54,6 +54,9 @@ Jobs (job: true) run it --run-once and end.
         - --health-addr=:{{ $ni.healthPort }}
         {{- end }}
         - --restart-lease=$(POD_NAMESPACE)/{{ include "berth.nodeInstaller" $ }}-restart
+        {{- if include "berth.suffix" $ }}
+        - --install-suffix={{ $.Values.installSuffix }}
+        {{- end }}
         {{- with $ni.mirror }}
         - --mirror={{ . }}
         {{- end }}
@@ -176,6 +179,9 @@ spec:
     metadata:
       labels:
         app.kubernetes.io/name: berth-node-installer
+        {{- with .Values.installSuffix }}
+        berth.dev/install-suffix: {{ . }}
+        {{- end }}
       annotations:
         # The platforms and manifest (from the ConfigMap the pod reads):
         # a change makes another configuration, whose Jobs replace these.
