@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"berth.dev/berth/internal/node/install"
+	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/internal/node/refvalues"
+	"berth.dev/berth/internal/present/output"
+	"berth.dev/berth/platform"
+)
+
+// The export formats of berth refvalues, beside table, json and yaml.
+const (
+	// formatRVPS is Trustee's RVPS registration message.
+	formatRVPS output.Format = "rvps"
+	// formatContrast is the ReferenceValues of a Contrast manifest.
+	formatContrast output.Format = "contrast"
+)
+
+// writeExport writes doc in a verifier's own format. What that format
+// cannot say (values berth does not know, product lines it does not
+// accept) is logged as a warning, so that the JSON on stdout stays
+// exactly the verifier's.
+func writeExport(g *Globals, format output.Format, doc *refvalues.Document) error {
+	var v any
+	var notes []string
+	var err error
+	switch format {
+	case formatRVPS:
+		v, _, notes, err = doc.RVPS()
+	case formatContrast:
+		v, notes, err = doc.Contrast()
+	}
+	for _, n := range notes {
+		g.log.Warn("-o "+string(format)+": "+n, "platform", doc.Platform)
+	}
+	if err != nil {
+		return UsageErr(fmt.Errorf("-o %s: %w", format, err))
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding -o %s: %w", format, err)
+	}
+	_, err = g.stdout.Write(append(b, '\n'))
+	return err
+}
+
+// installedInputs takes the boot components of p from the live
+// installation under --prefix: the manifest (given, or the one the record
+// names) says which components they are, the record which files they
+// became, and each file must still match the record.
+func installedInputs(g *Globals, f *refvaluesFlags, p platform.Platform) (bootInputs, error) {
+	inst, err := install.Layout{Root: g.root, Prefix: f.prefix}.OpenCurrent()
+	if err != nil {
+		return bootInputs{}, err
+	}
+	in, err := installedBoot(g, f, p, inst)
+	if err != nil {
+		inst.Close()
+		return bootInputs{}, err
+	}
+	return in, nil
+}
+
+func installedBoot(g *Globals, f *refvaluesFlags, p platform.Platform, inst *install.Installed) (bootInputs, error) {
+	rec := inst.Record
+	served := false
+	for _, name := range rec.Platforms {
+		if q, err := platform.Parse(name); err == nil && q == p {
+			served = true
+		}
+	}
+	if !served {
+		return bootInputs{}, UsageErr(fmt.Errorf("installation %s serves %v, not %s: its boot components are not that platform's", rec.ID, rec.Platforms, p))
+	}
+	refText := f.manifest
+	if refText == "" {
+		refText = rec.Source + "@sha256:" + rec.Digest
+	}
+	ref, err := manifest.ParseRef(refText)
+	if err != nil {
+		return bootInputs{}, UsageErr(fmt.Errorf("manifest of installation %s: %w", rec.ID, err))
+	}
+	m, err := manifest.LoadRef(ref)
+	if err != nil {
+		return bootInputs{}, fmt.Errorf("manifest of installation %s: %w", rec.ID, err)
+	}
+	if m.Digest() != rec.Digest {
+		return bootInputs{}, UsageErr(fmt.Errorf("manifest %s has sha256 %s, installation %s was installed from %s: give the manifest it was installed from", m.Source(), m.Digest(), rec.ID, rec.Digest))
+	}
+	boot, err := m.Boot(p)
+	if err != nil {
+		return bootInputs{}, err
+	}
+	in := bootInputs{installed: inst, recorded: map[string]install.RecordFile{}}
+	take := func(role string, c manifest.Component) (refvalues.Component, error) {
+		file, err := inst.File(c.Name)
+		if err != nil {
+			return refvalues.Component{}, err
+		}
+		if c.Archive == nil && (file.SHA256 != c.SHA256 || file.Size != c.Size) {
+			return refvalues.Component{}, fmt.Errorf("installed %s %s: sha256 %s (%d bytes) in the record, the manifest says %s (%d bytes)", role, file.Path, file.SHA256, file.Size, c.SHA256, c.Size)
+		}
+		rc, err := inst.Open(file)
+		if err != nil {
+			return refvalues.Component{}, err
+		}
+		g.log.Info("installed component", "role", role, "name", c.Name, "path", file.Path)
+		in.recorded[role] = file.RecordFile
+		return refvalues.Reader(file.Path, rc), nil
+	}
+	if in.firmware, err = take("firmware", boot.Firmware); err != nil {
+		return in, err
+	}
+	if !p.TEE().MeasuresDirectBoot() {
+		return in, nil
+	}
+	if in.kernel, err = take("kernel", boot.Kernel); err != nil {
+		return in, err
+	}
+	if boot.Initrd != nil {
+		if in.initrd, err = take("initrd", *boot.Initrd); err != nil {
+			return in, err
+		}
+	}
+	in.cmdline = &boot.Cmdline
+	return in, nil
+}
