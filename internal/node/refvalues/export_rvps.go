@@ -47,14 +47,15 @@ func (d *Document) RVPS() (*RVPSMessage, map[string]any, []string, error) {
 		rv["snp_smt_allowed"] = p&(1<<16) != 0
 		rv["snp_single_socket"] = p&(1<<20) != 0
 		tcb := map[string]string{"bootloader": "snp_bootloader", "tee": "snp_tee_svn", "snp": "snp_snp_svn", "microcode": "snp_microcode"}
-		known := map[string][]uint8{}
+		// []int, not []uint8: encoding/json writes byte slices as base64.
+		known := map[string][]int{}
 		for _, set := range s.Sets {
 			if set.MinimumTCB == nil {
 				continue
 			}
 			for _, f := range set.MinimumTCB.Fields {
 				if name, ok := tcb[f.Name]; ok && f.Value != nil {
-					known[name] = appendUnique(known[name], *f.Value)
+					known[name] = appendUnique(known[name], int(*f.Value))
 				}
 			}
 		}
