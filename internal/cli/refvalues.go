@@ -168,11 +168,14 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 		if err != nil {
 			return UsageErr(err)
 		}
+		if req.NodeTCB, req.NodeTCBUnknown, err = nodeTCB(cmd, g, f); err != nil {
+			return err
+		}
 		if doc, err = refvalues.SNP(req); err != nil {
 			return UsageErr(err)
 		}
 	case platform.TDX:
-		for _, name := range []string{"vcpus", "vcpu-type", "guest-features", "policy"} {
+		for _, name := range []string{"vcpus", "vcpu-type", "guest-features", "policy", "facts", "node"} {
 			if changed(name) {
 				return UsageErr(fmt.Errorf("--%s applies to SNP platforms only; %s is TDX", name, p))
 			}

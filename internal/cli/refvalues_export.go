@@ -3,6 +3,13 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/facts"
 
 	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/internal/node/manifest"
@@ -127,4 +134,79 @@ func installedBoot(g *Globals, f *refvaluesFlags, p platform.Platform, inst *ins
 	}
 	in.cmdline = &boot.Cmdline
 	return in, nil
+}
+
+// maxFactsFile bounds a --facts file: facts documents are tens of KiB.
+const maxFactsFile = 16 << 20
+
+// nodeTCB takes the node's SNP TCB from --facts or --node (discovery of
+// --root). The reported TCB is used: it is what every attestation report of
+// the node's guests carries (REPORTED_TCB) and what their VCEK is derived
+// from, so a minimum set to it admits this node and nothing older; the
+// kernel does not expose the committed TCB. Without either flag, or when
+// the facts lack the TCB, the second result says why.
+func nodeTCB(cmd *cobra.Command, g *Globals, f *refvaluesFlags) (*refvalues.NodeTCB, string, error) {
+	var fs *facts.Facts
+	var from string
+	switch {
+	case f.factsFile != "" && f.node:
+		return nil, "", UsageErr(fmt.Errorf("--facts and --node exclude each other"))
+	case f.factsFile != "":
+		b, err := readLimited(f.factsFile, maxFactsFile)
+		if err != nil {
+			return nil, "", UsageErr(fmt.Errorf("--facts: %w", err))
+		}
+		fs = &facts.Facts{}
+		if err := json.Unmarshal(b, fs); err != nil {
+			return nil, "", UsageErr(fmt.Errorf("--facts %s: not a berth facts document (berth facts -o json): %w", f.factsFile, err))
+		}
+		if fs.SchemaVersion != facts.SchemaVersion {
+			return nil, "", UsageErr(fmt.Errorf("--facts %s: schemaVersion %d, expected %d", f.factsFile, fs.SchemaVersion, facts.SchemaVersion))
+		}
+		from = "facts " + f.factsFile
+	case f.node:
+		root, cleanup, err := g.OpenRoot()
+		defer cleanup()
+		if err != nil {
+			return nil, "", err
+		}
+		fs = discover.Run(cmd.Context(), root, g.DiscoverOptions(false))
+		from = "node " + root.Path()
+	default:
+		return nil, "no node facts given (--facts FILE or --node)", nil
+	}
+	t := fs.TEE.SNP.TCB
+	if t == nil {
+		why := "the facts do not say"
+		if r, ok := fs.UnknownReason("tee.snp.tcb"); ok {
+			why = r
+		}
+		return nil, fmt.Sprintf("%s has no SNP TCB: %s", from, why), nil
+	}
+	raw, err := refvalues.ParseHex(t.Reported)
+	if err != nil {
+		return nil, "", UsageErr(fmt.Errorf("%s: tee.snp.tcb.reported: %w", from, err))
+	}
+	line, err := platform.ParseProductLine(fs.CPU.ProductLine)
+	if err != nil || fs.CPU.ProductLine == "" {
+		return nil, fmt.Sprintf("%s: CPU product line %q is not one berth knows the TCB layout of (Milan, Genoa, Turin)", from, fs.CPU.ProductLine), nil
+	}
+	return &refvalues.NodeTCB{Raw: raw, Kind: "reported", ProductLine: refvalues.ProductLineOf(line), Source: from + ": " + t.Source}, "", nil
+}
+
+// readLimited reads a whole file, refusing more than limit bytes.
+func readLimited(name string, limit int64) ([]byte, error) {
+	fl, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer fl.Close()
+	b, err := io.ReadAll(io.LimitReader(fl, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, limit)
+	}
+	return b, nil
 }
