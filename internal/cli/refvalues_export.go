@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -84,7 +85,7 @@ func installedBoot(g *Globals, f *refvaluesFlags, p platform.Platform, inst *ins
 	}
 	refText := f.manifest
 	if refText == "" {
-		refText = rec.Source + "@sha256:" + rec.Digest
+		refText = rec.Source + "@sha256:" + strings.TrimPrefix(rec.Digest, "sha256:")
 	}
 	ref, err := manifest.ParseRef(refText)
 	if err != nil {
@@ -94,7 +95,7 @@ func installedBoot(g *Globals, f *refvaluesFlags, p platform.Platform, inst *ins
 	if err != nil {
 		return bootInputs{}, fmt.Errorf("manifest of installation %s: %w", rec.ID, err)
 	}
-	if m.Digest() != rec.Digest {
+	if strings.TrimPrefix(m.Digest(), "sha256:") != strings.TrimPrefix(rec.Digest, "sha256:") {
 		return bootInputs{}, UsageErr(fmt.Errorf("manifest %s has sha256 %s, installation %s was installed from %s: give the manifest it was installed from", m.Source(), m.Digest(), rec.ID, rec.Digest))
 	}
 	boot, err := m.Boot(p)

@@ -92,7 +92,7 @@ func (in *Installed) File(name string) (InstalledFile, error) {
 // symlink is followed); the caller checks what it read against f's digest,
 // since the file may change after File checked it.
 func (in *Installed) Open(f InstalledFile) (*os.File, error) {
-	file, err := in.p.r.OpenFile(in.dir+"/"+f.Path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	file, err := in.p.r.OpenFile(in.dir+"/"+f.RecordFile.Path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening installed file %s: %w", f.Path, err)
 	}
