@@ -14,6 +14,8 @@ type Installed struct {
 	Record *Record
 	p      *prefixDir
 	dir    string
+	// opened are the files Open handed out, closed with the installation.
+	opened []*os.File
 }
 
 // InstalledFile is a file of the live installation that matched its
@@ -55,8 +57,14 @@ func (l Layout) OpenCurrent() (*Installed, error) {
 	return &Installed{Record: r, p: p, dir: versionsDir + "/" + id}, nil
 }
 
-// Close releases the prefix.
-func (in *Installed) Close() error { return in.p.Close() }
+// Close releases the prefix and the files Open returned.
+func (in *Installed) Close() error {
+	for _, f := range in.opened {
+		f.Close()
+	}
+	in.opened = nil
+	return in.p.Close()
+}
 
 // File returns the one file component name installed, after checking that
 // it is still what the record says berth wrote (type, size, SHA-256). A
@@ -89,12 +97,13 @@ func (in *Installed) File(name string) (InstalledFile, error) {
 }
 
 // Open opens an installed file for reading, through the prefix (no
-// symlink is followed); the caller checks what it read against f's digest,
+// symlink is followed) until Close; the caller checks what it read against f's digest,
 // since the file may change after File checked it.
 func (in *Installed) Open(f InstalledFile) (*os.File, error) {
 	file, err := in.p.r.OpenFile(in.dir+"/"+f.RecordFile.Path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening installed file %s: %w", f.Path, err)
 	}
+	in.opened = append(in.opened, file)
 	return file, nil
 }
