@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/internal/node/manifest"
 	"berth.dev/berth/internal/node/refvalues"
 	"berth.dev/berth/internal/present/output"
@@ -19,6 +21,12 @@ type refvaluesFlags struct {
 	guestFeatures, policy                       string
 	manifest, cache                             string
 	from                                        []string
+	// installed measures the live installation under prefix.
+	installed bool
+	prefix    string
+	// factsFile and node give the node facts the SNP TCB comes from.
+	factsFile string
+	node      bool
 }
 
 // bootInputs are the measured components, from flags or from a manifest;
@@ -27,6 +35,11 @@ type bootInputs struct {
 	firmware, kernel, initrd refvalues.Component
 	cmdline                  *string
 	want                     map[string]manifest.Component
+	// installed is the installation the components were read from
+	// (--installed), kept open while they are measured.
+	installed *install.Installed
+	// recorded are the install record's digests of those files.
+	recorded map[string]install.RecordFile
 }
 
 func newRefvaluesCmd(g *Globals) *cobra.Command {
@@ -53,11 +66,24 @@ directories (named by sha256 digest first, then by install path base name or
 component name) and in the download cache (<cache>/sha256/<digest>), and
 their sha256 and size must match the manifest.
 
--o json prints the versioned schema berth.dev/refvalues/v1.`,
+With --installed, they are the files the live installation under --prefix
+(on the host --root names) holds: each is checked against the install record
+(type, size, sha256) before it is measured, and the manifest (--manifest, or
+the one the record names, pinned to the record's digest) gives the roles and
+the measured command line.
+
+With --facts FILE (berth facts -o json) or --node (discover --root), the SNP
+minimum TCB is the node's reported TCB, for the node's product line; without,
+it stays null and "operator must confirm".
+
+-o json prints the versioned schema berth.dev/refvalues/v1; -o rvps a
+Trustee RVPS registration message (sample provenance); -o contrast the
+ReferenceValues of a Contrast manifest.`,
 		Example: `  berth refvalues --platform k3s-qemu-snp-genoa --firmware OVMF.amdsev.fd \
     --kernel vmlinuz --initrd initrd.img --cmdline "console=ttyS0" --vcpus 1-4 -o json
   berth refvalues --platform kata-qemu-tdx --firmware OVMF.inteltdx.fd
-  berth refvalues --platform kata-qemu-snp --manifest kata.yaml --from ./downloads`,
+  berth refvalues --platform kata-qemu-snp --manifest kata.yaml --from ./downloads
+  berth refvalues --platform kata-qemu-snp-genoa --installed --node -o contrast`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRefvalues(cmd, g, &f) },
 	}
@@ -75,11 +101,15 @@ their sha256 and size must match the manifest.
 	fl.StringVar(&f.manifest, "manifest", "", "component manifest (PATH, PATH@sha256:<hex> or URL@sha256:<hex>) to take the boot components from, instead of --firmware/--kernel/--initrd/--cmdline")
 	fl.StringArrayVar(&f.from, "from", nil, "directory holding the manifest's component files (repeatable; with --manifest)")
 	fl.StringVar(&f.cache, "cache", manifest.DefaultCache, "download cache root searched as <cache>/sha256/<digest> (with --manifest; \"\" for none)")
+	fl.BoolVar(&f.installed, "installed", false, "measure the boot components of the live installation under --prefix, verified against its install record")
+	fl.StringVar(&f.prefix, "prefix", configure.DefaultPrefix, "installation prefix (with --installed; a path on the host named by --root)")
+	fl.StringVar(&f.factsFile, "facts", "", "facts JSON (berth facts -o json) whose SNP TCB fills the minimum TCB")
+	fl.BoolVar(&f.node, "node", false, "discover the host named by --root and fill the SNP minimum TCB from its TCB")
 	return cmd
 }
 
 func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
-	format, err := g.Format()
+	format, err := g.Format(output.Table, output.JSON, output.YAML, formatRVPS, formatContrast)
 	if err != nil {
 		return err
 	}
@@ -98,7 +128,19 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 	}
 	changed := cmd.Flags().Changed
 	var in bootInputs
-	if f.manifest != "" {
+	if f.installed {
+		for _, name := range []string{"firmware", "kernel", "initrd", "cmdline", "from", "cache"} {
+			if changed(name) {
+				return UsageErr(fmt.Errorf("--%s and --installed exclude each other: the installation holds the boot components", name))
+			}
+		}
+		if in, err = installedInputs(g, f, p); err != nil {
+			return err
+		}
+		defer in.installed.Close()
+	} else if changed("prefix") {
+		return UsageErr(fmt.Errorf("--prefix applies with --installed only"))
+	} else if f.manifest != "" {
 		for _, name := range []string{"firmware", "kernel", "initrd", "cmdline"} {
 			if changed(name) {
 				return UsageErr(fmt.Errorf("--%s and --manifest exclude each other: the manifest names the boot components", name))
@@ -126,11 +168,14 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 		if err != nil {
 			return UsageErr(err)
 		}
+		if req.NodeTCB, req.NodeTCBUnknown, err = nodeTCB(cmd, g, f); err != nil {
+			return err
+		}
 		if doc, err = refvalues.SNP(req); err != nil {
 			return UsageErr(err)
 		}
 	case platform.TDX:
-		for _, name := range []string{"vcpus", "vcpu-type", "guest-features", "policy"} {
+		for _, name := range []string{"vcpus", "vcpu-type", "guest-features", "policy", "facts", "node"} {
 			if changed(name) {
 				return UsageErr(fmt.Errorf("--%s applies to SNP platforms only; %s is TDX", name, p))
 			}
@@ -157,6 +202,10 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 		return UsageErr(err)
 	}
 	doc.Platform = p.String()
+	switch format {
+	case formatRVPS, formatContrast:
+		return writeExport(g, format, doc)
+	}
 	return output.Render(g.stdout, format, doc, func(w io.Writer) error { return doc.WriteTable(w) })
 }
 
@@ -257,6 +306,15 @@ func manifestInputs(g *Globals, f *refvaluesFlags, p platform.Platform) (bootInp
 // measured, and the values must describe the manifest's components.
 func (in bootInputs) check(doc *refvalues.Document) error {
 	read := map[string]*refvalues.Input{"firmware": &doc.Inputs.Firmware, "kernel": doc.Inputs.Kernel, "initrd": doc.Inputs.Initrd}
+	for role, rf := range in.recorded {
+		got := read[role]
+		if got == nil {
+			return fmt.Errorf("installed %s %s was not measured", role, rf.Path)
+		}
+		if got.SHA256 != rf.SHA256 || got.Size != rf.Size {
+			return fmt.Errorf("installed %s %s changed while it was measured: sha256 %s (%d bytes), the install record says %s (%d bytes)", role, got.Name, got.SHA256, got.Size, rf.SHA256, rf.Size)
+		}
+	}
 	for role, c := range in.want {
 		got := read[role]
 		if got == nil {

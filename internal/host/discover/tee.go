@@ -39,6 +39,7 @@ func runTEE(_ context.Context, s *session, f *facts.Facts) {
 	sgx.Provision = s.exists("dev/sgx_provision") || s.exists("dev/sgx/provision")
 
 	tdx.Sysfs = s.tdxSysfs()
+	snp.TCB = s.snpTCB(snp)
 
 	lines, _, ok := s.bootLines()
 	if !ok {

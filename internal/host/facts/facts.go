@@ -358,6 +358,30 @@ type SNP struct {
 	SEVESASIDs  *Range `json:"sevEsAsids,omitempty"`
 	// IOMMUSNP is from "AMD-Vi: IOMMU SNP support enabled".
 	IOMMUSNP *bool `json:"iommuSnp,omitempty"`
+	// TCB is what the SEV firmware says about its TCB (read only on a
+	// live root, recorded into snapshots); nil and unknown with the reason
+	// when it could not be read.
+	TCB *SNPTCB `json:"tcb,omitempty"`
+}
+
+// SNPTCB is the TCB of the SEV firmware, from the SNP_PLATFORM_STATUS
+// command on /dev/sev (what snphost show tcb prints). The TCB_VERSION
+// values are 64-bit, "0x..."; their byte layout depends on the product
+// line (Turin differs), so they are kept whole.
+type SNPTCB struct {
+	// Current is CURRENT_TCB: the TCB_VERSION of the firmware running now.
+	Current string `json:"current"`
+	// Reported is REPORTED_TCB: the TCB_VERSION guests' attestation
+	// reports carry and their VCEK is derived from; the host may set it
+	// below Current (SNP_SET_CONFIG) while it rolls out an update.
+	Reported string `json:"reported"`
+	// ChipID is the chip's unique ID (SEV_GET_ID2), hex; empty when it
+	// could not be read.
+	ChipID string `json:"chipId,omitempty"`
+	// Source names the command and device it was read from.
+	Source string `json:"source"`
+	// Recorded is true when read from an offline root's recorded probe.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // TDX holds the Intel TDX host facts.

@@ -721,6 +721,10 @@ func (e *jsonEnc) encSNP(v *SNP) {
 		e.key(start, "\"iommuSnp\":")
 		e.boolPtr(v.IOMMUSNP)
 	}
+	if v.TCB != nil {
+		e.key(start, "\"tcb\":")
+		encPtr(e, v.TCB, (*jsonEnc).encSNPTCB)
+	}
 	e.close(start)
 }
 
@@ -973,6 +977,25 @@ func (e *jsonEnc) encRange(v *Range) {
 	e.int(int64(v.Min))
 	e.key(start, "\"max\":")
 	e.int(int64(v.Max))
+	e.close(start)
+}
+
+func (e *jsonEnc) encSNPTCB(v *SNPTCB) {
+	start := e.open()
+	e.key(start, "\"current\":")
+	e.str(string(v.Current))
+	e.key(start, "\"reported\":")
+	e.str(string(v.Reported))
+	if len(v.ChipID) != 0 {
+		e.key(start, "\"chipId\":")
+		e.str(string(v.ChipID))
+	}
+	e.key(start, "\"source\":")
+	e.str(string(v.Source))
+	if v.Recorded {
+		e.key(start, "\"recorded\":")
+		e.bool(bool(v.Recorded))
+	}
 	e.close(start)
 }
 

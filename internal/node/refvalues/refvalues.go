@@ -153,6 +153,10 @@ type SNPRequest struct {
 	VCPUType      *VCPUType
 	GuestFeatures uint64
 	GuestPolicy   uint64
+	// NodeTCB, when set, fills the minimum TCB of the node's product line
+	// (see minimumTCB); NodeTCBUnknown says why it is not known otherwise.
+	NodeTCB        *NodeTCB
+	NodeTCBUnknown string
 }
 
 // Document is the output of berth refvalues, schema SchemaVersion. See
@@ -198,18 +202,22 @@ type LaunchDigest struct {
 	Digest Digest384 `json:"digest"`
 }
 
-// MinimumTCB describes the TCB_VERSION fields of a product line. berth
-// cannot derive the minimum values from the boot components: they depend on
-// the AMD firmware releases an operator accepts.
+// MinimumTCB describes the TCB_VERSION fields of a product line. The boot
+// components do not decide them: they come from the node's firmware
+// (Status TCBFromNode, Source) or from the operator (TCBUnconfirmed,
+// Reason saying why the node could not tell).
 type MinimumTCB struct {
 	Status string     `json:"status"`
+	Source string     `json:"source,omitempty"`
+	Reason string     `json:"reason,omitempty"`
 	Fields []TCBValue `json:"fields"`
 }
 
-// TCBValue is one TCB component; Value is nil until an operator sets it.
+// TCBValue is one TCB component; Value is nil until known.
 type TCBValue struct {
 	TCBField
-	Value *uint8 `json:"value"`
+	Value  *uint8 `json:"value"`
+	Source string `json:"source,omitempty"`
 }
 
 // TCBUnconfirmed is MinimumTCB.Status when the values are not known.
@@ -306,11 +314,7 @@ func SNP(req SNPRequest) (*Document, error) {
 			set.LaunchDigests = append(set.LaunchDigests, LaunchDigest{VCPUs: n, Digest: ds[n-1]})
 		}
 		if t.line != "" {
-			tcb := &MinimumTCB{Status: TCBUnconfirmed}
-			for _, f := range t.line.TCBLayout() {
-				tcb.Fields = append(tcb.Fields, TCBValue{TCBField: f})
-			}
-			set.MinimumTCB = tcb
+			set.MinimumTCB = minimumTCB(t.line, req.NodeTCB, req.NodeTCBUnknown)
 		}
 		v.Sets = append(v.Sets, set)
 	}
@@ -374,9 +378,16 @@ func (d *Document) WriteTable(w io.Writer) error {
 			}
 			var names []string
 			for _, f := range set.MinimumTCB.Fields {
-				names = append(names, fmt.Sprintf("%s (byte %d)", f.Name, f.Byte))
+				if f.Value != nil {
+					names = append(names, fmt.Sprintf("%s (byte %d) = %d", f.Name, f.Byte, *f.Value))
+				} else {
+					names = append(names, fmt.Sprintf("%s (byte %d)", f.Name, f.Byte))
+				}
 			}
 			fmt.Fprintf(&b, "\nMinimum TCB %s: %s; fields %s", set.ProductLine, set.MinimumTCB.Status, strings.Join(names, ", "))
+			if why := set.MinimumTCB.Source + set.MinimumTCB.Reason; why != "" {
+				fmt.Fprintf(&b, "\n  (%s)", why)
+			}
 		}
 		b.WriteString("\n")
 	}

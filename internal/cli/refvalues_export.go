@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/facts"
+
+	"berth.dev/berth/internal/node/install"
+	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/internal/node/refvalues"
+	"berth.dev/berth/internal/present/output"
+	"berth.dev/berth/platform"
+)
+
+// The export formats of berth refvalues, beside table, json and yaml.
+const (
+	// formatRVPS is Trustee's RVPS registration message.
+	formatRVPS output.Format = "rvps"
+	// formatContrast is the ReferenceValues of a Contrast manifest.
+	formatContrast output.Format = "contrast"
+)
+
+// writeExport writes doc in a verifier's own format. What that format
+// cannot say (values berth does not know, product lines it does not
+// accept) is logged as a warning, so that the JSON on stdout stays
+// exactly the verifier's.
+func writeExport(g *Globals, format output.Format, doc *refvalues.Document) error {
+	var v any
+	var notes []string
+	var err error
+	switch format {
+	case formatRVPS:
+		v, _, notes, err = doc.RVPS()
+	case formatContrast:
+		v, notes, err = doc.Contrast()
+	}
+	for _, n := range notes {
+		g.log.Warn("-o "+string(format)+": "+n, "platform", doc.Platform)
+	}
+	if err != nil {
+		return UsageErr(fmt.Errorf("-o %s: %w", format, err))
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding -o %s: %w", format, err)
+	}
+	_, err = g.stdout.Write(append(b, '\n'))
+	return err
+}
+
+// installedInputs takes the boot components of p from the live
+// installation under --prefix: the manifest (given, or the one the record
+// names) says which components they are, the record which files they
+// became, and each file must still match the record.
+func installedInputs(g *Globals, f *refvaluesFlags, p platform.Platform) (bootInputs, error) {
+	inst, err := install.Layout{Root: g.root, Prefix: f.prefix}.OpenCurrent()
+	if err != nil {
+		return bootInputs{}, err
+	}
+	in, err := installedBoot(g, f, p, inst)
+	if err != nil {
+		inst.Close()
+		return bootInputs{}, err
+	}
+	return in, nil
+}
+
+func installedBoot(g *Globals, f *refvaluesFlags, p platform.Platform, inst *install.Installed) (bootInputs, error) {
+	rec := inst.Record
+	served := false
+	for _, name := range rec.Platforms {
+		if q, err := platform.Parse(name); err == nil && q == p {
+			served = true
+		}
+	}
+	if !served {
+		return bootInputs{}, UsageErr(fmt.Errorf("installation %s serves %v, not %s: its boot components are not that platform's", rec.ID, rec.Platforms, p))
+	}
+	refText := f.manifest
+	if refText == "" {
+		refText = rec.Source + "@sha256:" + strings.TrimPrefix(rec.Digest, "sha256:")
+	}
+	ref, err := manifest.ParseRef(refText)
+	if err != nil {
+		return bootInputs{}, UsageErr(fmt.Errorf("manifest of installation %s: %w", rec.ID, err))
+	}
+	m, err := manifest.LoadRef(ref)
+	if err != nil {
+		return bootInputs{}, fmt.Errorf("manifest of installation %s: %w", rec.ID, err)
+	}
+	if strings.TrimPrefix(m.Digest(), "sha256:") != strings.TrimPrefix(rec.Digest, "sha256:") {
+		return bootInputs{}, UsageErr(fmt.Errorf("manifest %s has sha256 %s, installation %s was installed from %s: give the manifest it was installed from", m.Source(), m.Digest(), rec.ID, rec.Digest))
+	}
+	boot, err := m.Boot(p)
+	if err != nil {
+		return bootInputs{}, err
+	}
+	in := bootInputs{installed: inst, recorded: map[string]install.RecordFile{}}
+	take := func(role string, c manifest.Component) (refvalues.Component, error) {
+		file, err := inst.File(c.Name)
+		if err != nil {
+			return refvalues.Component{}, err
+		}
+		if c.Archive == nil && (file.SHA256 != c.SHA256 || file.Size != c.Size) {
+			return refvalues.Component{}, fmt.Errorf("installed %s %s: sha256 %s (%d bytes) in the record, the manifest says %s (%d bytes)", role, file.Path, file.SHA256, file.Size, c.SHA256, c.Size)
+		}
+		rc, err := inst.Open(file)
+		if err != nil {
+			return refvalues.Component{}, err
+		}
+		g.log.Info("installed component", "role", role, "name", c.Name, "path", file.Path)
+		in.recorded[role] = file.RecordFile
+		return refvalues.Reader(file.Path, rc), nil
+	}
+	if in.firmware, err = take("firmware", boot.Firmware); err != nil {
+		return in, err
+	}
+	if !p.TEE().MeasuresDirectBoot() {
+		return in, nil
+	}
+	if in.kernel, err = take("kernel", boot.Kernel); err != nil {
+		return in, err
+	}
+	if boot.Initrd != nil {
+		if in.initrd, err = take("initrd", *boot.Initrd); err != nil {
+			return in, err
+		}
+	}
+	in.cmdline = &boot.Cmdline
+	return in, nil
+}
+
+// maxFactsFile bounds a --facts file: facts documents are tens of KiB.
+const maxFactsFile = 16 << 20
+
+// nodeTCB takes the node's SNP TCB from --facts or --node (discovery of
+// --root). The reported TCB is used: it is what every attestation report of
+// the node's guests carries (REPORTED_TCB) and what their VCEK is derived
+// from, so a minimum set to it admits this node and nothing older; the
+// kernel does not expose the committed TCB. Without either flag, or when
+// the facts lack the TCB, the second result says why.
+func nodeTCB(cmd *cobra.Command, g *Globals, f *refvaluesFlags) (*refvalues.NodeTCB, string, error) {
+	var fs *facts.Facts
+	var from string
+	switch {
+	case f.factsFile != "" && f.node:
+		return nil, "", UsageErr(fmt.Errorf("--facts and --node exclude each other"))
+	case f.factsFile != "":
+		b, err := readLimited(f.factsFile, maxFactsFile)
+		if err != nil {
+			return nil, "", UsageErr(fmt.Errorf("--facts: %w", err))
+		}
+		fs = &facts.Facts{}
+		if err := json.Unmarshal(b, fs); err != nil {
+			return nil, "", UsageErr(fmt.Errorf("--facts %s: not a berth facts document (berth facts -o json): %w", f.factsFile, err))
+		}
+		if fs.SchemaVersion != facts.SchemaVersion {
+			return nil, "", UsageErr(fmt.Errorf("--facts %s: schemaVersion %d, expected %d", f.factsFile, fs.SchemaVersion, facts.SchemaVersion))
+		}
+		from = "facts " + f.factsFile
+	case f.node:
+		root, cleanup, err := g.OpenRoot()
+		defer cleanup()
+		if err != nil {
+			return nil, "", err
+		}
+		fs = discover.Run(cmd.Context(), root, g.DiscoverOptions(false))
+		from = "node " + root.Path()
+	default:
+		return nil, "no node facts given (--facts FILE or --node)", nil
+	}
+	t := fs.TEE.SNP.TCB
+	if t == nil {
+		why := "the facts do not say"
+		if r, ok := fs.UnknownReason("tee.snp.tcb"); ok {
+			why = r
+		}
+		return nil, fmt.Sprintf("%s has no SNP TCB: %s", from, why), nil
+	}
+	raw, err := refvalues.ParseHex(t.Reported)
+	if err != nil {
+		return nil, "", UsageErr(fmt.Errorf("%s: tee.snp.tcb.reported: %w", from, err))
+	}
+	line, err := platform.ParseProductLine(fs.CPU.ProductLine)
+	if err != nil || fs.CPU.ProductLine == "" {
+		return nil, fmt.Sprintf("%s: CPU product line %q is not one berth knows the TCB layout of (Milan, Genoa, Turin)", from, fs.CPU.ProductLine), nil
+	}
+	return &refvalues.NodeTCB{Raw: raw, Kind: "reported", ProductLine: refvalues.ProductLineOf(line), Source: from + ": " + t.Source}, "", nil
+}
+
+// readLimited reads a whole file, refusing more than limit bytes.
+func readLimited(name string, limit int64) ([]byte, error) {
+	fl, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer fl.Close()
+	b, err := io.ReadAll(io.LimitReader(fl, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, limit)
+	}
+	return b, nil
+}
