@@ -361,3 +361,39 @@ func sha256hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }
+
+// TestCachedACPIBlobs checks that a cache entry is written once, read back
+// equal, and that a damaged entry is replaced rather than trusted.
+func TestCachedACPIBlobs(t *testing.T) {
+	qemu, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		t.Fatal("qemu-system-x86_64 not found: .ci/tools.sh installs qemu-system-x86")
+	}
+	dir := t.TempDir()
+	m := KataTDXMachine(qemu, 2048, 1, 1)
+	first, _, err := CachedACPIBlobs(context.Background(), dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := filepath.Glob(filepath.Join(dir, "acpi", "*.json"))
+	if len(entries) != 1 {
+		t.Fatalf("%d cache entries, want 1", len(entries))
+	}
+	for _, damage := range []bool{false, true} {
+		if damage {
+			if err := os.WriteFile(entries[0], []byte("{"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		again, _, err := CachedACPIBlobs(context.Background(), dir, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again.Loader, first.Loader) || len(again.Files) != len(first.Files) || !bytes.Equal(again.Files[1].Data, first.Files[1].Data) {
+			t.Fatalf("cached blobs (damaged entry: %v) differ from the dump", damage)
+		}
+	}
+	if b, _ := os.ReadFile(entries[0]); string(b) == "{" {
+		t.Error("damaged cache entry was not replaced")
+	}
+}
