@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ACPIBlobs are the fw_cfg files QEMU generates for the firmware's ACPI
@@ -101,6 +102,10 @@ func DumpACPIBlobs(ctx context.Context, m QEMUMachine) (*ACPIBlobs, error) {
 	if m.MemoryMiB == 0 || m.VCPUs <= 0 {
 		return nil, fmt.Errorf("QEMU machine needs memory and vCPUs, got %d MiB and %d vCPUs", m.MemoryMiB, m.VCPUs)
 	}
+	// A QEMU that does not speak qtest as expected must not hang berth:
+	// the dump takes about a second.
+	ctx, cancel := context.WithTimeout(ctx, qtestTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, m.Binary, m.Args()...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -172,6 +177,7 @@ const (
 	qtestDescAddr    = 0x1000
 	qtestBufAddr     = 0x100000
 	maxFwCfgFileSize = 16 << 20
+	qtestTimeout     = 2 * time.Minute
 )
 
 // read reads n bytes of fw_cfg item sel from offset 0 by DMA.
