@@ -15,7 +15,9 @@ fi
 mkdir -p "$dir"
 tmp=$(mktemp -d "$dir/.fetch.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && apt-get download "$pkg=$ver" >&2)
+# A machine whose package lists were never fetched knows no version: update
+# them once and retry.
+(cd "$tmp" && apt-get download "$pkg=$ver" >&2) || { apt-get update >&2 && (cd "$tmp" && apt-get download "$pkg=$ver" >&2); }
 deb=$(ls "$tmp"/*.deb)
 echo "$deb_sha  $deb" | sha256sum -c --status || { echo "fetch-kernel.sh: $deb does not have the pinned SHA-256 $deb_sha" >&2; exit 1; }
 dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" ./boot/vmlinuz-6.1.0-57-cloud-amd64
