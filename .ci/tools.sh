@@ -153,6 +153,11 @@ fi
 exec 8>&-
 echo "export BERTH_NYDUS_SNAPSHOTTER=$nydus" >> "$envtmp"
 
+# The Debian kernel the TDX RTMR tests measure (14 MB, not committed),
+# re-obtained from Debian by pinned SHA-256; writes BERTH_TDX_KERNEL.
+bash internal/node/refvalues/testdata/fetch-kernel.sh "$cache/refvalues"
+echo "export BERTH_TDX_KERNEL=$cache/refvalues/vmlinuz-6.1.0-57-cloud-amd64" >> "$envtmp"
+
 # Kubernetes control plane and node (etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet, kubectl) for the
 # cluster-mode tests and the real node, built from tools/k8s; writes

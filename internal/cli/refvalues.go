@@ -27,6 +27,7 @@ type refvaluesFlags struct {
 	// factsFile and node give the node facts the SNP TCB comes from.
 	factsFile string
 	node      bool
+	rtmr      rtmrFlags
 }
 
 // bootInputs are the measured components, from flags or from a manifest;
@@ -56,8 +57,10 @@ confidential guest booted from the given components, without running it:
   platform does not pin one), plus the guest policy and the TCB fields the
   operator must set.
 
-  TDX platforms: MRTD of the TDVF image (the kernel, initrd and command line go
-  into RTMRs, which berth does not compute).
+  TDX platforms: MRTD of the TDVF image and, with --kernel, RTMR0-2 of a QEMU
+  direct boot (TD HOB for --memory, variable store, the ACPI tables --qemu
+  builds, kernel Authenticode digest, command line and initrd). A firmware
+  that enforces Secure Boot is refused: it would not boot the kernel.
 
 With --manifest, the firmware, kernel, initrd and command line are those the
 component manifest resolves for the platform (roles firmware, kernel, initrd;
@@ -81,7 +84,8 @@ Trustee RVPS registration message (sample provenance); -o contrast the
 ReferenceValues of a Contrast manifest.`,
 		Example: `  berth refvalues --platform k3s-qemu-snp-genoa --firmware OVMF.amdsev.fd \
     --kernel vmlinuz --initrd initrd.img --cmdline "console=ttyS0" --vcpus 1-4 -o json
-  berth refvalues --platform kata-qemu-tdx --firmware OVMF.inteltdx.fd
+  berth refvalues --platform kata-qemu-tdx --firmware OVMF.fd --kernel vmlinuz \
+    --cmdline "console=hvc0" --memory 2048 --qemu /usr/bin/qemu-system-x86_64
   berth refvalues --platform kata-qemu-snp --manifest kata.yaml --from ./downloads
   berth refvalues --platform kata-qemu-snp-genoa --installed --node -o contrast`,
 		Args: NoArgs,
@@ -90,14 +94,15 @@ ReferenceValues of a Contrast manifest.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.platform, "platform", "", "confidential platform (e.g. k3s-qemu-snp-genoa, kata-qemu-tdx); required")
 	fl.StringVar(&f.firmware, "firmware", "", "firmware image: AmdSev OVMF for SNP, TDVF (IntelTdx OVMF) for TDX; required")
-	fl.StringVar(&f.kernel, "kernel", "", "kernel for measured direct boot (SNP)")
-	fl.StringVar(&f.initrd, "initrd", "", "initrd for measured direct boot (SNP; needs --kernel)")
-	fl.StringVar(&f.cmdline, "cmdline", "", "kernel command line (SNP; needs --kernel; measured with a trailing NUL)")
+	fl.StringVar(&f.kernel, "kernel", "", "kernel for measured direct boot (SNP launch digest; TDX RTMR1)")
+	fl.StringVar(&f.initrd, "initrd", "", "initrd for measured direct boot (needs --kernel)")
+	fl.StringVar(&f.cmdline, "cmdline", "", "kernel command line (needs --kernel; measured with a trailing NUL)")
 	fl.StringVar(&f.vcpus, "vcpus", "1-8", "vCPU count N, or a range A-B, to compute SNP launch digests for")
 	fl.StringVar(&f.vcpuType, "vcpu-type", "", "QEMU CPU model (e.g. EPYC-Genoa) or CPUID signature (0x...) instead of the product line's")
 	fl.StringVar(&f.guestFeatures, "guest-features", "0x1", "SNP guest features (SEV_FEATURES of the VMSA), hex")
 	fl.StringVar(&f.policy, "policy", "0x30000", "SNP guest policy, hex")
 	fl.StringVar(&f.pageOrder, "page-order", "single-pass", "TDX page order: single-pass (upstream KVM, QEMU >= 9) or two-pass (QEMU 8.x stacks)")
+	addRTMRFlags(fl, &f.rtmr)
 	fl.StringVar(&f.manifest, "manifest", "", "component manifest (PATH, PATH@sha256:<hex> or URL@sha256:<hex>) to take the boot components from, instead of --firmware/--kernel/--initrd/--cmdline")
 	fl.StringArrayVar(&f.from, "from", nil, "directory holding the manifest's component files (repeatable; with --manifest)")
 	fl.StringVar(&f.cache, "cache", manifest.DefaultCache, "download cache root searched as <cache>/sha256/<digest> (with --manifest; \"\" for none)")
@@ -150,8 +155,8 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 			return UsageErr(err)
 		}
 	} else {
-		if len(f.from) > 0 || changed("cache") {
-			return UsageErr(fmt.Errorf("--from and --cache apply with --manifest only"))
+		if len(f.from) > 0 || (changed("cache") && f.kernel == "") {
+			return UsageErr(fmt.Errorf("--from and --cache apply with --manifest only (--cache also holds TDX ACPI tables with --kernel)"))
 		}
 		if f.firmware == "" {
 			return UsageErr(fmt.Errorf("--firmware is required (or --manifest)"))
@@ -180,19 +185,18 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 				return UsageErr(fmt.Errorf("--%s applies to SNP platforms only; %s is TDX", name, p))
 			}
 		}
-		for _, name := range []string{"kernel", "initrd", "cmdline"} {
-			if changed(name) {
-				g.log.Warn("TDX measures the kernel, initrd and command line into RTMRs, which berth does not compute; only MRTD is printed", "flag", "--"+name)
-			}
+		if f.manifest != "" && !in.kernel.Given() {
+			g.log.Info("the manifest's TDX kernel is not resolved: only MRTD is printed; give --firmware and --kernel for RTMR0-2")
 		}
-		if f.manifest != "" {
-			g.log.Info("TDX measures the kernel, initrd and command line into RTMRs, which berth does not compute; only MRTD is printed")
+		rtmr, err := tdxRTMRRequest(cmd, g, f, in)
+		if err != nil {
+			return UsageErr(err)
 		}
 		order, err := refvalues.ParsePageOrder(f.pageOrder)
 		if err != nil {
 			return UsageErr(fmt.Errorf("--page-order: %w", err))
 		}
-		if doc, err = refvalues.TDX(refvalues.TDXRequest{Firmware: in.firmware, PageOrder: order}); err != nil {
+		if doc, err = refvalues.TDX(refvalues.TDXRequest{Firmware: in.firmware, PageOrder: order, RTMR: rtmr}); err != nil {
 			return UsageErr(err)
 		}
 	default:

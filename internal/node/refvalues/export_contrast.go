@@ -48,8 +48,9 @@ type ContrastGuestPolicy struct {
 	CipherTextHidingDRAM bool
 }
 
-// ContrastTDX is Contrast's TDXReferenceValues. berth knows MRTD only;
-// the other fields are empty (or null) for the operator to fill.
+// ContrastTDX is Contrast's TDXReferenceValues. berth knows MRTD, and
+// RTMR0-2 of a direct boot when the kernel was given; the other fields are
+// empty (or null) for the operator to fill.
 type ContrastTDX struct {
 	MrTd             string
 	Rtrms            [4]string
@@ -132,8 +133,17 @@ func (d *Document) Contrast() (*ContrastReferenceValues, []string, error) {
 			return nil, notes, fmt.Errorf("no product line Contrast accepts (Milan, Genoa) in the values: nothing to export")
 		}
 	case d.TDX != nil:
-		out.TDX = []ContrastTDX{{MrTd: d.TDX.MRTD.String()}}
-		notes = append(notes, "Rtrms, MinimumQeSvn, MinimumPceSvn, MinimumTeeTcbSvn, MrSeam, TdAttributes, Xfam: not computed by berth; empty for the operator to fill")
+		td := ContrastTDX{MrTd: d.TDX.MRTD.String()}
+		if r := d.TDX.RTMR; r != nil {
+			// RTMR3 is extended at run time, not at boot: left empty.
+			for i, v := range r.RTMR {
+				td.Rtrms[i] = v.String()
+			}
+			notes = append(notes, "Rtrms[3], MinimumQeSvn, MinimumPceSvn, MinimumTeeTcbSvn, MrSeam, TdAttributes, Xfam: not computed by berth; empty for the operator to fill")
+		} else {
+			notes = append(notes, "Rtrms (give --kernel, --memory and --qemu for RTMR0-2), MinimumQeSvn, MinimumPceSvn, MinimumTeeTcbSvn, MrSeam, TdAttributes, Xfam: not computed by berth; empty for the operator to fill")
+		}
+		out.TDX = []ContrastTDX{td}
 	default:
 		return nil, nil, fmt.Errorf("document has neither snp nor tdx values: nothing to export")
 	}

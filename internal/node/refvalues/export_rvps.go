@@ -69,7 +69,15 @@ func (d *Document) RVPS() (*RVPSMessage, map[string]any, []string, error) {
 		notes = append(notes, "snp_smt_enabled, snp_tsme_enabled: platform settings of the node, not reference values of the boot components; left out")
 	case d.TDX != nil:
 		rv["mr_td"] = []string{d.TDX.MRTD.String()}
-		notes = append(notes, "rtmr_1, rtmr_2: not computed by this berth; left out")
+		if r := d.TDX.RTMR; r != nil {
+			// RTMR0 holds the TD HOB and ACPI tables, which the default
+			// policy does not query; RTMR1 (kernel) and RTMR2 (command
+			// line, initrd) are the values it compares.
+			rv["rtmr_1"] = []string{r.RTMR[1].String()}
+			rv["rtmr_2"] = []string{r.RTMR[2].String()}
+		} else {
+			notes = append(notes, "rtmr_1, rtmr_2: need the direct-boot kernel (--kernel, with --memory and --qemu); left out")
+		}
 	default:
 		return nil, nil, nil, fmt.Errorf("document has neither snp nor tdx values: nothing to export")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,6 +61,16 @@ func exportDocs(t *testing.T) map[string]*Document {
 	if docs["tdx-single-pass"], err = TDX(TDXRequest{Firmware: File("testdata/OVMF.inteltdx.ms.fd")}); err != nil {
 		t.Fatal(err)
 	}
+	// A direct boot of Debian's kernel (BERTH_TDX_KERNEL) on Debian's
+	// TDVF with QEMU 7.2's ACPI tables: RTMR0-2 go into both exports.
+	debianKernel(t)
+	rtmrCmdline := "console=hvc0"
+	if docs["tdx-rtmr"], err = TDX(TDXRequest{Firmware: File("testdata/OVMF.debian12u1.fd"), RTMR: &TDXRTMRRequest{
+		Kernel: File(os.Getenv("BERTH_TDX_KERNEL")), Cmdline: &rtmrCmdline, MemoryMiB: 2048,
+		ACPI: readACPIDir(t, "acpi-qemu7.2-2048"), QEMU: [3]int{7, 2, 22},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	return docs
 }
 
@@ -68,7 +79,8 @@ func exportDocs(t *testing.T) map[string]*Document {
 // own types with DisallowUnknownFields (SOURCES.md, "Contrast oracle").
 func TestContrastExport(t *testing.T) {
 	schema := compileSchema(t, "contrast-reference-values.schema.json")
-	for name, doc := range exportDocs(t) {
+	docs := exportDocs(t)
+	for name, doc := range docs {
 		t.Run(name, func(t *testing.T) {
 			rv, notes, err := doc.Contrast()
 			if err != nil {
@@ -88,6 +100,11 @@ func TestContrastExport(t *testing.T) {
 				// Genoa with 2 vCPU counts each remain.
 				if len(rv.SNP) != 4 || !strings.Contains(strings.Join(notes, "\n"), "Turin") {
 					t.Errorf("entries %d, notes %q: want 4 entries and Turin named as left out", len(rv.SNP), notes)
+				}
+			case "tdx-rtmr":
+				r := docs["tdx-rtmr"].TDX.RTMR.RTMR
+				if got := rv.TDX[0].Rtrms; got != [4]string{r[0].String(), r[1].String(), r[2].String(), ""} {
+					t.Errorf("Rtrms %q: want RTMR0-2 of the document and an empty RTMR3", got)
 				}
 			case "snp-genoa-node-tcb":
 				tcb := rv.SNP[0].MinimumTCB
@@ -138,7 +155,8 @@ func TestContrastSchemaRejects(t *testing.T) {
 func TestRVPSExport(t *testing.T) {
 	msgSchema := compileSchema(t, "trustee-rvps-message.schema.json")
 	sampleSchema := compileSchema(t, "trustee-rvps-sample.schema.json")
-	for name, doc := range exportDocs(t) {
+	docs := exportDocs(t)
+	for name, doc := range docs {
 		t.Run(name, func(t *testing.T) {
 			msg, _, notes, err := doc.RVPS()
 			if err != nil {
@@ -180,6 +198,14 @@ func TestRVPSExport(t *testing.T) {
 			case "snp-genoa-node-tcb":
 				if !hasTCB || rv["snp_microcode"].([]any)[0] != 72.0 || rv["snp_bootloader"].([]any)[0] != 9.0 {
 					t.Errorf("TCB from the node missing: %v", rv)
+				}
+			case "tdx-rtmr":
+				r := docs["tdx-rtmr"].TDX.RTMR.RTMR
+				if rv["rtmr_1"].([]any)[0] != r[1].String() || rv["rtmr_2"].([]any)[0] != r[2].String() {
+					t.Errorf("rtmr_1 %v, rtmr_2 %v: want the document's RTMR1 and RTMR2", rv["rtmr_1"], rv["rtmr_2"])
+				}
+				if strings.Contains(strings.Join(notes, "\n"), "rtmr_1") {
+					t.Errorf("notes %q still call the RTMRs left out", notes)
 				}
 			case "tdx-single-pass":
 				if rv["mr_td"].([]any)[0] != "a7a1f751abc454f9cbab198ca8d2edb2821935df525c74182b5e776cb0929e8c59aefecce725b0d08a5e9d3d3183bd08" {

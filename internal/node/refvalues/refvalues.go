@@ -227,12 +227,15 @@ const TCBUnconfirmed = "operator must confirm"
 type TDXRequest struct {
 	Firmware  Component
 	PageOrder PageOrder
+	// RTMR, when set, asks for RTMR0-2 of a direct boot too.
+	RTMR *TDXRTMRRequest
 }
 
 // TDXValues are the TDX reference values.
 type TDXValues struct {
-	PageOrder PageOrder `json:"pageOrder"`
-	MRTD      Digest384 `json:"mrtd"`
+	PageOrder PageOrder   `json:"pageOrder"`
+	MRTD      Digest384   `json:"mrtd"`
+	RTMR      *RTMRValues `json:"rtmr,omitempty"`
 }
 
 // SNP computes SEV-SNP reference values.
@@ -335,10 +338,16 @@ func TDX(req TDXRequest) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("firmware %s: %w", req.Firmware.Name(), err)
 	}
-	return &Document{
+	doc := &Document{
 		SchemaVersion: SchemaVersion, TEE: "tdx", Inputs: Inputs{Firmware: fwIn},
 		TDX: &TDXValues{PageOrder: req.PageOrder, MRTD: MRTD(t, req.PageOrder)},
-	}, nil
+	}
+	if req.RTMR != nil {
+		if doc.TDX.RTMR, err = tdxRTMRs(t, req.RTMR, &doc.Inputs); err != nil {
+			return nil, fmt.Errorf("firmware %s: %w", req.Firmware.Name(), err)
+		}
+	}
+	return doc, nil
 }
 
 // WriteTable writes the document for people: inputs, then one row per
@@ -393,6 +402,12 @@ func (d *Document) WriteTable(w io.Writer) error {
 	}
 	if t := d.TDX; t != nil {
 		fmt.Fprintf(&b, "\nPAGE ORDER   MRTD (SHA-384)\n%-12s %s\n", t.PageOrder, t.MRTD)
+		if r := t.RTMR; r != nil {
+			fmt.Fprintf(&b, "\nMemory:    %d MiB\nQEMU:      %s\n\nREGISTER  VALUE (SHA-384)\n", r.MemoryMiB, r.QEMU)
+			for i, v := range r.RTMR {
+				fmt.Fprintf(&b, "RTMR%d     %s\n", i, v)
+			}
+		}
 	}
 	_, err := w.Write(b.Bytes())
 	return err

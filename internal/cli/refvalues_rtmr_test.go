@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestRefvaluesTDXRTMR runs berth refvalues for a TDX direct boot with the
+// real QEMU (qtest accelerator) and the Debian kernel the refvalues tests
+// use; the RTMR values are those of internal/node/refvalues's vectors
+// (RTMR1 and RTMR2 reproduce calculate-tdx-mrs, see its SOURCES.md).
+func TestRefvaluesTDXRTMR(t *testing.T) {
+	kernel := os.Getenv("BERTH_TDX_KERNEL")
+	if kernel == "" {
+		t.Fatal("BERTH_TDX_KERNEL is not set: run `. .ci/tools.env` (tools.sh fetches the Debian kernel)")
+	}
+	qemu, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		t.Fatal("qemu-system-x86_64 not found: .ci/tools.sh installs qemu-system-x86")
+	}
+	cache := t.TempDir()
+	base := []string{"refvalues", "--platform", "kata-qemu-tdx", "--qemu", qemu}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  []string
+		wantErr  string
+		noCache  bool
+	}{
+		{
+			name: "debian firmware 2048 MiB",
+			args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--cmdline", "console=hvc0", "--memory", "2048"},
+			wantOut: []string{
+				"RTMR0     f19c4a8518950a256c61286e0d68b008345d240e660dc15b55241f40cf108d7385cd65215e830df7d8a81d5cbba41207",
+				"RTMR1     3e9d0209771c01791a10591cbd27cbde9892e638519944f26000301545452fb1c629ccf774b0e63da62c60904a49d883",
+				"RTMR2     2392480552c81c55a64283523191f66aa2ef465545ffb29dc4486a4b9f8a7c4e5cb6795fbddad865defe6bd88c7aedb3",
+			},
+		},
+		{
+			name:    "json carries the event log",
+			args:    []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--memory", "4096", "-o", "json"},
+			wantOut: []string{`"memoryMiB": 4096`, `"event": "etc/acpi/tables"`, `"event": "kernel (Authenticode)"`},
+		},
+		{name: "secure boot firmware", args: []string{"--firmware", rvData + "OVMF.inteltdx.ms.fd", "--kernel", kernel}, wantCode: ExitUsage, wantErr: "enforces Secure Boot"},
+		{name: "non-PE kernel", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", rvData + "kernel-synthetic.bin"}, wantCode: ExitUsage, wantErr: "no Linux x86 setup header"},
+		{name: "memory under firmware minimum", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--memory", "8"}, wantCode: ExitUsage, wantErr: "under the firmware's minimum"},
+		{name: "memory without kernel", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--memory", "4096"}, wantCode: ExitUsage, wantErr: "--memory needs --kernel", noCache: true},
+		{name: "bad edk2 profile", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--edk2", "2030"}, wantCode: ExitUsage, wantErr: "default or 202408"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append(append([]string{}, base...), tt.args...)
+			if !tt.noCache {
+				args = append(args, "--cache", cache)
+			}
+			code := run(args, strings.NewReader(""), &out, &errb, func(string) string { return "" })
+			if code != tt.wantCode {
+				t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.wantCode, errb.String())
+			}
+			for _, s := range tt.wantOut {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, out.String())
+				}
+			}
+			if tt.wantErr != "" && !strings.Contains(errb.String(), tt.wantErr) {
+				t.Errorf("stderr lacks %q: %s", tt.wantErr, errb.String())
+			}
+		})
+	}
+	entries, err := os.ReadDir(cache + "/acpi")
+	// 2048, 4096 and 8 MiB: the tables are dumped before the firmware
+	// and kernel are checked.
+	if err != nil || len(entries) != 3 {
+		t.Errorf("ACPI cache holds %d entries (%v), want one for each memory size", len(entries), err)
+	}
+}

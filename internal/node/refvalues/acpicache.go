@@ -1,0 +1,100 @@
+package refvalues
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// cachedBlobs is the on-disk form of a cache entry.
+type cachedBlobs struct {
+	QEMU   string      `json:"qemu"`
+	Args   []string    `json:"args"`
+	Loader []byte      `json:"loader"`
+	Files  []FwCfgFile `json:"files"`
+}
+
+// CachedACPIBlobs returns QEMU's ACPI blobs for m and QEMU's version,
+// dumping them once per QEMU build and argument list: the entry under
+// dir/acpi/ is keyed by SHA-256 of `qemu --version` and the arguments, so a
+// QEMU upgrade or another machine shape dumps afresh. dir "" disables the
+// cache. A cache that cannot be written is logged by the caller, not fatal.
+func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs, [3]int, error) {
+	ver, err := QEMUVersion(ctx, m.Binary)
+	if err != nil {
+		return nil, ver, err
+	}
+	verLine, err := exec.CommandContext(ctx, m.Binary, "--version").Output()
+	if err != nil {
+		return nil, ver, fmt.Errorf("%s --version: %w", m.Binary, err)
+	}
+	args := m.Args()
+	key := sha256.Sum256([]byte(string(verLine) + "\x00" + strings.Join(args, "\x00")))
+	path := ""
+	if dir != "" {
+		path = filepath.Join(dir, "acpi", hex.EncodeToString(key[:])+".json")
+		if b, err := os.ReadFile(path); err == nil {
+			var c cachedBlobs
+			if json.Unmarshal(b, &c) == nil {
+				blobs := &ACPIBlobs{Loader: c.Loader, Files: c.Files}
+				if _, err := loaderAllocations(blobs.Loader); err == nil {
+					return blobs, ver, nil
+				}
+			}
+			// A damaged entry is dumped again and replaced.
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, ver, fmt.Errorf("ACPI blob cache: %w", err)
+		}
+	}
+	blobs, err := DumpACPIBlobs(ctx, m)
+	if err != nil {
+		return nil, ver, err
+	}
+	if path != "" {
+		if err := writeCache(path, cachedBlobs{QEMU: strings.TrimSpace(string(verLine)), Args: args, Loader: blobs.Loader, Files: blobs.Files}); err != nil {
+			return blobs, ver, fmt.Errorf("%w: %w", ErrCacheWrite, err)
+		}
+	}
+	return blobs, ver, nil
+}
+
+// ErrCacheWrite marks a result that is valid but could not be cached.
+var ErrCacheWrite = errors.New("ACPI blob cache not written")
+
+// writeCache writes the entry through a temporary file and a rename, so a
+// reader never sees half an entry.
+func writeCache(path string, c cachedBlobs) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".acpi-*.json")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}

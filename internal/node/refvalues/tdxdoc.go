@@ -1,0 +1,67 @@
+package refvalues
+
+import (
+	"fmt"
+)
+
+// TDXRTMRRequest are the direct-boot inputs of RTMR0-2 in a TDXRequest.
+type TDXRTMRRequest struct {
+	Kernel, Initrd Component
+	// Cmdline is the -append value; nil is the empty command line.
+	Cmdline   *string
+	MemoryMiB uint64
+	// ACPI are QEMU's ACPI blobs for the guest (DumpACPIBlobs).
+	ACPI *ACPIBlobs
+	// QEMU is the QEMU version the blobs came from; its major version
+	// selects whether the kernel's setup header is patched.
+	QEMU    [3]int
+	Profile EDK2Profile
+}
+
+// RTMRValues are RTMR0-2 of a directly booted TD with the inputs that
+// determine them beyond the boot components.
+type RTMRValues struct {
+	MemoryMiB uint64       `json:"memoryMiB"`
+	QEMU      string       `json:"qemu"`
+	RTMR      [3]Digest384 `json:"rtmr"`
+	Events    []TDXEvent   `json:"events"`
+}
+
+// maxInitrdSize bounds an initrd: QEMU loads it below 4 GiB.
+const maxInitrdSize = 1 << 32
+
+// tdxRTMRs reads the kernel and initrd and computes RTMR0-2 for t.
+func tdxRTMRs(t *TDVF, r *TDXRTMRRequest, in *Inputs) (*RTMRValues, error) {
+	if !r.Kernel.Given() {
+		return nil, fmt.Errorf("no kernel given: RTMR1 measures the direct-boot kernel")
+	}
+	kernel, kIn, err := r.Kernel.readAll("kernel", maxKernelSize)
+	if err != nil {
+		return nil, err
+	}
+	in.Kernel = &kIn
+	req := RTMRRequest{Firmware: t, MemoryMiB: r.MemoryMiB, ACPI: r.ACPI, Kernel: kernel, QEMUMajor: r.QEMU[0], Profile: r.Profile}
+	if r.Initrd.Given() {
+		initrd, iIn, err := r.Initrd.readAll("initrd", maxInitrdSize)
+		if err != nil {
+			return nil, err
+		}
+		if len(initrd) == 0 {
+			return nil, fmt.Errorf("initrd %s is empty", r.Initrd.Name())
+		}
+		req.Initrd, in.Initrd = initrd, &iIn
+	}
+	if r.Cmdline != nil {
+		req.Cmdline = *r.Cmdline
+		c := *r.Cmdline
+		in.Cmdline = &c
+	}
+	rt, err := ComputeRTMRs(req)
+	if err != nil {
+		return nil, fmt.Errorf("RTMRs with kernel %s: %w", r.Kernel.Name(), err)
+	}
+	return &RTMRValues{
+		MemoryMiB: r.MemoryMiB, QEMU: fmt.Sprintf("%d.%d.%d", r.QEMU[0], r.QEMU[1], r.QEMU[2]),
+		RTMR: rt.RTMR, Events: rt.Events,
+	}, nil
+}
