@@ -11,6 +11,9 @@
 # and API requests per interval (reads, writes: the API server's audit log,
 # by user agent), with berth/nfd ratios.
 #
+# Each runs with the privileges its DaemonSet gives it (AS=daemonset, the
+# default): uid 0, berth's agent with SYS_CHROOT only, nfd-worker with no
+# capability (setpriv); AS=root gives both every capability of root.
 # Both run at the same time, so load from other processes hits both alike.
 # The host is not modified: the run happens in a private mount namespace
 # (unshare -m) in which a copy of /etc/os-release is bind-mounted over it.
@@ -78,6 +81,6 @@ unshare -m --propagation private bash -c '
   exec "$@"' _ "$work/os-release" \
   "$work/footprint" -berth "$work/bin/berth-cluster" -nfd "$work/bin/nfd-worker" \
   -crd deploy/base/crd-nodereport.yaml -crd "$src/deployment/base/nfd-crds/nfd-api-crds.yaml" \
-  -os-release "$work/os-release" -interval "$interval" -quiet "$quiet" -changing "$changing" -change-every "$change_every"
+  -as "${AS:-daemonset}" -os-release "$work/os-release" -interval "$interval" -quiet "$quiet" -changing "$changing" -change-every "$change_every"
 kill "$loadpid" 2>/dev/null || true
 sort -n "$work/load" | awk 'NR==1{lo=$1} {hi=$1} END {print "1-minute load average during the run: " lo "-" hi}'

@@ -72,16 +72,32 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // options are the command line.
 type options struct {
-	berth, nfd   string
-	crds         stringList
-	osRelease    string
-	interval     time.Duration
-	quiet        int
-	changing     int
-	changeEvery  int
-	warmup       int
-	sampleEvery  time.Duration
-	machineNotes string
+	berth, nfd  string
+	crds        stringList
+	osRelease   string
+	interval    time.Duration
+	quiet       int
+	changing    int
+	changeEvery int
+	warmup      int
+	sampleEvery time.Duration
+	as          string
+}
+
+// privileges returns the command prefix that gives each program the
+// capabilities its DaemonSet gives it (as "daemonset"), or none (as
+// "root": every capability of root): berth's agent keeps only SYS_CHROOT
+// (deploy/base/daemonset.yaml), NFD's worker drops them all (its Helm
+// chart's worker.securityContext); both run as uid 0.
+func privileges(as string) (berth, nfd []string, err error) {
+	switch as {
+	case "root":
+		return nil, nil, nil
+	case "daemonset":
+		drop := []string{"setpriv", "--no-new-privs", "--inh-caps=-all", "--ambient-caps=-all"}
+		return append(slices.Clone(drop), "--bounding-set=-all,+sys_chroot"), append(slices.Clone(drop), "--bounding-set=-all"), nil
+	}
+	return nil, nil, fmt.Errorf("-as %q: expected daemonset or root", as)
 }
 
 func main() {
@@ -96,6 +112,7 @@ func main() {
 	flag.IntVar(&o.changeEvery, "change-every", 3, "change the fact every N intervals of the changing phase")
 	flag.IntVar(&o.warmup, "warmup", 5, "intervals after both first published, before measuring")
 	flag.DurationVar(&o.sampleEvery, "sample", 250*time.Millisecond, "RSS sampling period")
+	flag.StringVar(&o.as, "as", "daemonset", "privileges: daemonset (the capabilities each DaemonSet grants) or root (all)")
 	flag.Parse()
 	if o.berth == "" || o.nfd == "" || o.osRelease == "" || len(o.crds) == 0 {
 		fmt.Fprintln(os.Stderr, "footprint: -berth, -nfd, -os-release and -crd are required")
@@ -321,6 +338,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return fmt.Errorf("creating Namespace %s: %w", nfdNamespace, err)
 	}
 
+	berthPre, nfdPre, err := privileges(o.as)
+	if err != nil {
+		return err
+	}
 	berthPort, err := freePort()
 	if err != nil {
 		return err
@@ -332,8 +353,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	// As the DaemonSet runs it (deploy/base/daemonset.yaml): the host's /
 	// as the root, live; here the host is this machine itself.
 	berth, err := start("berth-agent", tmp, []string{"NODE_NAME=" + nodeName},
-		o.berth, "agent", "--root=/", "--live", "--kubeconfig="+kubeconfig,
-		"--interval="+o.interval.String(), fmt.Sprintf("--metrics-addr=127.0.0.1:%d", berthPort))
+		slices.Concat(berthPre, []string{o.berth, "agent", "--root=/", "--live", "--kubeconfig=" + kubeconfig,
+			"--interval=" + o.interval.String(), fmt.Sprintf("--metrics-addr=127.0.0.1:%d", berthPort)})...)
 	if err != nil {
 		return err
 	}
@@ -342,9 +363,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	// interval made the same as berth's; without owner references, which
 	// need the Pod it would run in.
 	nfd, err := start("nfd-worker", tmp, []string{"NODE_NAME=" + nodeName, "KUBERNETES_NAMESPACE=" + nfdNamespace},
-		o.nfd, "-kubeconfig="+kubeconfig, "-owner-refs=", fmt.Sprintf("-port=%d", nfdPort),
-		"-config="+filepath.Join(tmp, "nfd-worker.conf"),
-		fmt.Sprintf(`-options={"core":{"sleepInterval":%q}}`, o.interval.String()))
+		slices.Concat(nfdPre, []string{o.nfd, "-kubeconfig=" + kubeconfig, "-owner-refs=", fmt.Sprintf("-port=%d", nfdPort),
+			"-config=" + filepath.Join(tmp, "nfd-worker.conf"),
+			fmt.Sprintf(`-options={"core":{"sleepInterval":%q}}`, o.interval.String())})...)
 	if err != nil {
 		return err
 	}
@@ -458,7 +479,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	// The last changes' publications and the watches' ends reach the log.
 	time.Sleep(2 * o.interval)
 	hwm := map[string]int64{}
+	capEff := map[string]string{}
 	for _, p := range procs {
+		capEff[p.name] = capEffOf(p.cmd.Process.Pid)
 		if v, err := status(p.cmd.Process.Pid, "VmHWM"); err == nil {
 			hwm[p.name] = v
 		}
@@ -471,7 +494,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return report(out, o, results, hwm, agents)
+	return report(out, o, results, hwm, capEff, agents)
 }
 
 // rewrite replaces the content of a bind-mounted file in place: a rename
@@ -503,6 +526,21 @@ func upgraded(orig []byte, v string) []byte {
 	}
 	fmt.Fprintf(&b, "VERSION_ID=%q\nPRETTY_NAME=%q\n", v, "bench OS "+v)
 	return []byte(b.String())
+}
+
+// capEffOf returns the effective capability mask of pid, as a check that
+// the privileges asked for are the ones the process has.
+func capEffOf(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
 }
 
 func tail(path string) string {
@@ -590,12 +628,13 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2fx", a/b)
 }
 
-func report(out io.Writer, o options, res map[string]map[string]*phaseResult, hwm map[string]int64, agents map[string][]string) error {
+func report(out io.Writer, o options, res map[string]map[string]*phaseResult, hwm map[string]int64, capEff map[string]string, agents map[string][]string) error {
 	b, n := res["berth-agent"], res["nfd-worker"]
 	if b == nil || n == nil {
 		return errors.New("missing results")
 	}
 	w := bufio.NewWriter(out)
+	fmt.Fprintf(w, "privileges: %s; capabilities seen: berth %s, nfd %s\n", o.as, capEff["berth-agent"], capEff["nfd-worker"])
 	fmt.Fprintf(w, "interval %s; quiet phase %d intervals; changing phase %d intervals, os-release VERSION_ID and PRETTY_NAME changed every %d (%d changes)\n\n",
 		o.interval, o.quiet, o.changing, o.changeEvery, b["changing"].Changes)
 	fmt.Fprintln(w, "| measure | `berth agent` | `nfd-worker` | ratio | goal | met |")
