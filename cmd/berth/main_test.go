@@ -87,12 +87,16 @@ func TestDelegation(t *testing.T) {
 	if code != 0 || got != want {
 		t.Errorf("BERTH_CLUSTER: exit %d, %s", code, errOut)
 	}
-	// install, uninstall, rollback, bundle and check --network run it too.
+	// install, uninstall, rollback, bundle, check --network and refvalues
+	// --installed run it too.
 	for _, a := range [][]string{
 		{"install", "--help"},
 		{"bundle", "--help"},
 		{"check", "--root", "../../testdata/hosts/sriov-nic-vgpu-host", "--network", "--registry", "ftp://mirror"},
 		{"check", "--root", "../../testdata/hosts/sriov-nic-vgpu-host", "--network", "-p", "kata-qemu", "-o", "json"},
+		// refvalues --installed reads an installation with the installer's
+		// code: here, the error that the fixture has none.
+		{"refvalues", "--root", "../../testdata/hosts/sriov-nic-vgpu-host", "--platform", "kata-qemu-snp", "--installed"},
 	} {
 		pinned := append(env, "SOURCE_DATE_EPOCH=1767225600") // the report's clock
 		wantCode, want, wantErr := run(cluster, pinned, a...)

@@ -55,6 +55,10 @@ type Wiring struct {
 	// Network makes check --network's probe; nil when the binary links no
 	// HTTP client (berth), which then runs delegateTo for check --network.
 	Network NetworkFunc
+	// InstalledBoot reads an installation for refvalues --installed; nil
+	// when the binary links no installer (berth), which then runs
+	// delegateTo for it.
+	InstalledBoot InstalledBootFunc
 	// ForceAfter replaces defaultForceAfter (tests); zero keeps it.
 	ForceAfter time.Duration
 	// Exits says the process exits as soon as Run returns (main): the

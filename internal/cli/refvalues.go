@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"berth.dev/berth/internal/node/configure"
-	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/internal/node/manifest"
 	"berth.dev/berth/internal/node/refvalues"
 	"berth.dev/berth/internal/present/output"
@@ -36,11 +35,11 @@ type bootInputs struct {
 	firmware, kernel, initrd refvalues.Component
 	cmdline                  *string
 	want                     map[string]manifest.Component
-	// installed is the installation the components were read from
-	// (--installed), kept open while they are measured.
-	installed *install.Installed
+	// closeInstalled releases the installation the components were read
+	// from (--installed), kept open while they are measured.
+	closeInstalled func() error
 	// recorded are the install record's digests of those files.
-	recorded map[string]install.RecordFile
+	recorded map[string]RecordedFile
 }
 
 func newRefvaluesCmd(g *Globals) *cobra.Command {
@@ -139,10 +138,17 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 				return UsageErr(fmt.Errorf("--%s and --installed exclude each other: the installation holds the boot components", name))
 			}
 		}
+		if g.installedBoot == nil {
+			// berth links no installer: berth-cluster measures it.
+			if g.delegateTo == "" {
+				return fmt.Errorf("--installed: this binary cannot read installations")
+			}
+			return g.runDelegate(cmd.Context(), g.delegateTo, "refvalues", g.args)
+		}
 		if in, err = installedInputs(g, f, p); err != nil {
 			return err
 		}
-		defer in.installed.Close()
+		defer in.closeInstalled()
 	} else if changed("prefix") {
 		return UsageErr(fmt.Errorf("--prefix applies with --installed only"))
 	} else if f.manifest != "" {

@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/facts"
 
-	"berth.dev/berth/internal/node/install"
-	"berth.dev/berth/internal/node/manifest"
 	"berth.dev/berth/internal/node/refvalues"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
@@ -55,86 +52,45 @@ func writeExport(g *Globals, format output.Format, doc *refvalues.Document) erro
 	return err
 }
 
-// installedInputs takes the boot components of p from the live
-// installation under --prefix: the manifest (given, or the one the record
-// names) says which components they are, the record which files they
-// became, and each file must still match the record.
-func installedInputs(g *Globals, f *refvaluesFlags, p platform.Platform) (bootInputs, error) {
-	inst, err := install.Layout{Root: g.root, Prefix: f.prefix}.OpenCurrent()
-	if err != nil {
-		return bootInputs{}, err
-	}
-	in, err := installedBoot(g, f, p, inst)
-	if err != nil {
-		inst.Close()
-		return bootInputs{}, err
-	}
-	return in, nil
+// InstalledBoot is what refvalues --installed measures: the boot
+// components of one platform taken from the live installation, each file
+// already checked against the install record, and the record's digests to
+// check what was read against.
+type InstalledBoot struct {
+	Firmware, Kernel, Initrd refvalues.Component
+	// Cmdline is the manifest's kernel command line (nil without a
+	// measured direct boot).
+	Cmdline *string
+	// Recorded are the record's digests of the files taken, by role
+	// (firmware, kernel, initrd).
+	Recorded map[string]RecordedFile
+	// Close releases the installation once the files are measured.
+	Close func() error
 }
 
-func installedBoot(g *Globals, f *refvaluesFlags, p platform.Platform, inst *install.Installed) (bootInputs, error) {
-	rec := inst.Record
-	served := false
-	for _, name := range rec.Platforms {
-		if q, err := platform.Parse(name); err == nil && q == p {
-			served = true
-		}
-	}
-	if !served {
-		return bootInputs{}, UsageErr(fmt.Errorf("installation %s serves %v, not %s: its boot components are not that platform's", rec.ID, rec.Platforms, p))
-	}
-	refText := f.manifest
-	if refText == "" {
-		refText = rec.Source + "@sha256:" + strings.TrimPrefix(rec.Digest, "sha256:")
-	}
-	ref, err := manifest.ParseRef(refText)
-	if err != nil {
-		return bootInputs{}, UsageErr(fmt.Errorf("manifest of installation %s: %w", rec.ID, err))
-	}
-	m, err := manifest.LoadRef(ref)
-	if err != nil {
-		return bootInputs{}, fmt.Errorf("manifest of installation %s: %w", rec.ID, err)
-	}
-	if strings.TrimPrefix(m.Digest(), "sha256:") != strings.TrimPrefix(rec.Digest, "sha256:") {
-		return bootInputs{}, UsageErr(fmt.Errorf("manifest %s has sha256 %s, installation %s was installed from %s: give the manifest it was installed from", m.Source(), m.Digest(), rec.ID, rec.Digest))
-	}
-	boot, err := m.Boot(p)
+// RecordedFile is an install record's digest of one file.
+type RecordedFile struct {
+	Path   string
+	SHA256 string
+	Size   int64
+}
+
+// InstalledBootFunc opens the installation under prefix on the host root
+// and takes p's boot components from it; manifest, when given, is the
+// manifest it was installed from (else the record names it). It lives in
+// berth-cluster (installcmd), which links the installer; berth runs
+// berth-cluster for refvalues --installed.
+type InstalledBootFunc func(g *Globals, prefix, manifest string, p platform.Platform) (*InstalledBoot, error)
+
+// installedInputs takes the boot components of p from the live
+// installation under --prefix (Wiring.InstalledBoot).
+func installedInputs(g *Globals, f *refvaluesFlags, p platform.Platform) (bootInputs, error) {
+	ib, err := g.installedBoot(g, f.prefix, f.manifest, p)
 	if err != nil {
 		return bootInputs{}, err
 	}
-	in := bootInputs{installed: inst, recorded: map[string]install.RecordFile{}}
-	take := func(role string, c manifest.Component) (refvalues.Component, error) {
-		file, err := inst.File(c.Name)
-		if err != nil {
-			return refvalues.Component{}, err
-		}
-		if c.Archive == nil && (file.SHA256 != c.SHA256 || file.Size != c.Size) {
-			return refvalues.Component{}, fmt.Errorf("installed %s %s: sha256 %s (%d bytes) in the record, the manifest says %s (%d bytes)", role, file.Path, file.SHA256, file.Size, c.SHA256, c.Size)
-		}
-		rc, err := inst.Open(file)
-		if err != nil {
-			return refvalues.Component{}, err
-		}
-		g.log.Info("installed component", "role", role, "name", c.Name, "path", file.Path)
-		in.recorded[role] = file.RecordFile
-		return refvalues.Reader(file.Path, rc), nil
-	}
-	if in.firmware, err = take("firmware", boot.Firmware); err != nil {
-		return in, err
-	}
-	if !p.TEE().MeasuresDirectBoot() {
-		return in, nil
-	}
-	if in.kernel, err = take("kernel", boot.Kernel); err != nil {
-		return in, err
-	}
-	if boot.Initrd != nil {
-		if in.initrd, err = take("initrd", *boot.Initrd); err != nil {
-			return in, err
-		}
-	}
-	in.cmdline = &boot.Cmdline
-	return in, nil
+	return bootInputs{firmware: ib.Firmware, kernel: ib.Kernel, initrd: ib.Initrd, cmdline: ib.Cmdline,
+		recorded: ib.Recorded, closeInstalled: ib.Close}, nil
 }
 
 // maxFactsFile bounds a --facts file: facts documents are tens of KiB.

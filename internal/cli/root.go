@@ -41,6 +41,8 @@ type Globals struct {
 	network NetworkFunc
 	// delegateTo is the binary berth runs for what it lacks (Delegate).
 	delegateTo string
+	// installedBoot reads an installation (Wiring.InstalledBoot).
+	installedBoot InstalledBootFunc
 }
 
 // Format parses -o against the formats a command allows (exit 2 when bad).
@@ -55,7 +57,7 @@ func (g *Globals) Format(allowed ...output.Format) (output.Format, error) {
 func (g *Globals) color() bool { return output.ColorEnabled(g.stdout, g.noColor, g.getenv) }
 
 func newRootCmd(e *env, w Wiring) *cobra.Command {
-	g := &Globals{env: *e, verify: w.Verify, network: w.Network, delegateTo: w.delegateTo}
+	g := &Globals{env: *e, verify: w.Verify, network: w.Network, delegateTo: w.delegateTo, installedBoot: w.InstalledBoot}
 	cmd := &cobra.Command{
 		Use:   "berth",
 		Short: "Can this node run sandboxed and confidential containers, and on which platform?",

@@ -29,7 +29,8 @@ func Wiring() cli.Wiring {
 			{Name: "runtimeclasses", New: newRuntimeClassesCmd},
 			{Name: "verify", New: newVerifyCmd},
 		}, installcmd.Commands()...),
-		Network: networkProbe,
+		Network:       networkProbe,
+		InstalledBoot: installcmd.InstalledBoot,
 		Verify: func(ctx context.Context, g *cli.Globals, p platform.Platform) error {
 			v := newVerifyCmd(g)
 			args := []string{"--platform", p.String()}

@@ -21,7 +21,7 @@ func fixedEnv(k string) string {
 func runCheckCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	w := cli.Wiring{Commands: Commands(), Verify: cli.Delegate("berth-cluster").Verify}
+	w := cli.Wiring{Commands: Commands(), Verify: cli.Delegate("berth-cluster").Verify, InstalledBoot: InstalledBoot}
 	code := cli.Run(args, strings.NewReader(""), &out, &errb, fixedEnv, w)
 	return code, out.String(), errb.String()
 }

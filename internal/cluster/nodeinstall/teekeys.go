@@ -32,13 +32,7 @@ const (
 
 // TEEKeyResource is the extended resource of a TEE's keys ("" for none).
 func TEEKeyResource(t platform.TEE) corev1.ResourceName {
-	switch t {
-	case platform.SNP:
-		return ResourceSNPKeys
-	case platform.TDX:
-		return ResourceTDXKeys
-	}
-	return ""
+	return corev1.ResourceName(t.KeyResource())
 }
 
 // TEEKeys is what the node-installer found about one TEE's keys: their
