@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )
@@ -49,9 +50,10 @@ func ExitErr(code int, err error) error { return &exitError{code: code, err: err
 type Wiring struct {
 	// Commands are added to the root command, after the host commands.
 	Commands []Command
-	// Verify runs `verify --platform p`, as install does after installing
-	// on a live root; nil when the binary cannot verify.
-	Verify func(ctx context.Context, g *Globals, p platform.Platform) error
+	// Verify runs `verify --platform p --install-suffix suffix`, as
+	// install does after installing on a live root; nil when the binary
+	// cannot verify.
+	Verify func(ctx context.Context, g *Globals, p platform.Platform, suffix configure.Suffix) error
 	// Network makes check --network's probe; nil when the binary links no
 	// HTTP client (berth), which then runs delegateTo for check --network.
 	Network NetworkFunc

@@ -378,24 +378,27 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 		return err
 	}
 	defer w.Close()
-	return configErr(g.RuntimeChange(root, w, fl.restart).Apply(ctx, r))
+	return configErr(g.RuntimeChange(root, w, fl.restart, r.Suffix).Apply(ctx, r))
 }
 
 // RuntimeChange is how berth changes the runtime configuration of the
 // host at root (w its writable view): restarting the runtime with the
 // host's systemctl when restart is set, and asking it through berth
-// verify, since berth links no gRPC.
-func (g *Globals) RuntimeChange(root hostfs.Root, w configure.FS, restart bool) runtimectl.Change {
-	return runtimectl.Change{Host: root, FS: w, Restart: restart, Ask: g.askVerify, Snapshotter: g.proveSnapshotter,
+// verify, since berth links no gRPC. suffix is the side-by-side install
+// changed: verify then looks for its handlers, not the unsuffixed ones.
+func (g *Globals) RuntimeChange(root hostfs.Root, w configure.FS, restart bool, suffix configure.Suffix) runtimectl.Change {
+	return runtimectl.Change{Host: root, FS: w, Restart: restart, Suffix: suffix,
+		Ask:         func(p platform.Platform) runtimectl.Ask { return g.askVerify(p, suffix) },
+		Snapshotter: func(p platform.Platform) func(context.Context, string) error { return g.proveSnapshotter(p, suffix) },
 		// Each question through verify may start a berth-cluster process.
 		Poll: 500 * time.Millisecond, Out: g.stdout, Err: g.stderr}
 }
 
 // askVerify asks the runtime through berth verify whether p's handler is
 // live.
-func (g *Globals) askVerify(p platform.Platform) runtimectl.Ask {
+func (g *Globals) askVerify(p platform.Platform, suffix configure.Suffix) runtimectl.Ask {
 	return func(ctx context.Context) (runtimectl.Status, error) {
-		v, err := g.VerifyPlatform(ctx, p)
+		v, err := g.VerifyPlatform(ctx, p, suffix)
 		if err == nil && v.Runtime != "" {
 			return runtimectl.Status{Handlers: v.Handlers}, nil
 		}
@@ -408,9 +411,9 @@ func (g *Globals) askVerify(p platform.Platform) runtimectl.Ask {
 
 // proveSnapshotter proves p's proxy snapshotter through berth verify
 // --snapshotter, which berth-cluster runs (berth links no gRPC).
-func (g *Globals) proveSnapshotter(p platform.Platform) func(ctx context.Context, name string) error {
+func (g *Globals) proveSnapshotter(p platform.Platform, suffix configure.Suffix) func(ctx context.Context, name string) error {
 	return func(ctx context.Context, name string) error {
-		v, err := g.VerifyPlatform(ctx, p)
+		v, err := g.VerifyPlatform(ctx, p, suffix)
 		switch {
 		case err != nil:
 			return err
@@ -428,19 +431,18 @@ func (g *Globals) proveSnapshotter(p platform.Platform) func(ctx context.Context
 // them) that the configuration state still holds, restarting the runtime
 // when restart is set: uninstall's first step.
 func (g *Globals) RemovePlatformConfigs(ctx context.Context, plats []string, suffix configure.Suffix, restart bool) error {
-	ch, st, closeAll, err := g.openRemoval(restart)
+	ch, st, closeAll, err := g.openRemoval(restart, suffix)
 	defer closeAll()
 	if err != nil {
 		return err
 	}
-	ch.Suffix = suffix
 	return configErr(ch.RemovePlatforms(ctx, st, plats))
 }
 
 // openRemoval opens --root for removing berth's runtime configuration and
 // loads the state of what berth configured there. The returned close
 // releases what was opened and must be called even after an error.
-func (g *Globals) openRemoval(restart bool) (runtimectl.Change, *configure.State, func(), error) {
+func (g *Globals) openRemoval(restart bool, suffix configure.Suffix) (runtimectl.Change, *configure.State, func(), error) {
 	root, cleanup, err := g.OpenRoot()
 	if err != nil {
 		return runtimectl.Change{}, nil, cleanup, err
@@ -457,7 +459,7 @@ func (g *Globals) openRemoval(restart bool) (runtimectl.Change, *configure.State
 	if err != nil {
 		return runtimectl.Change{}, nil, closeAll, err
 	}
-	return g.RuntimeChange(root, w, restart), st, closeAll, nil
+	return g.RuntimeChange(root, w, restart, suffix), st, closeAll, nil
 }
 
 func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
@@ -468,7 +470,7 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 	if err != nil {
 		return err
 	}
-	ch, st, closeAll, err := g.openRemoval(fl.restart)
+	ch, st, closeAll, err := g.openRemoval(fl.restart, suffix)
 	defer closeAll()
 	if err != nil {
 		return err

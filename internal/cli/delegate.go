@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/platform"
 )
 
@@ -47,8 +48,11 @@ func Delegate(binary string) Wiring {
 			}
 		}})
 	}
-	w.Verify = func(ctx context.Context, g *Globals, p platform.Platform) error {
+	w.Verify = func(ctx context.Context, g *Globals, p platform.Platform, suffix configure.Suffix) error {
 		args := []string{"verify", "--platform", p.String(), "-o", g.output, "--root", g.root}
+		if suffix != "" {
+			args = append(args, "--install-suffix", string(suffix))
+		}
 		if p.Snapshotter().Setup().Proxy != "" {
 			args = append(args, "--snapshotter")
 		}

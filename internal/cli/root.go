@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )
@@ -36,7 +37,7 @@ type Globals struct {
 	noColor bool
 	log     *slog.Logger
 	// verify runs `verify --platform p` for install (Wiring.Verify).
-	verify func(ctx context.Context, g *Globals, p platform.Platform) error
+	verify func(ctx context.Context, g *Globals, p platform.Platform, suffix configure.Suffix) error
 	// network makes check --network's probe (Wiring.Network).
 	network NetworkFunc
 	// delegateTo is the binary berth runs for what it lacks (Delegate).

@@ -31,21 +31,21 @@ type verifyReport struct {
 }
 
 // VerifyPlatform runs `verify --platform P -o json` (with --snapshotter
-// for a platform whose snapshotter is a proxy plugin berth sets up)
-// through the binary's
+// for a platform whose snapshotter is a proxy plugin berth sets up, and
+// --install-suffix for a side-by-side install's handler) through the binary's
 // wiring and reads the report, for install and config --apply. The wiring
 // verifies in-process in berth-cluster and in a child berth-cluster
 // process in berth: its streams here are buffers, never the process's
 // own, so the child never replaces the process (runDelegate) and every
 // platform is verified.
-func (g *Globals) VerifyPlatform(ctx context.Context, p platform.Platform) (configure.Verification, error) {
+func (g *Globals) VerifyPlatform(ctx context.Context, p platform.Platform, suffix configure.Suffix) (configure.Verification, error) {
 	if g.verify == nil {
 		return configure.Verification{}, errors.New("this build of berth cannot verify: run `berth verify` for each platform")
 	}
 	var out, errOut bytes.Buffer
 	c := *g
 	c.stdin, c.stdout, c.stderr, c.output = bytes.NewReader(nil), &out, &errOut, string(output.JSON)
-	err := g.verify(ctx, &c, p)
+	err := g.verify(ctx, &c, p, suffix)
 	// What verify logged (-v) goes on; its closing "Error:" line becomes
 	// the verification's error.
 	var why string

@@ -29,7 +29,8 @@ import (
 )
 
 // fleetReports is how many NodeReports fleetScale creates; bench/cluster.sh
-// runs it with -fleet-reports=5000 (targets: under 2 s and 300 MiB).
+// runs it with -fleet-reports=5000 and records the BENCH line (the wall
+// time is a benchmark's number, never asserted here; memory is).
 var fleetReports = flag.Int("fleet-reports", 300, "NodeReports created for the berth fleet scale measurement")
 
 // fleetScale creates n NodeReports directly (fixture reports round robin
@@ -114,9 +115,6 @@ func fleetScale(t *testing.T, bin, kubeconfig string, dyn dynamic.Interface, n i
 	t.Logf("berth fleet over %d reports: %v wall (median %s), max RSS %d KiB", n, walls, wall, kib)
 	fmt.Printf("BENCH fleet_reports=%d fleet_wall=%s fleet_max_rss_mib=%.1f\n", n, wall, float64(kib)/1024)
 	if n >= 5000 {
-		if wall > 2*time.Second {
-			t.Errorf("berth fleet over %d reports took %s, want under 2 s", n, wall)
-		}
 		if kib > 300<<10 {
 			t.Errorf("berth fleet over %d reports peaked at %d KiB RSS, want under 300 MiB", n, kib)
 		}

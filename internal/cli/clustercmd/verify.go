@@ -61,7 +61,7 @@ type nodeResult struct {
 }
 
 func newVerifyCmd(g *cli.Globals) *cobra.Command {
-	var plat, socket, kubeconfig, node string
+	var plat, socket, kubeconfig, node, suffixFlag string
 	var timeout, sandboxTimeout time.Duration
 	var sandbox, snapshotter bool
 	cmd := &cobra.Command{
@@ -71,6 +71,10 @@ func newVerifyCmd(g *cli.Globals) *cobra.Command {
 whether the platform's runtime handler is loaded: a configuration on disk
 proves nothing until the runtime has read it. The socket is the one of the
 platform's distribution under --root, unless --socket is given.
+
+With --install-suffix it looks for the handler of that side-by-side install
+(kata-qemu-snp-canary for --install-suffix canary), as install and the
+node-installer named it.
 
 With --kubeconfig it also asks Kubernetes whether the node (--node, default
 the host name) lists the handler in Node.status.runtimeHandlers, which the
@@ -99,7 +103,8 @@ running (berth-nydus without berth-nydus-snapshotter.service) fails; exit 1
 when it does not.`,
 		Example: `  berth verify --platform kubeadm-qemu-snp
   berth verify -p k3s-qemu-tdx --socket /run/k3s/containerd/containerd.sock -o json
-  berth verify -p kubeadm-qemu-snp --sandbox --sandbox-timeout 5m`,
+  berth verify -p kubeadm-qemu-snp --sandbox --sandbox-timeout 5m
+  berth verify -p kubeadm-qemu-snp --install-suffix canary`,
 		Args: cli.NoArgs,
 		// Errors go back to the caller, which prints them once: the root
 		// command, or install verifying in-process (which reads the report
@@ -115,6 +120,14 @@ when it does not.`,
 			if err != nil {
 				return err
 			}
+			suffix, err := cli.ParseSuffixFlag(suffixFlag)
+			if err != nil {
+				return err
+			}
+			if err := suffix.Check(p); err != nil {
+				return cli.UsageErr(fmt.Errorf("--install-suffix: %w", err))
+			}
+			handler := suffix.Handler(p)
 			if socket == "" {
 				l, ok := p.Distribution().Layout()
 				if !ok {
@@ -122,12 +135,12 @@ when it does not.`,
 				}
 				socket = filepath.Join(g.Root(), filepath.FromSlash(l.Socket))
 			}
-			res := verifyResult{Platform: p.String(), Handler: p.Handler(), Socket: socket, Handlers: []string{}}
+			res := verifyResult{Platform: p.String(), Handler: handler, Socket: socket, Handlers: []string{}}
 			st, qerr := cri.Query(cmd.Context(), socket, timeout)
 			if qerr == nil {
 				res.RuntimeName, res.RuntimeVersion = st.RuntimeName, st.RuntimeVersion
 				res.Handlers = st.Names()
-				if h, ok := st.Handlers[p.Handler()]; ok {
+				if h, ok := st.Handlers[handler]; ok {
 					res.Live, res.Found = true, &h
 				}
 			}
@@ -144,7 +157,7 @@ when it does not.`,
 				if err != nil {
 					nr.Error = err.Error()
 				} else {
-					nr.Handlers, nr.Listed = names, slices.Contains(names, p.Handler())
+					nr.Handlers, nr.Listed = names, slices.Contains(names, handler)
 				}
 				res.Node = nr
 			}
@@ -184,6 +197,7 @@ when it does not.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&plat, "platform", "p", "", "platform whose handler to look for")
+	cli.AddSuffixFlag(cmd, &suffixFlag)
 	f.StringVar(&socket, "socket", "", "CRI socket (default: the distribution's, under --root)")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "also check Node.status.runtimeHandlers through this kubeconfig")
 	f.StringVar(&node, "node", "", "node name for --kubeconfig (default: the host name)")

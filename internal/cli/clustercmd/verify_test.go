@@ -40,6 +40,11 @@ func TestVerifyLive(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("apply: exit %d\n%s\n%s", code, out, errOut)
 	}
+	// A side-by-side install of the same platform beside it.
+	code, out, errOut = runCLI(t, "--root", root, "config", "apply", "-p", "kubeadm-qemu-snp", "--install-suffix", "canary", "--force", "--containerd-config-version", "3")
+	if code != 0 {
+		t.Fatalf("apply --install-suffix canary: exit %d\n%s\n%s", code, out, errOut)
+	}
 	critest.StartContainerd(t, bin, main, d)
 	code, out, errOut = runCLI(t, "verify", "-p", "kubeadm-qemu-snp", "--socket", d.Sock)
 	if code != 0 || !strings.Contains(out, "live in containerd") || !strings.Contains(out, "snapshotter   berth-nydus") {
@@ -51,6 +56,22 @@ func TestVerifyLive(t *testing.T) {
 	code, out, errOut = runCLI(t, "verify", "-p", "kubeadm-qemu-snp", "--socket", d.Sock, "--snapshotter", "--timeout", "3s")
 	if code != cli.ExitNotReady || !strings.Contains(out, "snapshotter berth-nydus: NOT proven") || !strings.Contains(out, "does not answer") {
 		t.Errorf("verify --snapshotter without the daemon: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// --install-suffix: the suffixed handler and its own snapshotter; a
+	// suffix nothing was installed with is not live; a bad one is refused.
+	for _, tc := range []struct {
+		suffix, want string
+		code         int
+	}{
+		{"canary", `"handler": "kata-qemu-snp-canary"`, 0},
+		{"canary", `"snapshotter": "berth-nydus-canary"`, 0},
+		{"other", `"handler": "kata-qemu-snp-other"`, cli.ExitNotReady},
+		{"Bad_Suffix", "--install-suffix", cli.ExitUsage},
+	} {
+		code, out, errOut := runCLI(t, "verify", "-p", "kubeadm-qemu-snp", "--socket", d.Sock, "--install-suffix", tc.suffix, "-o", "json")
+		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+			t.Errorf("verify --install-suffix %s: exit %d, want %d and %s\n%s\n%s", tc.suffix, code, tc.code, tc.want, out, errOut)
+		}
 	}
 	code, out, _ = runCLI(t, "verify", "-p", "kubeadm-qemu-tdx", "--socket", d.Sock, "-o", "json")
 	if code != cli.ExitNotReady || !strings.Contains(out, `"live": false`) || !strings.Contains(out, `"kata-qemu-snp"`) {

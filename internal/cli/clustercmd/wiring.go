@@ -15,6 +15,7 @@ import (
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/netprobe"
+	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/platform"
 )
 
@@ -31,9 +32,12 @@ func Wiring() cli.Wiring {
 		}, installcmd.Commands()...),
 		Network:       networkProbe,
 		InstalledBoot: installcmd.InstalledBoot,
-		Verify: func(ctx context.Context, g *cli.Globals, p platform.Platform) error {
+		Verify: func(ctx context.Context, g *cli.Globals, p platform.Platform, suffix configure.Suffix) error {
 			v := newVerifyCmd(g)
 			args := []string{"--platform", p.String()}
+			if suffix != "" {
+				args = append(args, "--install-suffix", string(suffix))
+			}
 			if p.Snapshotter().Setup().Proxy != "" {
 				// berth's nydus-snapshotter: the handler is no use
 				// until the snapshotter it names answers.

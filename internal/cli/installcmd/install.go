@@ -2,7 +2,6 @@ package installcmd
 
 import (
 	"berth.dev/berth/internal/cli"
-	"slices"
 
 	"context"
 	"encoding/json"
@@ -479,11 +478,11 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 				if c := layoutOf(p); c != nil {
 					l = *c
 				}
-				return g.RuntimeChange(root, w, true).Live(ctx, l, p)
+				return g.RuntimeChange(root, w, true, fl.suffix).Live(ctx, l, p)
 			}
 			wf.Applier = ra
 		}
-		wf.Restarter = restarter{change: rep.prose().RuntimeChange(root, w, fl.restart), custom: custom}
+		wf.Restarter = restarter{change: rep.prose().RuntimeChange(root, w, fl.restart, fl.suffix), custom: custom}
 		if root.Live() {
 			wf.Verifier = verifier{g: g, suffix: fl.suffix}
 		} else {
@@ -534,20 +533,12 @@ func (r restarter) Restart(_ context.Context, p platform.Platform, res *configur
 // binary's wiring (Globals.VerifyPlatform).
 type verifier struct {
 	g *cli.Globals
-	// suffix names the handler to look for: berth verify asks about the
-	// unsuffixed one, so a suffixed install judges the handler list the
-	// runtime gave.
+	// suffix is the side-by-side install whose handler verify looks for.
 	suffix configure.Suffix
 }
 
 func (v verifier) Verify(ctx context.Context, p platform.Platform) (configure.Verification, error) {
-	res, err := v.g.VerifyPlatform(ctx, p)
-	if err != nil || v.suffix == "" {
-		return res, err
-	}
-	res.Handler = v.suffix.Handler(p)
-	res.Live = res.Runtime != "" && slices.Contains(res.Handlers, res.Handler)
-	return res, nil
+	return v.g.VerifyPlatform(ctx, p, v.suffix)
 }
 
 // installReporter is install's install.Reporter: the summary and each
