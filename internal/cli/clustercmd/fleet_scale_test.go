@@ -2,6 +2,7 @@ package clustercmd
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os/exec"
@@ -18,9 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/cluster/agent"
+	"berth.dev/berth/internal/cluster/fleet"
 	"berth.dev/berth/internal/cluster/nodereport"
 	"berth.dev/berth/internal/evaluate/preflight"
 	"berth.dev/berth/internal/host/discover"
@@ -112,13 +115,62 @@ func fleetScale(t *testing.T, bin, kubeconfig string, dyn dynamic.Interface, n i
 	}
 	slices.Sort(walls)
 	wall := walls[1]
-	t.Logf("berth fleet over %d reports: %v wall (median %s), max RSS %d KiB", n, walls, wall, kib)
-	fmt.Printf("BENCH fleet_reports=%d fleet_wall=%s fleet_max_rss_mib=%.1f\n", n, wall, float64(kib)/1024)
+	floor, bytes := listFloor(t, kubeconfig)
+	t.Logf("berth fleet over %d reports: %v wall (median %s), max RSS %d KiB; bare paged LIST %s for %d bytes", n, walls, wall, kib, floor, bytes)
+	fmt.Printf("BENCH fleet_reports=%d fleet_wall=%s fleet_max_rss_mib=%.1f list_floor=%s list_bytes=%d\n", n, wall, float64(kib)/1024, floor, bytes)
 	if n >= 5000 {
 		if kib > 300<<10 {
 			t.Errorf("berth fleet over %d reports peaked at %d KiB RSS, want under 300 MiB", n, kib)
 		}
 	}
+}
+
+// listFloor is the physical bound of berth fleet on this API server: the
+// same paged LIST fleet makes (same page size, uncompressed JSON), with
+// the bytes read and dropped, no decoding and no analysis. The median of
+// three runs, and the bytes of one.
+func listFloor(t *testing.T, kubeconfig string) (time.Duration, int) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	c, err := fleet.RESTClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := v1alpha1.GroupVersionResource
+	var runs []time.Duration
+	total := 0
+	for range 3 {
+		start, cont := time.Now(), ""
+		total = 0
+		for {
+			req := c.Get().AbsPath("/apis", gvr.Group, gvr.Version, gvr.Resource).Param("limit", strconv.Itoa(fleet.DefaultPageSize))
+			if cont != "" {
+				req = req.Param("continue", cont)
+			}
+			raw, err := req.Do(context.Background()).Raw()
+			if err != nil {
+				t.Fatalf("bare LIST: %v", err)
+			}
+			total += len(raw)
+			var p struct {
+				Metadata metav1.ListMeta `json:"metadata"`
+			}
+			// Only the continue token: json skips the items unparsed.
+			if err := json.Unmarshal(raw, &p); err != nil {
+				t.Fatalf("bare LIST page: %v", err)
+			}
+			if cont = p.Metadata.Continue; cont == "" {
+				break
+			}
+		}
+		runs = append(runs, time.Since(start))
+	}
+	slices.Sort(runs)
+	return runs[1], total
 }
 
 // parseElapsed reads GNU time's "Elapsed (wall clock) time (h:mm:ss or

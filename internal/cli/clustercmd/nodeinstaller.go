@@ -259,6 +259,20 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	return nil
 }
 
+// dynamicClient is the client of dispatch and teardown: a kubeconfig
+// that does not load is a usage error.
+func dynamicClient(kubeconfig string) (*dynamic.DynamicClient, error) {
+	cfg, err := kubeConfig(kubeconfig)
+	if err != nil {
+		return nil, cli.UsageErr(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	return dyn, nil
+}
+
 // notInstalled names the platforms of an install run that are not
 // installed, with their blocking check.
 func notInstalled(rep *nodeinstall.Report) []string {
@@ -337,13 +351,9 @@ passed (the nodes are named), 2 usage error.`,
 			}
 			opt.Mode, opt.Timeout = m, timeout
 			opt.Delete, _ = cmd.Flags().GetBool("delete")
-			cfg, err := kubeConfig(kubeconfig)
+			dyn, err := dynamicClient(kubeconfig)
 			if err != nil {
-				return cli.UsageErr(err)
-			}
-			dyn, err := dynamic.NewForConfig(cfg)
-			if err != nil {
-				return fmt.Errorf("creating the Kubernetes client: %w", err)
+				return err
 			}
 			res, err := nodeinstall.Dispatch(cmd.Context(), dyn, *opt)
 			if res != nil {
@@ -400,13 +410,9 @@ pods left are named), 2 usage error.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := kubeConfig(kubeconfig)
+			dyn, err := dynamicClient(kubeconfig)
 			if err != nil {
-				return cli.UsageErr(err)
-			}
-			dyn, err := dynamic.NewForConfig(cfg)
-			if err != nil {
-				return fmt.Errorf("creating the Kubernetes client: %w", err)
+				return err
 			}
 			err = nodeinstall.Teardown(cmd.Context(), dyn, nodeinstall.TeardownOptions{Namespace: namespace, DaemonSet: daemonset, AgentDaemonSet: agentDaemonset, Jobs: jobs, Suffix: s, Timeout: timeout, Log: log})
 			if err != nil {

@@ -36,10 +36,17 @@ type liveNode struct {
 
 func newLiveNode(t *testing.T) *liveNode {
 	t.Helper()
-	bin := critest.ContainerdBin(t, "BERTH_CONTAINERD1")
+	return startableNode(t, "BERTH_CONTAINERD1", debianLike)
+}
+
+// startableNode is a liveNode whose containerd is the binary env names,
+// on the main config config writes for its directories.
+func startableNode(t *testing.T, env string, config func(critest.Dirs) string) *liveNode {
+	t.Helper()
+	bin := critest.ContainerdBin(t, env)
 	n := &liveNode{root: testsystemd.ShortDir(t), dirs: critest.NewDirs(t)}
 	n.main = filepath.Join(n.root, "etc/containerd/config.toml")
-	n.orig = []byte(debianLike(n.dirs))
+	n.orig = []byte(config(n.dirs))
 	if err := os.MkdirAll(filepath.Dir(n.main), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -38,34 +38,7 @@ type nydusNode struct {
 
 func newNydusNode(t *testing.T) *nydusNode {
 	t.Helper()
-	bin := critest.ContainerdBin(t, "BERTH_CONTAINERD2")
-	n := &nydusNode{liveNode: &liveNode{root: testsystemd.ShortDir(t), dirs: critest.NewDirs(t)}}
-	n.main = filepath.Join(n.root, "etc/containerd/config.toml")
-	n.orig = []byte(critest.BaseConfig(n.dirs, 3, ""))
-	if err := os.MkdirAll(filepath.Dir(n.main), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(n.main, n.orig, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	n.unit = testsystemd.Unit{
-		Name: "containerd.service",
-		Start: func() error {
-			dm, err := critest.StartOnRoot(t, bin, n.root, n.dirs)
-			if err != nil {
-				n.daemon, n.log = nil, err.Error()
-				return err
-			}
-			n.daemon, n.log = dm, dm.Log()
-			return nil
-		},
-		Stop: func() {
-			if n.daemon != nil {
-				n.daemon.Stop()
-			}
-		},
-		Log: func() string { return n.log },
-	}
+	n := &nydusNode{liveNode: startableNode(t, "BERTH_CONTAINERD2", func(d critest.Dirs) string { return critest.BaseConfig(d, 3, "") })}
 	n.bin = filepath.Join(n.root, strings.TrimPrefix(configure.NydusNamesFor(configure.Paths{}).Binary, "/"))
 	n.nydus = testsystemd.Unit{
 		Name:     configure.NydusUnit,
