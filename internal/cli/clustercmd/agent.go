@@ -2,6 +2,7 @@ package clustercmd
 
 import (
 	"berth.dev/berth/internal/cli"
+	"berth.dev/berth/internal/host/discover"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -141,6 +142,10 @@ func runAgent(cmd *cobra.Command, g *cli.Globals, fl agentFlags) error {
 	}
 	dopt := g.DiscoverOptions(fl.probe)
 	dopt.Log = log
+	// Every interval reads only the kernel log records added since the
+	// last one.
+	dopt.KernelLog = discover.NewKernelLogFollower(root)
+	defer dopt.KernelLog.Close()
 	a, err := agent.New(agent.Config{
 		NodeName:         fl.nodeName,
 		Version:          buildinfo.Get().Version,

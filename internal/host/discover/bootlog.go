@@ -2,7 +2,11 @@ package discover
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"berth.dev/berth/internal/host/hostfs"
 )
@@ -32,7 +36,14 @@ const maxBootLines = 200
 func (s *session) bootLines() (lines []string, source string, ok bool) {
 	s.bootOnce.Do(func() {
 		var reasons []string
-		if s.root.Live() {
+		if s.root.Live() && s.opt.KernelLog != nil {
+			l, err := s.opt.KernelLog.read(s.root)
+			if err == nil {
+				s.bootLog, s.bootSrc = l, "dev/kmsg"
+				return
+			}
+			reasons = append(reasons, ReadReason("dev/kmsg", err))
+		} else if s.root.Live() {
 			if kl, isKL := s.root.(hostfs.KernelLogReader); isKL {
 				b, err := kl.KernelLog()
 				if err == nil {
@@ -57,6 +68,80 @@ func (s *session) bootLines() (lines []string, source string, ok bool) {
 		s.unknownf("kernel.bootLog", "%s", s.bootErr)
 	})
 	return s.bootLog, s.bootSrc, s.bootSrc != ""
+}
+
+// KernelLogFollower keeps dev/kmsg open across the discoveries of a
+// long-running process (the agent, every interval): each discovery reads
+// only the records the kernel added since the one before and filters
+// them onto the lines kept so far, instead of reading and filtering the
+// whole ring buffer again (on a quiet node 40% of a discovery's CPU).
+// The lines are those a full read gives, except that lines the ring
+// buffer has since overwritten are still there: a node's boot messages
+// stay known however long it runs. Safe for concurrent discoveries.
+type KernelLogFollower struct {
+	mu     sync.Mutex
+	root   hostfs.Root
+	stream *hostfs.KernelLogStream
+	lines  []string
+	// bytesRead counts the message bytes read from dev/kmsg, for tests.
+	bytesRead int
+}
+
+// NewKernelLogFollower follows the kernel log of root, which must be the
+// root the discoveries are given. Close it when done.
+func NewKernelLogFollower(root hostfs.Root) *KernelLogFollower {
+	return &KernelLogFollower{root: root}
+}
+
+// kernelLogOpener is a root that can hold dev/kmsg open (hostfs.Live).
+type kernelLogOpener interface {
+	OpenKernelLog() (*hostfs.KernelLogStream, error)
+}
+
+// read returns the boot-log lines with the records added since the last
+// read. A failed read closes the stream and starts over at the next.
+func (k *KernelLogFollower) read(root hostfs.Root) ([]string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if root != k.root {
+		return nil, fmt.Errorf("kernel log follower of %s asked about root %s", k.root.Path(), root.Path())
+	}
+	if k.stream == nil {
+		o, ok := root.(kernelLogOpener)
+		if !ok {
+			return nil, errors.New("this root cannot hold dev/kmsg open")
+		}
+		st, err := o.OpenKernelLog()
+		if err != nil {
+			return nil, err
+		}
+		k.stream, k.lines = st, nil
+	}
+	b, err := k.stream.ReadNew()
+	if err != nil {
+		k.stream.Close()
+		k.stream = nil
+		return nil, err
+	}
+	k.bytesRead += len(b)
+	if len(k.lines) < maxBootLines {
+		k.lines = append(k.lines, filterBootLog(b)...)
+		k.lines = k.lines[:min(len(k.lines), maxBootLines)]
+	}
+	// Clipped: the Facts that hold them never see a later append.
+	return slices.Clip(k.lines), nil
+}
+
+// Close closes dev/kmsg.
+func (k *KernelLogFollower) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stream == nil {
+		return nil
+	}
+	err := k.stream.Close()
+	k.stream = nil
+	return err
 }
 
 func (s *session) bootLogCandidates() []string {

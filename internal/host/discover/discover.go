@@ -50,6 +50,9 @@ type Options struct {
 	Network *NetworkProbe
 	// Log receives per-subsystem timings at debug level; nil discards.
 	Log *slog.Logger
+	// KernelLog, when set, reads a live root's dev/kmsg incrementally
+	// across runs (a long-running agent); nil reads it whole each run.
+	KernelLog *KernelLogFollower
 }
 
 // subsystem fills its own part of f.

@@ -259,13 +259,44 @@ const kmsgFirstSize = 128 << 10
 // (3-4 µs in a VM); a bytes.Buffer fed from a separate record buffer cost
 // 50 of them on a 96 KB log (perf record -e page-faults), this 24.
 func (l *Live) KernelLog() ([]byte, error) {
-	// Through the root like every read, and only a character device.
+	k, err := l.OpenKernelLog()
+	if err != nil {
+		return nil, err
+	}
+	defer k.Close()
+	return readKernelLog(k.fd, kmsgFirstSize)
+}
+
+// KernelLogStream is dev/kmsg held open by a long-running process (the
+// agent discovers every interval): the kernel keeps each open file's
+// place in the ring buffer, so each ReadNew returns only the records
+// added since the one before, and a quiet node costs one read(2) an
+// interval instead of the whole buffer's two thousand.
+type KernelLogStream struct {
+	fd int
+}
+
+// OpenKernelLog opens dev/kmsg of the root (through the root like every
+// read, and only a character device) for ReadNew.
+func (l *Live) OpenKernelLog() (*KernelLogStream, error) {
 	fd, err := l.fsys.openCharDevice("dev/kmsg", syscall.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
-	defer syscall.Close(fd)
-	return readKernelLog(fd, kmsgFirstSize)
+	return &KernelLogStream{fd: fd}, nil
+}
+
+// ReadNew returns the message text of the records the kernel added since
+// the last ReadNew (the first: all in the ring buffer), as KernelLog.
+// Records overwritten before they were read are skipped.
+func (k *KernelLogStream) ReadNew() ([]byte, error) {
+	// Room for two records: after the first read, a few records at most.
+	return readKernelLog(k.fd, 2*kmsgRecordMax+2)
+}
+
+// Close closes dev/kmsg.
+func (k *KernelLogStream) Close() error {
+	return syscall.Close(k.fd)
 }
 
 // readKernelLog reads the kmsg records of fd into a text of first bytes'
