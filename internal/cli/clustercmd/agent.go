@@ -143,9 +143,10 @@ func runAgent(cmd *cobra.Command, g *cli.Globals, fl agentFlags) error {
 	dopt := g.DiscoverOptions(fl.probe)
 	dopt.Log = log
 	// Every interval reads only the kernel log records added since the
-	// last one.
+	// last one, and binaries' versions only when their files changed.
 	dopt.KernelLog = discover.NewKernelLogFollower(root)
 	defer dopt.KernelLog.Close()
+	dopt.Versions = discover.NewVersionCache()
 	a, err := agent.New(agent.Config{
 		NodeName:         fl.nodeName,
 		Version:          buildinfo.Get().Version,

@@ -128,6 +128,26 @@ func (l *staticLookup) lookup(spec binarySpec, p, real string) (staticVersion, b
 	if l == nil {
 		return staticVersion{}, false
 	}
+	cache := l.s.opt.Versions
+	var bin, dpkg fileID
+	cacheable := false
+	if cache != nil {
+		// Identified before the sources are read: a file replaced while
+		// they are is read again next time.
+		bin, dpkg, cacheable = l.ids(real)
+		if sv, ok := cache.get(versionKey(spec, p, real), bin, dpkg); cacheable && ok {
+			return sv, true
+		}
+	}
+	sv, ok := l.fromSources(spec, p, real)
+	if ok && cacheable {
+		cache.put(versionKey(spec, p, real), bin, dpkg, sv)
+	}
+	return sv, ok
+}
+
+// fromSources tries spec's static sources in order.
+func (l *staticLookup) fromSources(spec binarySpec, p, real string) (staticVersion, bool) {
 	for _, src := range spec.sources() {
 		var (
 			sv  staticVersion

@@ -16,3 +16,13 @@ func changeTime(fi fs.FileInfo) (time.Time, bool) {
 	}
 	return time.Unix(st.Ctim.Unix()), true
 }
+
+// identify returns what changes when fi's file is replaced or written:
+// device, inode, size, modification and change time.
+func identify(fi fs.FileInfo) (fileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
+}

@@ -10,3 +10,6 @@ import (
 // changeTime is unknown off Linux: the package database source then does
 // not answer, and the binary is asked for its version instead.
 func changeTime(fs.FileInfo) (time.Time, bool) { return time.Time{}, false }
+
+// identify is unknown off Linux: VersionCache then keeps nothing.
+func identify(fs.FileInfo) (fileID, bool) { return fileID{}, false }
