@@ -146,7 +146,7 @@ func runAgent(cmd *cobra.Command, g *cli.Globals, fl agentFlags) error {
 	// last one, and binaries' versions only when their files changed.
 	dopt.KernelLog = discover.NewKernelLogFollower(root)
 	defer dopt.KernelLog.Close()
-	dopt.Versions = discover.NewVersionCache()
+	dopt.Cache = discover.NewFileCache()
 	a, err := agent.New(agent.Config{
 		NodeName:         fl.nodeName,
 		Version:          buildinfo.Get().Version,

@@ -138,7 +138,7 @@ func BenchmarkDiscoverLive(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			opt := Options{PCIIDs: "/usr/share/misc/pci.ids"}
 			if bc.agent {
-				opt.KernelLog, opt.Versions = NewKernelLogFollower(root), NewVersionCache()
+				opt.KernelLog, opt.Cache = NewKernelLogFollower(root), NewFileCache()
 				defer opt.KernelLog.Close()
 				Run(context.Background(), root, opt)
 			}

@@ -128,7 +128,7 @@ func (l *staticLookup) lookup(spec binarySpec, p, real string) (staticVersion, b
 	if l == nil {
 		return staticVersion{}, false
 	}
-	cache := l.s.opt.Versions
+	cache := l.s.opt.Cache
 	var bin, dpkg fileID
 	cacheable := false
 	if cache != nil {

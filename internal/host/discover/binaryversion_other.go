@@ -11,5 +11,5 @@ import (
 // not answer, and the binary is asked for its version instead.
 func changeTime(fs.FileInfo) (time.Time, bool) { return time.Time{}, false }
 
-// identify is unknown off Linux: VersionCache then keeps nothing.
+// identify is unknown off Linux: FileCache then keeps nothing.
 func identify(fs.FileInfo) (fileID, bool) { return fileID{}, false }

@@ -53,10 +53,10 @@ type Options struct {
 	// KernelLog, when set, reads a live root's dev/kmsg incrementally
 	// across runs (a long-running agent); nil reads it whole each run.
 	KernelLog *KernelLogFollower
-	// Versions, when set, keeps binaries' static versions across runs
-	// while their files are unchanged (a long-running agent); nil reads
-	// them each run.
-	Versions *VersionCache
+	// Cache, when set, keeps what was read from files that rarely change
+	// (binaries' static versions, PCI names) across runs while those
+	// files are unchanged (a long-running agent); nil reads them each run.
+	Cache *FileCache
 }
 
 // subsystem fills its own part of f.

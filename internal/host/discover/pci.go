@@ -478,10 +478,7 @@ func (s *session) namePCI(devs []facts.PCIDevice) {
 	for i, d := range devs {
 		want[i] = pciids.ID{Vendor: d.Vendor, Device: d.Device}
 	}
-	names, err := pciids.Resolve(r, want)
-	if err != nil {
-		slog.Warn("reading pci.ids", "path", src, "err", err)
-	}
+	names := s.resolvePCI(r, src, want)
 	for i := range devs {
 		// Bridges (class 06) are half the functions of a big host and
 		// their names help nobody: leaving them out keeps Facts small.
@@ -491,6 +488,34 @@ func (s *session) namePCI(devs []facts.PCIDevice) {
 		devs[i].VendorName = names.Vendor(devs[i].Vendor)
 		devs[i].DeviceName = names.Device(want[i])
 	}
+}
+
+// resolvePCI names want from the pci.ids r read from src, or from the
+// cache while that file is unchanged.
+func (s *session) resolvePCI(r io.Reader, src string, want []pciids.ID) pciids.Names {
+	var key string
+	var file fileID
+	cacheable := false
+	if c := s.opt.Cache; c != nil {
+		if st, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+			if fi, err := st.Stat(); err == nil {
+				file, cacheable = identify(fi)
+			}
+		}
+		key = pciKey(src, want)
+		if n, ok := c.pciNames(key, file); cacheable && ok {
+			return n
+		}
+	}
+	names, err := pciids.Resolve(r, want)
+	if err != nil {
+		slog.Warn("reading pci.ids", "path", src, "err", err)
+		return names
+	}
+	if cacheable {
+		s.opt.Cache.putPCINames(key, file, names)
+	}
+	return names
 }
 
 func (s *session) openPCIIDs() (io.ReadCloser, string) {

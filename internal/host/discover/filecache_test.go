@@ -1,0 +1,176 @@
+package discover
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/host/pciids"
+)
+
+// TestFileCacheLive discovers this machine's root twice with one
+// cache, as the agent does every interval: the second run answers the
+// binaries' static versions (and PCI names) from the cache, and they are
+// the versions the first run read from the files.
+func TestFileCacheLive(t *testing.T) {
+	root, err := hostfs.NewLive("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewFileCache()
+	ctx := context.Background()
+	first := Run(ctx, root, Options{Cache: c})
+	static := 0
+	for _, b := range first.Binaries {
+		if b.VersionFrom != "" && b.VersionFrom != fromRun {
+			static++
+		}
+	}
+	if static == 0 {
+		t.Fatalf("no binary's version came from a static source on this machine (CI installs containerd): %+v", first.Binaries)
+	}
+	if c.hits != 0 {
+		t.Fatalf("first run: %d cache hits, want 0", c.hits)
+	}
+	// And one for the PCI names, where the machine has named devices.
+	want := static
+	if slices.ContainsFunc(first.PCI, func(d facts.PCIDevice) bool { return d.VendorName != "" }) {
+		want++
+	}
+	second := Run(ctx, root, Options{Cache: c})
+	if c.hits != want {
+		t.Errorf("second run: %d cache hits, want one per static version (%d) and the PCI names", c.hits, static)
+	}
+	if len(second.Binaries) != len(first.Binaries) {
+		t.Fatalf("binaries: %d then %d", len(first.Binaries), len(second.Binaries))
+	}
+	for i, b := range second.Binaries {
+		if a := first.Binaries[i]; a.Version != b.Version || a.VersionFrom != b.VersionFrom || a.Vendor != b.Vendor {
+			t.Errorf("%s: %s (%s) from the files, %s (%s) from the cache", b.Path, a.Version, a.VersionFrom, b.Version, b.VersionFrom)
+		}
+	}
+}
+
+// TestFileCacheInvalidation: an entry answers only for the very files
+// it was read from; a binary or package database rewritten in place (same
+// path, same size) or replaced is read again.
+func TestFileCacheInvalidation(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "containerd")
+	id := func() fileID {
+		t.Helper()
+		fi, err := os.Stat(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, ok := identify(fi)
+		if !ok {
+			t.Fatal("no file identity on this system")
+		}
+		return i
+	}
+	if err := os.WriteFile(bin, []byte("v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v1 := id()
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(bin, []byte("v2"), 0o755); err != nil { // same size, in place
+		t.Fatal(err)
+	}
+	rewritten := id()
+	repl := bin + ".new"
+	if err := os.WriteFile(repl, []byte("v2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(repl, bin); err != nil { // as a package manager replaces
+		t.Fatal(err)
+	}
+	replaced := id()
+	if v1 == rewritten || rewritten == replaced {
+		t.Fatalf("identities do not tell the versions apart: %+v %+v %+v", v1, rewritten, replaced)
+	}
+	dpkg := fileID{ino: 7, size: 100}
+	sv := staticVersion{Version: "2.2.9", From: fromBuildInfo}
+	for _, tc := range []struct {
+		name      string
+		bin, dpkg fileID
+		hit       bool
+	}{
+		{"same files", v1, dpkg, true},
+		{"binary rewritten in place", rewritten, dpkg, false},
+		{"binary replaced", replaced, dpkg, false},
+		{"package database changed", v1, fileID{ino: 7, size: 101}, false},
+		{"package database appeared", v1, fileID{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewFileCache()
+			c.put("k", v1, dpkg, sv)
+			got, ok := c.get("k", tc.bin, tc.dpkg)
+			if ok != tc.hit || (ok && got != sv) {
+				t.Errorf("get: %+v %v, want hit %v", got, ok, tc.hit)
+			}
+		})
+	}
+}
+
+// TestFileCachePCINames discovers the build machine's fixture host (its
+// pci.ids and six virtio functions) twice with one cache: the second run
+// names the devices from the cache, with the names the file gave; the
+// cache answers a set of IDs in any order, and never after pci.ids
+// changed or for another set.
+func TestFileCachePCINames(t *testing.T) {
+	root, err := hostfs.OpenDir(filepath.Join("..", "..", "..", "testdata", "hosts", "buildmachine-firecracker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewFileCache()
+	ctx := context.Background()
+	first := Run(ctx, root, Options{Cache: c})
+	named := 0
+	for _, d := range first.PCI {
+		if d.VendorName != "" {
+			named++
+		}
+	}
+	if named == 0 || c.hits != 0 {
+		t.Fatalf("first run: %d devices named, %d cache hits; want some named from the file and no hit", named, c.hits)
+	}
+	second := Run(ctx, root, Options{Cache: c})
+	if c.hits != 1 {
+		t.Errorf("second run: %d cache hits, want 1 (the PCI names)", c.hits)
+	}
+	for i, d := range second.PCI {
+		if a := first.PCI[i]; a.VendorName != d.VendorName || a.DeviceName != d.DeviceName {
+			t.Errorf("%s: %q %q from the file, %q %q from the cache", d.Address, a.VendorName, a.DeviceName, d.VendorName, d.DeviceName)
+		}
+	}
+
+	a, b := pciids.ID{Vendor: "1af4", Device: "1041"}, pciids.ID{Vendor: "8086", Device: "0d5a"}
+	f1, f2 := fileID{ino: 1, size: 10}, fileID{ino: 2, size: 10}
+	n := pciids.Names{Vendors: map[string]string{"1af4": "Red Hat, Inc."}}
+	c = NewFileCache()
+	c.putPCINames(pciKey("p", []pciids.ID{a, b}), f1, n)
+	for _, tc := range []struct {
+		name string
+		want []pciids.ID
+		file fileID
+		hit  bool
+	}{
+		{"same set, same file", []pciids.ID{a, b}, f1, true},
+		{"same set in another order, with a repeat", []pciids.ID{b, a, a}, f1, true},
+		{"pci.ids replaced", []pciids.ID{a, b}, f2, false},
+		{"another set", []pciids.ID{a}, f1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := c.pciNames(pciKey("p", tc.want), tc.file)
+			if ok != tc.hit || (ok && got.Vendor("1af4") != "Red Hat, Inc.") {
+				t.Errorf("got %+v %v, want hit %v", got, ok, tc.hit)
+			}
+		})
+	}
+}
