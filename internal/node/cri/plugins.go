@@ -9,8 +9,10 @@ import (
 	introspection "github.com/containerd/containerd/api/services/introspection/v1"
 	snapshots "github.com/containerd/containerd/api/services/snapshots/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // Plugin is one plugin containerd reports over its introspection service
@@ -99,7 +101,10 @@ func ProveSnapshotter(ctx context.Context, socket, name string, timeout time.Dur
 	if _, err := sc.Prepare(ctx, &snapshots.PrepareSnapshotRequest{Snapshotter: name, Key: key}); err != nil {
 		return fmt.Errorf("containerd on %s has snapshotter %s but it does not answer (is its service running?): %w", socket, name, err)
 	}
-	if _, err := sc.Remove(ctx, &snapshots.RemoveSnapshotRequest{Snapshotter: name, Key: key}); err != nil {
+	// NotFound: containerd's garbage collector took the probe first (it
+	// holds no lease, and a collection may run between the two calls on a
+	// busy node); the snapshotter answered Prepare, which is the proof.
+	if _, err := sc.Remove(ctx, &snapshots.RemoveSnapshotRequest{Snapshotter: name, Key: key}); err != nil && status.Code(err) != codes.NotFound {
 		return fmt.Errorf("snapshotter %s on %s: removing probe snapshot %s: %w", name, socket, key, err)
 	}
 	return nil
