@@ -129,19 +129,22 @@ func (l *staticLookup) lookup(spec binarySpec, p, real string) (staticVersion, b
 		return staticVersion{}, false
 	}
 	cache := l.s.opt.Cache
-	var bin, dpkg fileID
-	cacheable := false
-	if cache != nil {
-		// Identified before the sources are read: a file replaced while
-		// they are is read again next time.
-		bin, dpkg, cacheable = l.ids(real)
-		if sv, ok := cache.get(versionKey(spec, p, real), bin, dpkg); cacheable && ok {
-			return sv, true
-		}
+	if cache == nil {
+		return l.fromSources(spec, p, real)
+	}
+	// Identified before the sources are read: a file replaced while they
+	// are is read again next time.
+	bin, dpkg, cacheable := l.ids(real)
+	if !cacheable {
+		return l.fromSources(spec, p, real)
+	}
+	key := versionKey(spec, p, real)
+	if v, ok := cache.get(key, bin, dpkg); ok {
+		return v.(staticVersion), true
 	}
 	sv, ok := l.fromSources(spec, p, real)
-	if ok && cacheable {
-		cache.put(versionKey(spec, p, real), bin, dpkg, sv)
+	if ok {
+		cache.put(key, sv, bin, dpkg)
 	}
 	return sv, ok
 }

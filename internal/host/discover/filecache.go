@@ -20,22 +20,21 @@ import (
 // upgrade, which replaces or rewrites one, reads it again. Safe for
 // concurrent discoveries.
 type FileCache struct {
-	mu  sync.Mutex
-	m   map[string]versionEntry
-	pci map[string]pciEntry
+	mu sync.Mutex
+	m  map[string]cacheEntry
 	// hits counts the answers given from the cache, for tests.
 	hits int
 }
 
-// NewFileCache returns an empty cache.
-func NewFileCache() *FileCache {
-	return &FileCache{m: map[string]versionEntry{}, pci: map[string]pciEntry{}}
+// cacheEntry is a value read from files, with the identities they had.
+type cacheEntry struct {
+	files []fileID
+	value any
 }
 
-// pciEntry is the names pci.ids gave for a set of device IDs.
-type pciEntry struct {
-	file  fileID
-	names pciids.Names
+// NewFileCache returns an empty cache.
+func NewFileCache() *FileCache {
+	return &FileCache{m: map[string]cacheEntry{}}
 }
 
 // pciKey names a set of device IDs looked up in the pci.ids at src.
@@ -45,26 +44,7 @@ func pciKey(src string, want []pciids.ID) string {
 		ids[i] = w.Vendor + ":" + w.Device
 	}
 	slices.Sort(ids)
-	return src + "\x00" + strings.Join(slices.Compact(ids), ",")
-}
-
-// pciNames returns the names cached for key if pci.ids is unchanged.
-// The maps are shared between runs: they are only read.
-func (c *FileCache) pciNames(key string, file fileID) (pciids.Names, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.pci[key]
-	if !ok || e.file != file {
-		return pciids.Names{}, false
-	}
-	c.hits++
-	return e.names, true
-}
-
-func (c *FileCache) putPCINames(key string, file fileID, n pciids.Names) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pci[key] = pciEntry{file: file, names: n}
+	return "pci\x00" + src + "\x00" + strings.Join(slices.Compact(ids), ",")
 }
 
 // fileID identifies one version of a file.
@@ -74,14 +54,9 @@ type fileID struct {
 	mtime, ctime int64
 }
 
-type versionEntry struct {
-	bin, dpkg fileID
-	sv        staticVersion
-}
-
 // versionKey names the binary found for spec at p, resolving to real.
 func versionKey(spec binarySpec, p, real string) string {
-	return spec.name + "\x00" + p + "\x00" + real
+	return "version\x00" + spec.name + "\x00" + p + "\x00" + real
 }
 
 // ids identifies the files a static version of real was read from; ok is
@@ -104,20 +79,22 @@ func (l *staticLookup) ids(real string) (bin, dpkg fileID, ok bool) {
 	return bin, dpkg, true
 }
 
-// get returns the cached version of key if the files are unchanged.
-func (c *FileCache) get(key string, bin, dpkg fileID) (staticVersion, bool) {
+// get returns the value cached under key if it was read from files
+// with the identities given, in order.
+func (c *FileCache) get(key string, files ...fileID) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[key]
-	if !ok || e.bin != bin || e.dpkg != dpkg {
-		return staticVersion{}, false
+	if !ok || !slices.Equal(e.files, files) {
+		return nil, false
 	}
 	c.hits++
-	return e.sv, true
+	return e.value, true
 }
 
-func (c *FileCache) put(key string, bin, dpkg fileID, sv staticVersion) {
+// put caches value, read from files with the identities given.
+func (c *FileCache) put(key string, value any, files ...fileID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m[key] = versionEntry{bin: bin, dpkg: dpkg, sv: sv}
+	c.m[key] = cacheEntry{files: files, value: value}
 }

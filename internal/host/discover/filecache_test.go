@@ -109,9 +109,9 @@ func TestFileCacheInvalidation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewFileCache()
-			c.put("k", v1, dpkg, sv)
+			c.put("k", sv, v1, dpkg)
 			got, ok := c.get("k", tc.bin, tc.dpkg)
-			if ok != tc.hit || (ok && got != sv) {
+			if ok != tc.hit || (ok && got.(staticVersion) != sv) {
 				t.Errorf("get: %+v %v, want hit %v", got, ok, tc.hit)
 			}
 		})
@@ -154,7 +154,7 @@ func TestFileCachePCINames(t *testing.T) {
 	f1, f2 := fileID{ino: 1, size: 10}, fileID{ino: 2, size: 10}
 	n := pciids.Names{Vendors: map[string]string{"1af4": "Red Hat, Inc."}}
 	c = NewFileCache()
-	c.putPCINames(pciKey("p", []pciids.ID{a, b}), f1, n)
+	c.put(pciKey("p", []pciids.ID{a, b}), n, f1)
 	for _, tc := range []struct {
 		name string
 		want []pciids.ID
@@ -167,8 +167,8 @@ func TestFileCachePCINames(t *testing.T) {
 		{"another set", []pciids.ID{a}, f1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := c.pciNames(pciKey("p", tc.want), tc.file)
-			if ok != tc.hit || (ok && got.Vendor("1af4") != "Red Hat, Inc.") {
+			got, ok := c.get(pciKey("p", tc.want), tc.file)
+			if ok != tc.hit || (ok && got.(pciids.Names).Vendor("1af4") != "Red Hat, Inc.") {
 				t.Errorf("got %+v %v, want hit %v", got, ok, tc.hit)
 			}
 		})

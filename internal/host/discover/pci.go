@@ -496,15 +496,15 @@ func (s *session) resolvePCI(r io.Reader, src string, want []pciids.ID) pciids.N
 	var key string
 	var file fileID
 	cacheable := false
-	if c := s.opt.Cache; c != nil {
-		if st, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
-			if fi, err := st.Stat(); err == nil {
-				file, cacheable = identify(fi)
-			}
+	if st, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok && s.opt.Cache != nil {
+		if fi, err := st.Stat(); err == nil {
+			file, cacheable = identify(fi)
 		}
+	}
+	if cacheable {
 		key = pciKey(src, want)
-		if n, ok := c.pciNames(key, file); cacheable && ok {
-			return n
+		if v, ok := s.opt.Cache.get(key, file); ok {
+			return v.(pciids.Names)
 		}
 	}
 	names, err := pciids.Resolve(r, want)
@@ -513,7 +513,7 @@ func (s *session) resolvePCI(r io.Reader, src string, want []pciids.ID) pciids.N
 		return names
 	}
 	if cacheable {
-		s.opt.Cache.putPCINames(key, file, names)
+		s.opt.Cache.put(key, names, file)
 	}
 	return names
 }
