@@ -13,12 +13,13 @@ import (
 // FileCache keeps what discovery read from files that rarely change
 // across the discoveries of a long-running process (the agent, every
 // interval), so that a quiet interval does not search QEMU's read-only
-// data, parse the package database or scan pci.ids again: the versions
-// static sources gave for the host's binaries, and the names of its PCI
-// devices. An entry answers only while the files it was read from are
-// the very same (device, inode, size, modification and change time): an
-// upgrade, which replaces or rewrites one, reads it again. Safe for
-// concurrent discoveries.
+// data, parse the package database, scan pci.ids or decompress the
+// kernel config again: the versions static sources gave for the host's
+// binaries, the names of its PCI devices and the kernel config. An entry
+// answers only while the files it was read from are the very same
+// (device, inode, size, modification and change time): an upgrade, which
+// replaces or rewrites one, reads it again. Safe for concurrent
+// discoveries.
 type FileCache struct {
 	mu sync.Mutex
 	m  map[string]cacheEntry
@@ -97,4 +98,32 @@ func (c *FileCache) put(key string, value any, files ...fileID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m[key] = cacheEntry{files: files, value: value}
+}
+
+// cachedFrom returns what read gives for the file at p: from s's cache,
+// under key, while that file is the very one it was read from. With no
+// cache, or a file that cannot be told apart, it reads every time. The
+// identity is taken before reading, so a file replaced in between is read
+// again next time rather than kept under its new identity.
+func cachedFrom[T any](s *session, p, key string, read func() (T, error)) (T, error) {
+	c := s.opt.Cache
+	if c == nil {
+		return read()
+	}
+	fi, err := fs.Stat(s.root.FS(), p)
+	if err != nil {
+		return read()
+	}
+	id, ok := identify(fi)
+	if !ok {
+		return read()
+	}
+	if v, ok := c.get(key, id); ok {
+		return v.(T), nil
+	}
+	v, err := read()
+	if err == nil {
+		c.put(key, v, id)
+	}
+	return v, err
 }

@@ -1,7 +1,9 @@
 package discover
 
 import (
+	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +13,7 @@ import (
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/host/pciids"
+	"berth.dev/berth/internal/testkit/treetest"
 )
 
 // TestFileCacheLive discovers this machine's root twice with one
@@ -37,14 +40,21 @@ func TestFileCacheLive(t *testing.T) {
 	if c.hits != 0 {
 		t.Fatalf("first run: %d cache hits, want 0", c.hits)
 	}
-	// And one for the PCI names, where the machine has named devices.
+	// And one for the PCI names, where the machine has named devices, and
+	// one for the kernel config, where it has one.
 	want := static
 	if slices.ContainsFunc(first.PCI, func(d facts.PCIDevice) bool { return d.VendorName != "" }) {
 		want++
 	}
+	if first.Kernel.ConfigSource != "" {
+		want++
+	}
 	second := Run(ctx, root, Options{Cache: c})
 	if c.hits != want {
-		t.Errorf("second run: %d cache hits, want one per static version (%d) and the PCI names", c.hits, static)
+		t.Errorf("second run: %d cache hits, want one per static version (%d), the PCI names and the kernel config", c.hits, static)
+	}
+	if !maps.Equal(first.Kernel.Config, second.Kernel.Config) {
+		t.Errorf("kernel config: %v from the file, %v from the cache", first.Kernel.Config, second.Kernel.Config)
 	}
 	if len(second.Binaries) != len(first.Binaries) {
 		t.Fatalf("binaries: %d then %d", len(first.Binaries), len(second.Binaries))
@@ -141,8 +151,8 @@ func TestFileCachePCINames(t *testing.T) {
 		t.Fatalf("first run: %d devices named, %d cache hits; want some named from the file and no hit", named, c.hits)
 	}
 	second := Run(ctx, root, Options{Cache: c})
-	if c.hits != 1 {
-		t.Errorf("second run: %d cache hits, want 1 (the PCI names)", c.hits)
+	if c.hits != 2 {
+		t.Errorf("second run: %d cache hits, want 2 (the PCI names and proc/config.gz)", c.hits)
 	}
 	for i, d := range second.PCI {
 		if a := first.PCI[i]; a.VendorName != d.VendorName || a.DeviceName != d.DeviceName {
@@ -172,5 +182,71 @@ func TestFileCachePCINames(t *testing.T) {
 				t.Errorf("got %+v %v, want hit %v", got, ok, tc.hit)
 			}
 		})
+	}
+}
+
+// TestFileCacheKernelConfig discovers a copy of the AKS fixture host
+// (boot/config-<release>) with one cache: the config is kept while the
+// file is the same, read again once it is rewritten or replaced, and the
+// Facts of one run cannot change what the next one is given.
+func TestFileCacheKernelConfig(t *testing.T) {
+	dir := t.TempDir()
+	treetest.Copy(t, filepath.Join("..", "..", "..", "testdata", "hosts", "aks-hyperv-nested"), dir)
+	root, err := hostfs.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "boot", "config-5.15.0-1079-azure")
+	orig, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewFileCache()
+	ctx := context.Background()
+	kvm := func() string {
+		t.Helper()
+		before := c.hits
+		f := Run(ctx, root, Options{Cache: c})
+		if f.Kernel.ConfigSource != "boot/config-5.15.0-1079-azure" {
+			t.Fatalf("config source %q", f.Kernel.ConfigSource)
+		}
+		v := f.Kernel.Config["KVM"]
+		f.Kernel.Config["KVM"] = "spoilt" // a consumer's change stays in its Facts
+		if c.hits-before > 1 {
+			t.Fatalf("%d hits in one run, want at most 1", c.hits-before)
+		}
+		return v + map[bool]string{true: " (cached)", false: ""}[c.hits > before]
+	}
+	rewrite := func(from, to string) {
+		t.Helper()
+		time.Sleep(10 * time.Millisecond) // a new mtime even on coarse clocks
+		b := bytes.Replace(orig, []byte(from), []byte(to), 1)
+		if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func()
+		want   string
+	}{
+		{"first read", func() {}, "m"},
+		{"same file", func() {}, "m (cached)"},
+		{"rewritten in place, same size", func() { rewrite("CONFIG_KVM=m", "CONFIG_KVM=y") }, "y"},
+		{"unchanged since", func() {}, "y (cached)"},
+		{"replaced", func() {
+			tmp := cfgPath + ".new"
+			if err := os.WriteFile(tmp, orig, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, cfgPath); err != nil {
+				t.Fatal(err)
+			}
+		}, "m"},
+	} {
+		tc.change()
+		if got := kvm(); got != tc.want {
+			t.Errorf("%s: CONFIG_KVM %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

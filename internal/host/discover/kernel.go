@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -227,25 +228,32 @@ func (s *session) kernelConfig(k *facts.Kernel, release string) {
 	}
 	var reasons []string
 	for _, p := range cands {
-		b, err := s.root.FS().ReadFile(p)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
+		var parseErr error
+		cfg, err := cachedFrom(s, p, "kernelconfig\x00"+p, func() (map[string]string, error) {
+			b, err := s.root.FS().ReadFile(p)
+			if err != nil {
+				return nil, err
 			}
+			var cfg map[string]string
+			if strings.HasSuffix(p, ".gz") {
+				cfg, parseErr = parseKernelConfigGzip(b)
+			} else {
+				cfg, parseErr = parseKernelConfig(b)
+			}
+			return cfg, parseErr
+		})
+		switch {
+		case parseErr != nil:
+			reasons = append(reasons, parseReason(p, parseErr))
+			continue
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
 			reasons = append(reasons, ReadReason(p, err))
 			continue
 		}
-		var cfg map[string]string
-		if strings.HasSuffix(p, ".gz") {
-			cfg, err = parseKernelConfigGzip(b)
-		} else {
-			cfg, err = parseKernelConfig(b)
-		}
-		if err != nil {
-			reasons = append(reasons, parseReason(p, err))
-			continue
-		}
-		k.Config, k.ConfigSource = cfg, p
+		// A copy: the cached map outlives these Facts.
+		k.Config, k.ConfigSource = maps.Clone(cfg), p
 		return
 	}
 	if len(reasons) == 0 {
