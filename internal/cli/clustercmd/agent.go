@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -130,11 +129,6 @@ func runAgent(cmd *cobra.Command, g *cli.Globals, fl agentFlags) error {
 	}
 	m := agent.NewMetrics()
 	agent.CountRequests(cfg, func(method string) { m.APIRequests.WithLabelValues(method).Inc() })
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-
 	root, cleanup, err := g.OpenRoot()
 	defer cleanup()
 	if err != nil {
@@ -156,7 +150,7 @@ func runAgent(cmd *cobra.Command, g *cli.Globals, fl agentFlags) error {
 		KataDeployLabels: fl.kataDeployLabels,
 		Log:              log,
 		Metrics:          m,
-	}, dyn)
+	}, cfg)
 	if err != nil {
 		return cli.UsageErr(err)
 	}

@@ -156,9 +156,7 @@ func TestClusterEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := env.AsAgent("genoa-1")
-		dyn, _ := dynamic.NewForConfig(cfg)
-		a, err := agent.New(agent.Config{NodeName: "tdx-1", Evaluate: agent.Evaluator(root, discover.Options{}, nil)}, dyn)
+		a, err := agent.New(agent.Config{NodeName: "tdx-1", Evaluate: agent.Evaluator(root, discover.Options{}, nil)}, env.AsAgent("genoa-1"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,6 +30,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/cluster/nodelabels"
@@ -65,23 +68,28 @@ type Config struct {
 }
 
 // nodes is the Node resource. The agent reaches Nodes through the dynamic
-// client like its NodeReports: the typed clientset would register every
-// Kubernetes API group at start-up, which costs every berth command
-// (berth facts, berth check) milliseconds and megabytes.
+// and metadata clients like its NodeReports: the typed clientset would
+// register every Kubernetes API group at start-up, which costs every berth
+// command (berth facts, berth check) milliseconds and megabytes.
 var nodes = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 
 // Agent publishes one node's report. Build it with New.
 type Agent struct {
 	cfg Config
 	dyn dynamic.Interface
+	// meta reads the Node: only its metadata (labels, annotations, UID,
+	// managed fields) is used, and a real Node's status (its image list
+	// alone is kilobytes) is neither sent nor decoded every interval.
+	meta metadata.Interface
 
 	mu        sync.Mutex
 	published string // content hash of the last verified or written report
 	ready     bool
 }
 
-// New returns an agent using the given client.
-func New(cfg Config, dyn dynamic.Interface) (*Agent, error) {
+// New returns an agent that reaches the API server with kc; its clients
+// share one connection.
+func New(cfg Config, kc *rest.Config) (*Agent, error) {
 	if cfg.NodeName == "" {
 		return nil, errors.New("agent: no node name (--node-name or NODE_NAME)")
 	}
@@ -106,7 +114,31 @@ func New(cfg Config, dyn dynamic.Interface) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{cfg: cfg, dyn: dyn}, nil
+	// One request budget (QPS and burst) for both clients, as for one.
+	kc = rest.CopyConfig(kc)
+	if kc.RateLimiter == nil {
+		qps, burst := kc.QPS, kc.Burst
+		if qps == 0 {
+			qps = rest.DefaultQPS
+		}
+		if burst == 0 {
+			burst = rest.DefaultBurst
+		}
+		kc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+	}
+	hc, err := rest.HTTPClientFor(kc)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(kc, hc)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	meta, err := metadata.NewForConfigAndClient(kc, hc)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes metadata client: %w", err)
+	}
+	return &Agent{cfg: cfg, dyn: dyn, meta: meta}, nil
 }
 
 // Ready reports whether the last publish (write or verification) succeeded.
@@ -247,14 +279,11 @@ func (a *Agent) sync(ctx context.Context, d *desired) error {
 // report it verified or wrote.
 func (a *Agent) syncOnce(ctx context.Context, d *desired) (string, error) {
 	name := a.cfg.NodeName
-	u, err := a.dyn.Resource(nodes).Get(ctx, name, metav1.GetOptions{})
+	m, err := a.meta.Resource(nodes).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("reading node %s: %w", name, err)
 	}
-	node := &corev1.Node{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, node); err != nil {
-		return "", fmt.Errorf("decoding node %s: %w", name, err)
-	}
+	node := &corev1.Node{ObjectMeta: m.ObjectMeta}
 	report := nodereport.WithInstall(d.report, a.installStatus(node))
 	if nodelabels.Differ(node.Labels, d.labels, nodelabels.Owned(node, v1alpha1.FieldManager), isOwnLabel) {
 		labels := make(map[string]any, len(d.labels))

@@ -121,10 +121,6 @@ func newSim(t testing.TB, cfg *rest.Config, node, host string, tune func(*Config
 			s.writes.Add(1)
 		}
 	})
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := Config{
 		NodeName: node, Version: "v0.0.0-test",
 		Evaluate: func(context.Context) (preflight.Result, error) { return *s.result.Load(), nil },
@@ -135,7 +131,8 @@ func newSim(t testing.TB, cfg *rest.Config, node, host string, tune func(*Config
 	if tune != nil {
 		tune(&c)
 	}
-	s.a, err = New(c, dyn)
+	var err error
+	s.a, err = New(c, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,23 +2,13 @@ package discover
 
 import (
 	"context"
-	"syscall"
 	"testing"
-	"time"
 
 	"berth.dev/berth/bench/benchhost"
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit/testproc"
 )
-
-// cpuTime is the CPU time the process has used so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // generatedHost writes spec's host root into a temporary directory.
 func generatedHost(b *testing.B, spec benchhost.Spec) (string, benchhost.Summary) {
@@ -46,7 +36,7 @@ func BenchmarkPCIGeneratedHost(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
-			cpu0 := cpuTime(b)
+			cpu0 := testproc.CPUTime(b)
 			for b.Loop() {
 				s := &session{root: root}
 				var f facts.Facts
@@ -59,7 +49,7 @@ func BenchmarkPCIGeneratedHost(b *testing.B) {
 			// CPU time (user and system, all threads) per function: what
 			// wall time would be on an idle machine with one core, and
 			// unlike wall time hardly moved by other load.
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/per, "cpu-ns/function")
+			b.ReportMetric(float64((testproc.CPUTime(b)-cpu0).Nanoseconds())/per, "cpu-ns/function")
 		})
 	}
 }
@@ -108,7 +98,7 @@ func BenchmarkStaticVersionGeneratedHost(b *testing.B) {
 		return binarySpec{}
 	}
 	b.ReportAllocs()
-	cpu0 := cpuTime(b)
+	cpu0 := testproc.CPUTime(b)
 	for b.Loop() {
 		l := newStaticLookup(&session{root: root}, specs)
 		for p, w := range want {
@@ -118,7 +108,7 @@ func BenchmarkStaticVersionGeneratedHost(b *testing.B) {
 			}
 		}
 	}
-	b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((testproc.CPUTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkDiscoverLive runs the whole discovery on this machine's root,
@@ -143,11 +133,11 @@ func BenchmarkDiscoverLive(b *testing.B) {
 				Run(context.Background(), root, opt)
 			}
 			b.ReportAllocs()
-			cpu0 := cpuTime(b)
+			cpu0 := testproc.CPUTime(b)
 			for b.Loop() {
 				Run(context.Background(), root, opt)
 			}
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64((testproc.CPUTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit/testproc"
 )
 
 func TestFilterBootLog(t *testing.T) {
@@ -113,11 +114,11 @@ func BenchmarkFilterBootLog(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(s)))
 			b.ReportAllocs()
-			cpu0 := cpuTime(b)
+			cpu0 := testproc.CPUTime(b)
 			for b.Loop() {
 				bc.filter(s)
 			}
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64((testproc.CPUTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -4,26 +4,16 @@ package refvalues
 
 import (
 	"bytes"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// cpuTime is the CPU time this process has used. The benchmarks report it
-// next to wall time because the shared CI machine is often overloaded and
-// wall time then says more about the neighbours than about this code.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+	"berth.dev/berth/internal/testkit/testproc"
+)
 
 // report adds wall and CPU milliseconds per operation.
 func report(b *testing.B, start time.Time, cpu0 time.Duration) {
 	b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/op")
-	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64((testproc.CPUTime(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkSNPDigest measures the whole SNP computation the CLI does for a
@@ -39,7 +29,7 @@ func BenchmarkSNPDigest(b *testing.B) {
 		line ProductLine
 	}{{"genoa", Genoa}, {"all-product-lines", ""}} {
 		b.Run(tc.name, func(b *testing.B) {
-			start, cpu0 := time.Now(), cpuTime(b)
+			start, cpu0 := time.Now(), testproc.CPUTime(b)
 			for b.Loop() {
 				_, err := SNP(SNPRequest{
 					Firmware: Reader("fw", bytes.NewReader(fw)),
@@ -61,7 +51,7 @@ func BenchmarkSNPDigest(b *testing.B) {
 // Budget: 50 ms.
 func BenchmarkMRTD(b *testing.B) {
 	fw := readTestdata(b, "OVMF.inteltdx.ms.fd")
-	start, cpu0 := time.Now(), cpuTime(b)
+	start, cpu0 := time.Now(), testproc.CPUTime(b)
 	for b.Loop() {
 		if _, err := TDX(TDXRequest{Firmware: Reader("fw", bytes.NewReader(fw))}); err != nil {
 			b.Fatal(err)
