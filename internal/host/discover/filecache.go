@@ -23,8 +23,10 @@ import (
 type FileCache struct {
 	mu sync.Mutex
 	m  map[string]cacheEntry
-	// hits counts the answers given from the cache, for tests.
-	hits int
+	// hits counts the answers given from the cache by kind (what keys
+	// start with: "version", "pci", "kernelconfig", "modparams"), for
+	// tests.
+	hits map[string]int
 }
 
 // cacheEntry is a value read from files, with the identities they had.
@@ -35,7 +37,7 @@ type cacheEntry struct {
 
 // NewFileCache returns an empty cache.
 func NewFileCache() *FileCache {
-	return &FileCache{m: map[string]cacheEntry{}}
+	return &FileCache{m: map[string]cacheEntry{}, hits: map[string]int{}}
 }
 
 // pciKey names a set of device IDs looked up in the pci.ids at src.
@@ -89,7 +91,8 @@ func (c *FileCache) get(key string, files ...fileID) (any, bool) {
 	if !ok || !slices.Equal(e.files, files) {
 		return nil, false
 	}
-	c.hits++
+	kind, _, _ := strings.Cut(key, "\x00")
+	c.hits[kind]++
 	return e.value, true
 }
 

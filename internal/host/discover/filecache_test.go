@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -37,21 +38,30 @@ func TestFileCacheLive(t *testing.T) {
 	if static == 0 {
 		t.Fatalf("no binary's version came from a static source on this machine (CI installs containerd): %+v", first.Binaries)
 	}
-	if c.hits != 0 {
-		t.Fatalf("first run: %d cache hits, want 0", c.hits)
+	if len(c.hits) != 0 {
+		t.Fatalf("first run: cache hits %v, want none", c.hits)
 	}
-	// And one for the PCI names, where the machine has named devices, and
-	// one for the kernel config, where it has one.
-	want := static
+	// One hit per static version, for the PCI names where the machine has
+	// named devices, for the kernel config where it has one, and per
+	// module with parameters (all settled on a running system).
+	want := map[string]int{"version": static}
 	if slices.ContainsFunc(first.PCI, func(d facts.PCIDevice) bool { return d.VendorName != "" }) {
-		want++
+		want["pci"] = 1
 	}
 	if first.Kernel.ConfigSource != "" {
-		want++
+		want["kernelconfig"] = 1
+	}
+	for _, m := range first.Kernel.Modules {
+		if len(m.Params) > 0 {
+			want["modparams"]++
+		}
 	}
 	second := Run(ctx, root, Options{Cache: c})
-	if c.hits != want {
-		t.Errorf("second run: %d cache hits, want one per static version (%d), the PCI names and the kernel config", c.hits, static)
+	if !maps.Equal(c.hits, want) {
+		t.Errorf("second run: cache hits %v, want %v", c.hits, want)
+	}
+	if !reflect.DeepEqual(first.Kernel.Modules, second.Kernel.Modules) {
+		t.Errorf("kernel modules: %+v from the files, %+v with the cache", first.Kernel.Modules, second.Kernel.Modules)
 	}
 	if !maps.Equal(first.Kernel.Config, second.Kernel.Config) {
 		t.Errorf("kernel config: %v from the file, %v from the cache", first.Kernel.Config, second.Kernel.Config)
@@ -147,12 +157,12 @@ func TestFileCachePCINames(t *testing.T) {
 			named++
 		}
 	}
-	if named == 0 || c.hits != 0 {
-		t.Fatalf("first run: %d devices named, %d cache hits; want some named from the file and no hit", named, c.hits)
+	if named == 0 || len(c.hits) != 0 {
+		t.Fatalf("first run: %d devices named, cache hits %v; want some named from the file and no hit", named, c.hits)
 	}
 	second := Run(ctx, root, Options{Cache: c})
-	if c.hits != 2 {
-		t.Errorf("second run: %d cache hits, want 2 (the PCI names and proc/config.gz)", c.hits)
+	if c.hits["pci"] != 1 || c.hits["kernelconfig"] != 1 {
+		t.Errorf("second run: cache hits %v, want 1 for the PCI names and 1 for proc/config.gz", c.hits)
 	}
 	for i, d := range second.PCI {
 		if a := first.PCI[i]; a.VendorName != d.VendorName || a.DeviceName != d.DeviceName {
@@ -205,17 +215,17 @@ func TestFileCacheKernelConfig(t *testing.T) {
 	ctx := context.Background()
 	kvm := func() string {
 		t.Helper()
-		before := c.hits
+		before := c.hits["kernelconfig"]
 		f := Run(ctx, root, Options{Cache: c})
 		if f.Kernel.ConfigSource != "boot/config-5.15.0-1079-azure" {
 			t.Fatalf("config source %q", f.Kernel.ConfigSource)
 		}
 		v := f.Kernel.Config["KVM"]
 		f.Kernel.Config["KVM"] = "spoilt" // a consumer's change stays in its Facts
-		if c.hits-before > 1 {
-			t.Fatalf("%d hits in one run, want at most 1", c.hits-before)
+		if c.hits["kernelconfig"]-before > 1 {
+			t.Fatalf("%d hits in one run, want at most 1", c.hits["kernelconfig"]-before)
 		}
-		return v + map[bool]string{true: " (cached)", false: ""}[c.hits > before]
+		return v + map[bool]string{true: " (cached)", false: ""}[c.hits["kernelconfig"] > before]
 	}
 	rewrite := func(from, to string) {
 		t.Helper()
@@ -247,6 +257,78 @@ func TestFileCacheKernelConfig(t *testing.T) {
 		tc.change()
 		if got := kvm(); got != tc.want {
 			t.Errorf("%s: CONFIG_KVM %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestFileCacheModuleParams discovers a copy of the SNP host (kvm_amd Live
+// in proc/modules) with one cache. A read-only parameter (sev_snp, 0444
+// as the kernel makes it) is kept while the module's parameters directory
+// is the same one; a writable one (nested, 0644) is read every time; a
+// module reloaded (a new directory) or still loading is read again.
+func TestFileCacheModuleParams(t *testing.T) {
+	dir := t.TempDir()
+	treetest.Copy(t, filepath.Join("..", "..", "..", "testdata", "hosts", "snp-genoa-k3s-ready"), dir)
+	root, err := hostfs.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := filepath.Join(dir, "sys", "module", "kvm_amd", "parameters")
+	write := func(rel, v string, mode os.FileMode) {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snp, nested := "sys/module/kvm_amd/parameters/sev_snp", "sys/module/kvm_amd/parameters/nested"
+	write(snp, "Y", 0o444)
+	modules, err := os.ReadFile(filepath.Join(dir, "proc", "modules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewFileCache()
+	ctx := context.Background()
+	got := func() string {
+		t.Helper()
+		p := Run(ctx, root, Options{Cache: c}).Kernel.Modules["kvm_amd"].Params
+		return "sev_snp=" + p["sev_snp"] + " nested=" + p["nested"]
+	}
+	for _, tc := range []struct {
+		name   string
+		change func()
+		want   string
+	}{
+		{"first read", func() {}, "sev_snp=Y nested=1"},
+		{"both rewritten: the read-only one is kept", func() { write(snp, "N", 0o444); write(nested, "0", 0o644) }, "sev_snp=Y nested=0"},
+		{"module reloaded: a new directory", func() {
+			old := params + ".old"
+			if err := os.Rename(params, old); err != nil {
+				t.Fatal(err)
+			}
+			treetest.Copy(t, old, params)
+			if err := os.RemoveAll(old); err != nil {
+				t.Fatal(err)
+			}
+		}, "sev_snp=N nested=0"},
+		{"module loading: not kept", func() {
+			b := bytes.Replace(modules, []byte("kvm_amd 245760 0 - Live"), []byte("kvm_amd 245760 0 - Loading"), 1)
+			if err := os.WriteFile(filepath.Join(dir, "proc", "modules"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			write(snp, "Y", 0o444)
+		}, "sev_snp=Y nested=0"},
+		{"still loading", func() { write(snp, "N", 0o444) }, "sev_snp=N nested=0"},
+	} {
+		tc.change()
+		if g := got(); g != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, g, tc.want)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func runKernel(_ context.Context, s *session, f *facts.Facts) {
 // kernelModules fills k.Modules from proc/modules, modules.builtin and
 // sys/module.
 func (s *session) kernelModules(k *facts.Kernel, release string, relOK bool) {
-	var loaded map[string]bool
+	var loaded map[string]string // name: state
 	if b, ok := s.readFile("kernel.modules", "proc/modules"); ok {
 		var err error
 		if loaded, err = parseProcModules(b); err != nil {
@@ -100,7 +100,8 @@ func (s *session) kernelModules(k *facts.Kernel, release string, relOK bool) {
 	mods := map[string]facts.Module{}
 	for _, name := range modulesOfInterest {
 		var m facts.Module
-		m.Loaded = loaded[name]
+		state, isLoaded := loaded[name]
+		m.Loaded = isLoaded
 		m.Builtin = builtin[name]
 		dir := "sys/module/" + name
 		if inSys(name) {
@@ -111,7 +112,12 @@ func (s *session) kernelModules(k *facts.Kernel, release string, relOK bool) {
 			} else if loaded == nil && s.exists(dir+"/initstate") {
 				m.Loaded = true
 			}
-			m.Params = s.moduleParams(name)
+			// Read-only parameters are fixed once a module has finished
+			// initialising (a built-in one before userspace starts); a
+			// module still loading may yet change them (kvm_amd turns
+			// sev off when the firmware refuses).
+			settled := state == "Live" || (m.Builtin && !isLoaded)
+			m.Params = s.moduleParams(name, settled)
 		}
 		if m.Present() {
 			mods[name] = m
@@ -123,31 +129,85 @@ func (s *session) kernelModules(k *facts.Kernel, release string, relOK bool) {
 }
 
 // moduleParams reads sys/module/<m>/parameters/*; unreadable parameters
-// (some are write-only) are skipped.
-func (s *session) moduleParams(name string) map[string]string {
+// (some are write-only) are skipped. For a settled module with a cache,
+// the read-only parameters are kept while the directory is the same one
+// (a module reloaded gets a new one), and only the writable ones, which
+// an administrator may change at any time, are read again.
+func (s *session) moduleParams(name string, settled bool) map[string]string {
 	dir := "sys/module/" + name + "/parameters"
+	key := "modparams\x00" + dir
+	var id fileID
+	cacheable := false
+	if settled && s.opt.Cache != nil {
+		if fi, err := fs.Stat(s.root.FS(), dir); err == nil {
+			id, cacheable = identify(fi)
+		}
+	}
+	if cacheable {
+		if v, ok := s.opt.Cache.get(key, id); ok {
+			set := v.(paramSet)
+			params := maps.Clone(set.fixed)
+			if len(set.writable) > 0 {
+				s.readParams(dir, set.writable, params)
+			}
+			return nonEmpty(params)
+		}
+	}
 	ents, err := s.root.FS().ReadDir(dir)
 	if err != nil {
 		return nil
 	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	params := map[string]string{}
+	s.readParams(dir, names, params)
+	if cacheable {
+		set := paramSet{fixed: map[string]string{}}
+		for _, e := range ents {
+			fi, err := e.Info()
+			// What could not be read or typed is read again next time.
+			switch v, ok := params[e.Name()]; {
+			case e.IsDir():
+			case ok && err == nil && fi.Mode().Perm()&0o222 == 0:
+				set.fixed[e.Name()] = v
+			default:
+				set.writable = append(set.writable, e.Name())
+			}
+		}
+		s.opt.Cache.put(key, set, id)
+	}
+	return nonEmpty(params)
+}
+
+// readParams reads the parameters names of dir into params.
+func (s *session) readParams(dir string, names []string, params map[string]string) {
 	// Read by name from the directory: kvm alone has 33 parameters.
 	h := hostfs.OpenDirHandle(s.root.FS(), dir)
 	defer h.Close()
-	params := map[string]string{}
-	for _, e := range ents {
-		if e.IsDir() {
-			continue
+	for _, n := range names {
+		if b, err := h.ReadFile(n); err == nil {
+			params[n] = parseModuleParam(b)
 		}
-		b, err := h.ReadFile(e.Name())
-		if err != nil {
-			continue
-		}
-		params[e.Name()] = parseModuleParam(b)
 	}
-	if len(params) == 0 {
+}
+
+// paramSet is what is kept of a module's parameters: the values of the
+// read-only ones, and the names of those read every time.
+type paramSet struct {
+	fixed    map[string]string
+	writable []string
+}
+
+// nonEmpty is m, or nil when it is empty (Facts leave it out).
+func nonEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
 		return nil
 	}
-	return params
+	return m
 }
 
 // parseModuleParam normalises a sysfs parameter value: trimmed, capped at
@@ -179,11 +239,12 @@ func ParamBool(v string) (bool, bool) {
 	return false, false
 }
 
-// parseProcModules returns the names of the loaded modules in proc/modules
-// ("name size refcount deps state offset"). A line with fewer than three
-// fields or a non-numeric size is an error naming the line.
-func parseProcModules(b []byte) (map[string]bool, error) {
-	loaded := map[string]bool{}
+// parseProcModules returns the loaded modules in proc/modules ("name size
+// refcount deps state offset") with their state (Live, Loading,
+// Unloading; empty on kernels that print none). A line with fewer than
+// three fields or a non-numeric size is an error naming the line.
+func parseProcModules(b []byte) (map[string]string, error) {
+	loaded := map[string]string{}
 	for n, line := range strings.Split(string(b), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) == 0 {
@@ -192,7 +253,11 @@ func parseProcModules(b []byte) (map[string]bool, error) {
 		if len(fields) < 3 || !allDigits(fields[1]) {
 			return nil, &lineError{line: n + 1, msg: "expected \"name size refcount ...\""}
 		}
-		loaded[fields[0]] = true
+		state := ""
+		if len(fields) >= 5 {
+			state = fields[4]
+		}
+		loaded[fields[0]] = state
 	}
 	return loaded, nil
 }
