@@ -200,12 +200,7 @@ func TestFileCachePCINames(t *testing.T) {
 // file is the same, read again once it is rewritten or replaced, and the
 // Facts of one run cannot change what the next one is given.
 func TestFileCacheKernelConfig(t *testing.T) {
-	dir := t.TempDir()
-	treetest.Copy(t, filepath.Join("..", "..", "..", "testdata", "hosts", "aks-hyperv-nested"), dir)
-	root, err := hostfs.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, root := hostCopy(t, "aks-hyperv-nested")
 	cfgPath := filepath.Join(dir, "boot", "config-5.15.0-1079-azure")
 	orig, err := os.ReadFile(cfgPath)
 	if err != nil {
@@ -267,12 +262,7 @@ func TestFileCacheKernelConfig(t *testing.T) {
 // is the same one; a writable one (nested, 0644) is read every time; a
 // module reloaded (a new directory) or still loading is read again.
 func TestFileCacheModuleParams(t *testing.T) {
-	dir := t.TempDir()
-	treetest.Copy(t, filepath.Join("..", "..", "..", "testdata", "hosts", "snp-genoa-k3s-ready"), dir)
-	root, err := hostfs.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, root := hostCopy(t, "snp-genoa-k3s-ready")
 	params := filepath.Join(dir, "sys", "module", "kvm_amd", "parameters")
 	write := func(rel, v string, mode os.FileMode) {
 		t.Helper()
@@ -331,4 +321,17 @@ func TestFileCacheModuleParams(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.name, g, tc.want)
 		}
 	}
+}
+
+// hostCopy copies the fixture host name to a temporary directory, for a
+// test that changes it, and opens it as a root.
+func hostCopy(t *testing.T, name string) (string, hostfs.Root) {
+	t.Helper()
+	dir := t.TempDir()
+	treetest.Copy(t, filepath.Join("..", "..", "..", "testdata", "hosts", name), dir)
+	root, err := hostfs.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, root
 }
