@@ -110,14 +110,7 @@ func (c *FileCache) put(key string, value any, files ...fileID) {
 // again next time rather than kept under its new identity.
 func cachedFrom[T any](s *session, p, key string, read func() (T, error)) (T, error) {
 	c := s.opt.Cache
-	if c == nil {
-		return read()
-	}
-	fi, err := fs.Stat(s.root.FS(), p)
-	if err != nil {
-		return read()
-	}
-	id, ok := identify(fi)
+	id, ok := s.cacheID(p)
 	if !ok {
 		return read()
 	}
@@ -129,4 +122,18 @@ func cachedFrom[T any](s *session, p, key string, read func() (T, error)) (T, er
 		c.put(key, v, id)
 	}
 	return v, err
+}
+
+// cacheID is the identity of the file (or directory) at p under which
+// s's cache keeps what was read from it; ok is false with no cache, or
+// when the file cannot be told apart from another version of it.
+func (s *session) cacheID(p string) (fileID, bool) {
+	if s.opt.Cache == nil {
+		return fileID{}, false
+	}
+	fi, err := fs.Stat(s.root.FS(), p)
+	if err != nil {
+		return fileID{}, false
+	}
+	return identify(fi)
 }

@@ -138,10 +138,8 @@ func (s *session) moduleParams(name string, settled bool) map[string]string {
 	key := "modparams\x00" + dir
 	var id fileID
 	cacheable := false
-	if settled && s.opt.Cache != nil {
-		if fi, err := fs.Stat(s.root.FS(), dir); err == nil {
-			id, cacheable = identify(fi)
-		}
+	if settled {
+		id, cacheable = s.cacheID(dir)
 	}
 	if cacheable {
 		if v, ok := s.opt.Cache.get(key, id); ok {
