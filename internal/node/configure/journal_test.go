@@ -1,0 +1,263 @@
+package configure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"berth.dev/berth/internal/host/runtimecfg"
+)
+
+// errDead is what a killed process would have done: nothing.
+var errDead = errors.New("killed")
+
+// dyingFS is an OSRoot whose process is killed at a named step: from then
+// on nothing it would write reaches the disk, as after a SIGKILL (no
+// deferred cleanup, no rollback), while reads still answer so that the
+// code runs on to its end.
+type dyingFS struct {
+	*OSRoot
+	dead bool
+}
+
+func (d *dyingFS) MkdirAll(name string, p fs.FileMode) error {
+	if d.dead {
+		return errDead
+	}
+	return d.OSRoot.MkdirAll(name, p)
+}
+
+func (d *dyingFS) OpenFile(name string, flag int, perm fs.FileMode) (WFile, error) {
+	if d.dead && flag != os.O_RDONLY {
+		return nil, errDead
+	}
+	return d.OSRoot.OpenFile(name, flag, perm)
+}
+
+func (d *dyingFS) Rename(o, n string) error {
+	if d.dead {
+		return errDead
+	}
+	return d.OSRoot.Rename(o, n)
+}
+
+func (d *dyingFS) Remove(name string) error {
+	if d.dead {
+		return errDead
+	}
+	return d.OSRoot.Remove(name)
+}
+
+// fakeContainerd loads its handlers from the root's main config and its
+// imports at each restart, as containerd does; broken makes its config
+// not load.
+type fakeContainerd struct {
+	root     string
+	loaded   []string
+	restarts int
+	broken   error
+}
+
+func (f *fakeContainerd) Name() string { return "containerd.service" }
+func (f *fakeContainerd) Restart(context.Context) error {
+	f.restarts++
+	l := runtimecfg.LoadContainerd(os.DirFS(f.root), "etc/containerd/config.toml", nil)
+	if l.Config == nil || len(l.Errors) > 0 {
+		f.loaded = nil
+		return fmt.Errorf("containerd failed: %v", l.Errors)
+	}
+	f.loaded = []string{"runc"}
+	for _, h := range l.Config.Handlers {
+		if h.Name != "runc" {
+			f.loaded = append(f.loaded, h.Name)
+		}
+	}
+	return nil
+}
+func (f *fakeContainerd) Handlers(context.Context) ([]string, error) {
+	if f.loaded == nil {
+		return nil, errors.New("not answering")
+	}
+	return slices.Clone(f.loaded), nil
+}
+func (f *fakeContainerd) Log(context.Context) string { return "" }
+func (f *fakeContainerd) LoadConfig(context.Context) (string, error) {
+	return "", f.broken
+}
+
+// noTemps fails when a temporary file or the journal is left in dir.
+func noLeftovers(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && (isBerthTemp(e.Name()) || strings.HasSuffix(p, IntentPath)) {
+			t.Errorf("left behind: %s", p)
+		}
+		return nil
+	})
+}
+
+// killCase is one command killed at each of its steps.
+type killCase struct {
+	plat, layout string
+	v            int
+	main         string
+	restart      bool
+}
+
+// TestKillAtEveryStep kills an apply and a remove (with and without a
+// restart) at every step they name, then checks that one ordinary run of
+// the same command converges to what a clean run leaves (the handler
+// live or gone in the runtime), with no temporary file or journal left,
+// and that a remove after any killed apply restores the original byte for
+// byte.
+func TestKillAtEveryStep(t *testing.T) {
+	cases := []killCase{
+		{"kubeadm-qemu-snp", "kubeadm", 2, v2Main, false},
+		{"kubeadm-qemu-none", "kubeadm", 2, v2Main, true},
+		{"kubeadm-qemu-none", "kubeadm", 3, "version = 3\n", true},
+		{"kubeadm-qemu-tdx", "kubeadm", 3, "version = 3\n", false},
+	}
+	kills := 0
+	for _, tc := range cases {
+		name := fmt.Sprintf("%s-v%d-restart=%v", tc.plat, tc.v, tc.restart)
+		t.Run(name, func(t *testing.T) {
+			r := render(t, tc.plat, tc.layout, tc.v)
+			setup := func(t *testing.T) (string, *dyingFS, *fakeContainerd) {
+				dir := t.TempDir()
+				put(t, dir, "etc/containerd/config.toml", tc.main)
+				rt := &fakeContainerd{root: dir}
+				if err := rt.Restart(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				return dir, &dyingFS{OSRoot: openRoot(t, dir)}, rt
+			}
+			apply := func(fsys FS, rt *fakeContainerd, opts ...Option) (*Result, error) {
+				if !tc.restart {
+					return Apply(fsys, r, opts...)
+				}
+				res, err := ApplyLive(context.Background(), fsys, r, rt, opts...)
+				if res == nil {
+					return nil, err
+				}
+				return res.Result, err
+			}
+			remove := func(fsys FS, rt *fakeContainerd, opts ...Option) (*Result, error) {
+				if !tc.restart {
+					return Remove(fsys, r.Handler, opts...)
+				}
+				res, err := RemoveLive(context.Background(), fsys, r.Handler, rt, opts...)
+				if res == nil {
+					return nil, err
+				}
+				return res.Result, err
+			}
+			// A clean run: its steps, and the trees it leaves.
+			dir, fsys, rt := setup(t)
+			orig := contents(readTree(t, dir))
+			var applySteps, removeSteps []string
+			if _, err := apply(fsys, rt, WithStep(func(s string) { applySteps = append(applySteps, s) })); err != nil {
+				t.Fatal(err)
+			}
+			applied := contents(readTree(t, dir))
+			if tc.restart && !slices.Contains(rt.loaded, r.Handler) {
+				t.Fatalf("clean apply: runtime has %v", rt.loaded)
+			}
+			if _, err := remove(fsys, rt, WithStep(func(s string) { removeSteps = append(removeSteps, s) })); err != nil {
+				t.Fatal(err)
+			}
+			if got := contents(readTree(t, dir)); !maps.Equal(got, orig) {
+				t.Fatalf("clean remove did not restore the original:\n%v", got)
+			}
+			t.Logf("apply steps %q, remove steps %q", applySteps, removeSteps)
+
+			for _, step := range applySteps {
+				t.Run("apply killed at "+step, func(t *testing.T) {
+					for _, then := range []string{"apply", "remove"} {
+						dir, fsys, rt := setup(t)
+						apply(fsys, rt, WithStep(func(s string) {
+							if s == step {
+								fsys.dead = true
+							}
+						}))
+						kills++
+						fsys.dead = false
+						switch then {
+						case "apply":
+							if _, err := apply(fsys, rt); err != nil {
+								t.Fatalf("the next apply: %v", err)
+							}
+							if got := contents(readTree(t, dir)); !maps.Equal(got, applied) {
+								t.Errorf("the next apply left a different tree:\n%s", treeDiff(got, applied))
+							}
+							if tc.restart && !slices.Contains(rt.loaded, r.Handler) {
+								t.Errorf("the next apply left the runtime with %v", rt.loaded)
+							}
+						case "remove":
+							if _, err := remove(fsys, rt); err != nil {
+								t.Fatalf("a remove after the kill: %v", err)
+							}
+							if got := contents(readTree(t, dir)); !maps.Equal(got, orig) {
+								t.Errorf("remove after the kill left a tree other than the original:\n%s", treeDiff(got, orig))
+							}
+							if tc.restart && slices.Contains(rt.loaded, r.Handler) {
+								t.Errorf("remove left the runtime with %v", rt.loaded)
+							}
+						}
+						noLeftovers(t, dir)
+					}
+				})
+			}
+			for _, step := range removeSteps {
+				t.Run("remove killed at "+step, func(t *testing.T) {
+					dir, fsys, rt := setup(t)
+					if _, err := apply(fsys, rt); err != nil {
+						t.Fatal(err)
+					}
+					remove(fsys, rt, WithStep(func(s string) {
+						if s == step {
+							fsys.dead = true
+						}
+					}))
+					kills++
+					fsys.dead = false
+					if _, err := remove(fsys, rt); err != nil {
+						t.Fatalf("the next remove: %v", err)
+					}
+					if got := contents(readTree(t, dir)); !maps.Equal(got, orig) {
+						t.Errorf("the next remove left a tree other than the original:\n%s", treeDiff(got, orig))
+					}
+					if tc.restart && slices.Contains(rt.loaded, r.Handler) {
+						t.Errorf("the next remove left the runtime with %v", rt.loaded)
+					}
+					noLeftovers(t, dir)
+				})
+			}
+		})
+	}
+	t.Logf("%d kills", kills)
+}
+
+// treeDiff lists the files that differ between two trees.
+func treeDiff(got, want map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if w, ok := want[k]; !ok {
+			fmt.Fprintf(&b, "  extra %s\n", k)
+		} else if w != got[k] {
+			fmt.Fprintf(&b, "  differs %s:\n%s\n  want:\n%s\n", k, got[k], w)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if _, ok := got[k]; !ok {
+			fmt.Fprintf(&b, "  missing %s\n", k)
+		}
+	}
+	return b.String()
+}
