@@ -257,6 +257,9 @@ func planErr(err error, p platform.Platform, custom *platform.Layout) error {
 	var nr *configure.NotReadyError
 	var te *configure.TargetError
 	switch {
+	case errors.As(err, &nr) && nr.Unforceable():
+		return &exitError{code: ExitNotReady, err: errors.New(nr.Error() +
+			"\n(berth check --platform " + p.String() + " explains each; --force does not override a runtime configuration that does not parse: the runtime would not start on it)")}
 	case errors.As(err, &nr):
 		return &exitError{code: ExitNotReady, err: errors.New(nr.Error() +
 			"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")}
@@ -271,13 +274,14 @@ func planErr(err error, p platform.Platform, custom *platform.Layout) error {
 
 // RefuseNotReady refuses a platform whose checks fail on the node, unless
 // force: configuring it would give the node a handler that cannot run a
-// pod. The error lists the failing checks.
+// pod. force never overrides a runtime configuration that does not parse.
+// The error lists the failing checks.
 func RefuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
-	if force {
-		return nil
-	}
 	err := configure.Readiness(f, p)
 	if err == nil {
+		return nil
+	}
+	if nr := (*configure.NotReadyError)(nil); force && !(errors.As(err, &nr) && nr.Unforceable()) {
 		return nil
 	}
 	return planErr(err, p, nil)

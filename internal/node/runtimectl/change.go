@@ -60,6 +60,7 @@ func (c Change) Live(ctx context.Context, l platform.Layout, p platform.Platform
 		Ask:     func(platform.Layout) Ask { return c.Ask(p) },
 		Journal: Journal{Run: run, Path: c.Journalctl}.Log,
 		Poll:    c.Poll,
+		Config:  func(l platform.Layout) *ContainerdConfig { return ContainerdConfigFor(c.Host, run, l) },
 	}
 	if c.Snapshotter != nil {
 		f.Snapshotter = func(platform.Layout) func(context.Context, string) error { return c.Snapshotter(p) }
