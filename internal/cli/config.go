@@ -459,9 +459,27 @@ func (g *Globals) openRemoval(restart bool, suffix configure.Suffix) (runtimectl
 		w.Close()
 		cleanup()
 	}
+	// A killed run is completed first: the state it left is what lists
+	// the handlers to remove.
+	said, err := configure.Recover(w)
+	if err != nil {
+		return runtimectl.Change{}, nil, closeAll, err
+	}
+	for _, s := range said {
+		fmt.Fprintln(g.stderr, "warning:", s)
+	}
 	st, err := configure.LoadState(w)
 	if err != nil {
 		return runtimectl.Change{}, nil, closeAll, err
+	}
+	if in, err := configure.ReadIntent(w); err == nil && in != nil && restart {
+		// A remove whose files are gone but whose restart is owed: its
+		// handler is removed (proven gone) again.
+		for _, p := range in.Pending {
+			if _, ok := st.Platforms[p.Handler]; !ok && p.Gone && p.Suffix == string(suffix) {
+				st.Platforms[p.Handler] = configure.PlatformState{Platform: p.Platform, Suffix: p.Suffix}
+			}
+		}
 	}
 	return g.RuntimeChange(root, w, restart, suffix), st, closeAll, nil
 }
@@ -488,7 +506,12 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 		if err != nil {
 			return err
 		}
-		handlers = []string{suffix.Handler(p)}
+		h := suffix.Handler(p)
+		handlers = []string{h}
+		if _, ok := st.Platforms[h]; !ok {
+			// Not berth's (any more): remove proves it gone with --restart.
+			st.Platforms[h] = configure.PlatformState{Platform: p.String(), Suffix: string(suffix)}
+		}
 	}
 	if len(handlers) == 0 {
 		fmt.Fprintln(g.stdout, "nothing to remove: berth has configured no platform on this node")

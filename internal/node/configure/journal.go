@@ -76,6 +76,22 @@ type Pending struct {
 	// run (or have failed on) the rolled-back files; no handler is
 	// proven beyond those live before.
 	Reload bool `json:"reload,omitempty"`
+	// Interrupted is a change whose files are not all in place yet (its
+	// run was killed and no run since completed it): the next command
+	// that touches the runtime config completes it forward or back.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// NoRestart is an interrupted change that did not ask for a restart.
+	NoRestart bool `json:"noRestart,omitempty"`
+}
+
+// Owed lists what in owes: the interrupted change itself, if its files
+// are not complete yet, and the restarts earlier changes owe.
+func (in *Intent) Owed() []Pending {
+	var out []Pending
+	if len(in.Files) > 0 {
+		out = append(out, Pending{Handler: in.Handler, Platform: in.Platform, Suffix: in.Suffix, Gone: in.Op == "remove", Interrupted: true, NoRestart: !in.Restart})
+	}
+	return append(out, in.Pending...)
 }
 
 // Command is the command that completes p.
@@ -92,18 +108,35 @@ func (p Pending) Command() string {
 	if p.Suffix != "" {
 		s += " --install-suffix " + p.Suffix
 	}
+	if p.NoRestart {
+		return s
+	}
 	return s + " --restart"
 }
 
 // Describe says what p owes, for a warning or berth verify.
 func (p Pending) Describe() string {
 	switch {
+	case p.Interrupted:
+		return fmt.Sprintf("an interrupted %s of %s: the next berth command that changes the runtime configuration completes it (%s)", map[bool]string{true: "remove", false: "apply"}[p.Gone], p.Handler, p.Command())
 	case p.Reload:
 		return fmt.Sprintf("a change of %s was rolled back after the runtime was restarted: the runtime must be restarted on the previous files (%s)", p.Handler, p.Command())
 	case p.Gone:
 		return fmt.Sprintf("%s was removed but the runtime was not restarted: it may still run the handler (%s)", p.Handler, p.Command())
 	}
 	return fmt.Sprintf("%s was applied but the runtime was not restarted and the handler not proven live (%s)", p.Handler, p.Command())
+}
+
+// ParseIntent decodes a journal (IntentPath).
+func ParseIntent(data []byte) (*Intent, error) {
+	var in Intent
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, fmt.Errorf("%s: %w (the journal of an interrupted change; the originals are in %s)", IntentPath, err, BackupDir)
+	}
+	if in.Version != intentVersion {
+		return nil, fmt.Errorf("%s: journal version %d, expected %d", IntentPath, in.Version, intentVersion)
+	}
+	return &in, nil
 }
 
 // ReadIntent returns the journal of an unfinished change, nil when there
@@ -116,14 +149,7 @@ func ReadIntent(fsys FS) (*Intent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", IntentPath, err)
 	}
-	var in Intent
-	if err := json.Unmarshal(data, &in); err != nil {
-		return nil, fmt.Errorf("%s: %w (the journal of an interrupted change; the originals are in %s)", IntentPath, err, BackupDir)
-	}
-	if in.Version != intentVersion {
-		return nil, fmt.Errorf("%s: journal version %d, expected %d", IntentPath, in.Version, intentVersion)
-	}
-	return &in, nil
+	return ParseIntent(data)
 }
 
 func (in *Intent) marshal() []byte {

@@ -163,3 +163,26 @@ func (t *tx) named(st *State) {
 		t.platform, t.suffix = ps.Platform, ps.Suffix
 	}
 }
+
+// Recover completes, under the lock, the change a killed run journaled
+// (forward when all its files are in place, else back from its
+// originals) and sweeps its temporary files, without restarting
+// anything: what it did and the restarts still owed come back as
+// warnings, and the owed restarts stay in the journal for the next run
+// with --restart (or Pending). Commands that read the state before they
+// change anything (remove --all lists the handlers) call it first.
+func Recover(fsys FS) ([]string, error) {
+	unlock, err := fsys.Lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	t := &tx{fsys: fsys}
+	if err := t.recover(); err != nil {
+		return nil, err
+	}
+	for _, p := range t.pending {
+		t.warnings = append(t.warnings, "a restart is owed: "+p.Describe())
+	}
+	return t.warnings, nil
+}
