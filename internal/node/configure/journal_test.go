@@ -62,7 +62,8 @@ type fakeContainerd struct {
 	root     string
 	loaded   []string
 	restarts int
-	broken   error
+	// refuse, when set, says why the configuration on disk would not load.
+	refuse func(root string) error
 }
 
 func (f *fakeContainerd) Name() string { return "containerd.service" }
@@ -89,7 +90,10 @@ func (f *fakeContainerd) Handlers(context.Context) ([]string, error) {
 }
 func (f *fakeContainerd) Log(context.Context) string { return "" }
 func (f *fakeContainerd) LoadConfig(context.Context) (string, error) {
-	return "", f.broken
+	if f.refuse == nil {
+		return "", nil
+	}
+	return "", f.refuse(f.root)
 }
 
 // noTemps fails when a temporary file or the journal is left in dir.
@@ -260,4 +264,83 @@ func treeDiff(got, want map[string]string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestRestartWithNothingToChange: files already in place (a run killed
+// before its restart, or an apply without --restart) are still restarted
+// into and proven by the next --restart; once live, nothing restarts.
+func TestRestartWithNothingToChange(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	put(t, dir, "etc/containerd/config.toml", v2Main)
+	rt := &fakeContainerd{root: dir}
+	rt.Restart(ctx)
+	fsys := openRoot(t, dir)
+	r := render(t, "kubeadm-qemu-none", "kubeadm", 2)
+	if _, err := Apply(fsys, r); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ApplyLive(ctx, fsys, r, rt)
+	if err != nil || !res.Restarted || len(res.Changed) != 0 || !slices.Contains(rt.loaded, r.Handler) {
+		t.Fatalf("apply --restart on files in place: %+v %v; runtime has %v", res, err, rt.loaded)
+	}
+	n := rt.restarts
+	if res, err := ApplyLive(ctx, fsys, r, rt); err != nil || res.Restarted || rt.restarts != n {
+		t.Errorf("apply --restart with the handler live restarted: %+v %v", res, err)
+	}
+	if _, err := Remove(fsys, r.Handler); err != nil {
+		t.Fatal(err)
+	}
+	res, err = RemoveLive(ctx, fsys, r.Handler, rt)
+	if err != nil || !res.Restarted || slices.Contains(rt.loaded, r.Handler) {
+		t.Fatalf("remove --restart on files gone: %+v %v; runtime has %v", res, err, rt.loaded)
+	}
+	n = rt.restarts
+	if res, err := RemoveLive(ctx, fsys, r.Handler, rt); err != nil || res.Restarted || rt.restarts != n {
+		t.Errorf("remove --restart with the handler gone restarted: %+v %v", res, err)
+	}
+}
+
+// TestLoadCheckBeforeRestart: a configuration that would not load is
+// never restarted into: refused before anything changed when it is not
+// berth's change that breaks it, rolled back before the restart when it
+// is.
+func TestLoadCheckBeforeRestart(t *testing.T) {
+	ctx := context.Background()
+	r := render(t, "kubeadm-qemu-none", "kubeadm", 2)
+	for _, tc := range []struct {
+		name   string
+		refuse func(root string) error
+		says   string
+	}{
+		{"the current configuration", func(string) error {
+			return errors.New("etc/containerd/conf.d/other.toml:3: broken")
+		}, "without any change by berth"},
+		{"only with berth's change", func(root string) error {
+			if _, err := os.Stat(filepath.Join(root, "opt/berth/etc/kata/kubeadm-qemu-none.toml")); err == nil {
+				return errors.New("berth's block: broken")
+			}
+			return nil
+		}, "with berth's change"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			put(t, dir, "etc/containerd/config.toml", v2Main)
+			rt := &fakeContainerd{root: dir}
+			rt.Restart(ctx)
+			before := contents(readTree(t, dir))
+			rt.refuse = tc.refuse
+			_, err := ApplyLive(ctx, openRoot(t, dir), r, rt)
+			if !IsRefused(err) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "broken") {
+				t.Fatalf("apply --restart: %v", err)
+			}
+			t.Logf("refusal: %v", err)
+			if rt.restarts != 1 {
+				t.Errorf("containerd restarted %d times", rt.restarts-1)
+			}
+			if got := contents(readTree(t, dir)); !maps.Equal(got, before) {
+				t.Errorf("files changed:\n%s", treeDiff(got, before))
+			}
+		})
+	}
 }
