@@ -64,10 +64,16 @@ type fakeContainerd struct {
 	restarts int
 	// refuse, when set, says why the configuration on disk would not load.
 	refuse func(root string) error
+	// caller, when set, is the process that asks: once it is killed,
+	// what it asks does not happen.
+	caller *dyingFS
 }
 
 func (f *fakeContainerd) Name() string { return "containerd.service" }
 func (f *fakeContainerd) Restart(context.Context) error {
+	if f.caller != nil && f.caller.dead {
+		return errDead
+	}
 	f.restarts++
 	l := runtimecfg.LoadContainerd(os.DirFS(f.root), "etc/containerd/config.toml", nil)
 	if l.Config == nil || len(l.Errors) > 0 {
@@ -140,7 +146,9 @@ func TestKillAtEveryStep(t *testing.T) {
 				if err := rt.Restart(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				return dir, &dyingFS{OSRoot: openRoot(t, dir)}, rt
+				fsys := &dyingFS{OSRoot: openRoot(t, dir)}
+				rt.caller = fsys
+				return dir, fsys, rt
 			}
 			apply := func(fsys FS, rt *fakeContainerd, opts ...Option) (*Result, error) {
 				if !tc.restart {
