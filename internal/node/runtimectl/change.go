@@ -162,7 +162,9 @@ func (c Change) reportLive(res *configure.LiveResult, err error, verb string) er
 		}
 		return err
 	}
-	if c.SayChanged(res.Result, verb) {
+	if c.SayChanged(res.Result, verb) || res.Restarted {
+		// With no file to change a restart still loads what a killed or
+		// restart-less run left in place.
 		fmt.Fprintf(c.Out, "restarted; live handlers: %s\n", strings.Join(res.After, ", "))
 	}
 	return nil
