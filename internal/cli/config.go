@@ -391,12 +391,17 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 // verify, since berth links no gRPC. suffix is the side-by-side install
 // changed: verify then looks for its handlers, not the unsuffixed ones.
 func (g *Globals) RuntimeChange(root hostfs.Root, w configure.FS, restart bool, suffix configure.Suffix) runtimectl.Change {
-	return runtimectl.Change{Host: root, FS: w, Restart: restart, Suffix: suffix,
+	return runtimectl.Change{Host: root, FS: w, Restart: restart, Suffix: suffix, Options: g.ChangeOptions(),
 		Ask:         func(p platform.Platform) runtimectl.Ask { return g.askVerify(p, suffix) },
 		Snapshotter: func(p platform.Platform) func(context.Context, string) error { return g.proveSnapshotter(p, suffix) },
 		// Each question through verify may start a berth-cluster process.
 		Poll: 500 * time.Millisecond, Out: g.stdout, Err: g.stderr}
 }
+
+// ChangeOptions are the options of every runtime configuration change
+// (none in the shipped binary; the fault suite's kill points in a build
+// with -tags berthtest).
+func (g *Globals) ChangeOptions() []configure.Option { return changeOptions(g) }
 
 // askVerify asks the runtime through berth verify whether p's handler is
 // live.

@@ -232,17 +232,32 @@ func (in *Intent) complete(fsys FS) bool {
 	return true
 }
 
-// rollbackOps put every file of in back as it was.
-func (in *Intent) rollbackOps() []op {
-	var ops []op
+// rollbackOps put back the files of in that the change replaced or
+// removed: a file still as it was is not rewritten, and one that is
+// neither as it was nor as the change wrote it (edited since) is left
+// alone and named in kept.
+func (in *Intent) rollbackOps(fsys FS) (ops []op, kept []string) {
 	for _, f := range in.Files {
+		cur, _, exists, err := readCurrent(fsys, f.Path)
+		switch {
+		case err != nil:
+			kept = append(kept, f.Path)
+			continue
+		case f.Existed && exists && bytes.Equal(cur, f.Orig), !f.Existed && !exists:
+			continue // as it was
+		case f.Digest != "" && exists && digest(cur) == f.Digest, f.Digest == "" && !exists:
+			// as the change left it: put back
+		default:
+			kept = append(kept, f.Path)
+			continue
+		}
 		if f.Existed {
 			ops = append(ops, op{path: f.Path, data: f.Orig, mode: fs.FileMode(f.OrigMode)})
 		} else {
 			ops = append(ops, op{path: f.Path, remove: true})
 		}
 	}
-	return ops
+	return ops, kept
 }
 
 // dirs are the directories in's files are in (where their temporary
@@ -270,10 +285,15 @@ func recoverIntent(fsys FS, in *Intent) (*Intent, []string, error) {
 				out.Pending = append(out.Pending, Pending{Handler: in.Handler, Platform: in.Platform, Suffix: in.Suffix, Gone: in.Op == "remove"})
 			}
 		} else {
-			if err := commit(fsys, in.rollbackOps(), nil); err != nil {
+			ops, kept := in.rollbackOps(fsys)
+			if err := commit(fsys, ops, nil); err != nil {
 				return nil, nil, fmt.Errorf("rolling back %s from %s: %w", what, IntentPath, err)
 			}
-			said = append(said, what+" was rolled back: every file is as before it")
+			if len(kept) > 0 {
+				said = append(said, fmt.Sprintf("%s was rolled back, but %s changed since and kept as it is", what, strings.Join(kept, ", ")))
+			} else {
+				said = append(said, what+" was rolled back: every file is as before it")
+			}
 			if in.Restarted {
 				out.Pending = append(out.Pending, Pending{Handler: in.Handler, Platform: in.Platform, Suffix: in.Suffix, Reload: true})
 			}
@@ -325,10 +345,4 @@ func stateDirsOf(st *State) []string {
 		}
 	}
 	return out
-}
-
-// sameBytes reports whether the file at name holds data.
-func sameBytes(fsys FS, name string, data []byte) bool {
-	cur, err := fsys.ReadFile(name)
-	return err == nil && bytes.Equal(cur, data)
 }

@@ -96,8 +96,12 @@ func locked(fsys FS, t *tx, fn func(st *State) ([]op, error), live func(undo fun
 	if err != nil {
 		return err
 	}
-	// This change supersedes what an earlier one owed for its handler.
-	t.pending = slices.DeleteFunc(t.pending, func(p Pending) bool { return p.Handler == t.handler && !p.Reload })
+	// This change supersedes what an earlier one owed for its handler:
+	// its own restart proves the handler, and a change the other way
+	// (a remove after an apply) makes the earlier restart moot.
+	t.pending = slices.DeleteFunc(t.pending, func(p Pending) bool {
+		return p.Handler == t.handler && !p.Reload && (t.rt != nil || p.Gone != (t.op == "remove"))
+	})
 	if len(ops) == 0 {
 		if live != nil {
 			if err := live(nil); err != nil {
