@@ -1,40 +1,23 @@
 package cli
 
 import (
-	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/testkit/treetest"
 )
 
-// readRoot reads every regular file under root; temps are berth's
-// temporary files and journal among them.
-func readRoot(t *testing.T, root string) (tree map[string]string, temps []string) {
-	t.Helper()
-	tree = map[string]string{}
-	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || !e.Type().IsRegular() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		if n := e.Name(); strings.HasPrefix(n, ".berth-") && strings.HasSuffix(n, ".tmp") || rel == configure.IntentPath {
-			temps = append(temps, rel)
-		}
-		b, err := os.ReadFile(p)
-		tree[rel] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tree, temps
+// leftover is a file a berth run must not leave behind: a temporary
+// file or the journal of an unfinished change.
+func leftover(rel string) bool {
+	n := path.Base(rel)
+	return strings.HasPrefix(n, ".berth-") && strings.HasSuffix(n, ".tmp") || rel == configure.IntentPath
 }
 
 // TestConfigKilledAtEveryStep SIGKILLs a real berth (built with the
@@ -51,7 +34,7 @@ func TestConfigKilledAtEveryStep(t *testing.T) {
 	if err := os.CopyFS(root, os.DirFS(filepath.Join(hostsDir, "tdx-emr-kubeadm-ready"))); err != nil {
 		t.Fatal(err)
 	}
-	orig, _ := readRoot(t, root)
+	orig := treetest.Content(t, root)
 	berth := func(t *testing.T, killAt, steps string, args ...string) {
 		t.Helper()
 		cmd := exec.Command(bin, append([]string{"--root", root, "config"}, args...)...)
@@ -66,21 +49,13 @@ func TestConfigKilledAtEveryStep(t *testing.T) {
 	}
 	apply := []string{"apply", "-p", "kubeadm-qemu-tdx"}
 	removeAll := []string{"remove", "--all"}
-	same := func(t *testing.T, what string, want map[string]string) {
+	same := func(t *testing.T, what, want string) {
 		t.Helper()
-		got, temps := readRoot(t, root)
-		if len(temps) > 0 {
-			t.Errorf("%s: left behind %v", what, temps)
+		if left := treetest.Find(t, root, leftover); len(left) > 0 {
+			t.Errorf("%s: left behind %v", what, left)
 		}
-		for _, k := range slices.Sorted(maps.Keys(got)) {
-			if got[k] != want[k] {
-				t.Errorf("%s: %s is\n%s\nwant\n%s", what, k, got[k], want[k])
-			}
-		}
-		for k := range want {
-			if _, ok := got[k]; !ok {
-				t.Errorf("%s: %s is missing", what, k)
-			}
+		if got := treetest.Content(t, root); got != want {
+			t.Errorf("%s: the tree is\n%s\nwant\n%s", what, got, want)
 		}
 	}
 	stepsOf := func(args []string) []string {
@@ -93,7 +68,7 @@ func TestConfigKilledAtEveryStep(t *testing.T) {
 		return strings.Split(strings.TrimSpace(string(data)), "\n")
 	}
 	applySteps := stepsOf(apply)
-	applied, _ := readRoot(t, root)
+	applied := treetest.Content(t, root)
 	removeSteps := stepsOf(removeAll)
 	same(t, "clean remove", orig)
 	kills := 0

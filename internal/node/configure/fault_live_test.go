@@ -7,10 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/node/runtimectl"
 	"berth.dev/berth/internal/testkit/critest"
+	"berth.dev/berth/internal/testkit/treetest"
 	"berth.dev/berth/platform"
 )
 
@@ -130,28 +130,11 @@ func pickContainerd(t *testing.T, prefix string) critest.Containerd {
 	return found[len(found)-1]
 }
 
-// rootTree reads every regular file under root; temps lists berth's
-// temporary files and journal among them.
-func rootTree(t *testing.T, root string) (tree map[string]string, temps []string) {
-	t.Helper()
-	tree = map[string]string{}
-	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || !e.Type().IsRegular() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		n := e.Name()
-		if (strings.HasPrefix(n, ".berth-") && strings.HasSuffix(n, ".tmp")) || strings.Contains(n, ".berth-rollback.") || rel == configure.IntentPath {
-			temps = append(temps, rel)
-		}
-		b, err := os.ReadFile(p)
-		tree[rel] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tree, temps
+// leftover is a file a berth run must not leave behind: a temporary
+// file or the journal of an unfinished change.
+func leftover(rel string) bool {
+	n := path.Base(rel)
+	return strings.HasPrefix(n, ".berth-") && strings.HasSuffix(n, ".tmp") || rel == configure.IntentPath
 }
 
 // TestFaultSuiteLive SIGKILLs a berth process at every step of `config
@@ -182,7 +165,7 @@ func faultSuite(t *testing.T, ctr critest.Containerd) {
 	if err := os.WriteFile(main, []byte(critest.BaseConfig(dirs, v, "")), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	orig, _ := rootTree(t, root)
+	orig := treetest.Content(t, root)
 	rt, sc := unitRuntime(t, ctr, root, dirs)
 	plat := "kubeadm-qemu-none"
 	p, err := platform.Parse(plat)
@@ -242,23 +225,13 @@ func faultSuite(t *testing.T, ctr critest.Containerd) {
 		}
 		return hs
 	}
-	converged := func(t *testing.T, what string, want map[string]string, wantLive bool) {
+	converged := func(t *testing.T, what, want string, wantLive bool) {
 		t.Helper()
-		got, temps := rootTree(t, root)
-		if len(temps) > 0 {
-			t.Errorf("%s: left behind %v", what, temps)
+		if left := treetest.Find(t, root, leftover); len(left) > 0 {
+			t.Errorf("%s: left behind %v", what, left)
 		}
-		if !maps.Equal(got, want) {
-			for _, k := range slices.Sorted(maps.Keys(got)) {
-				if got[k] != want[k] {
-					t.Errorf("%s: %s is\n%s\nwant\n%s", what, k, got[k], want[k])
-				}
-			}
-			for k := range want {
-				if _, ok := got[k]; !ok {
-					t.Errorf("%s: %s is missing", what, k)
-				}
-			}
+		if got := treetest.Content(t, root); got != want {
+			t.Errorf("%s: the tree is\n%s\nwant\n%s", what, got, want)
 		}
 		if hs := live(t); slices.Contains(hs, handler) != wantLive || !slices.Contains(hs, "runc") {
 			t.Errorf("%s: containerd has %v, want %s live=%v (and runc)", what, hs, handler, wantLive)
@@ -276,7 +249,7 @@ func faultSuite(t *testing.T, ctr critest.Containerd) {
 		return strings.Split(strings.TrimSpace(string(data)), "\n")
 	}
 	applySteps := stepsOf("apply")
-	applied, _ := rootTree(t, root)
+	applied := treetest.Content(t, root)
 	converged(t, "clean apply", applied, true)
 	removeSteps := stepsOf("remove")
 	converged(t, "clean remove", orig, false)
@@ -362,7 +335,7 @@ func TestRefuseConfigThatWillNotLoadLive(t *testing.T) {
 			writeFile(t, filepath.Join(root, "etc/containerd/config.toml"), tc.base(dirs))
 			rt, sc := unitRuntime(t, ctr, root, dirs)
 			tc.breakIt(t, root, dirs)
-			before, _ := rootTree(t, root)
+			before := treetest.Content(t, root)
 			rt.Config = &runtimectl.ContainerdConfig{Run: nsRunner(t, root, dirs), FS: os.DirFS(root), Bin: ctr.Bin, Config: "etc/containerd/config.toml"}
 			if note, err := rt.LoadConfig(context.Background()); err == nil {
 				t.Fatalf("containerd %s config dump loads the broken configuration (note %q)", ctr.Version, note)
@@ -388,7 +361,7 @@ func TestRefuseConfigThatWillNotLoadLive(t *testing.T) {
 					t.Errorf("%s: %v, want a refusal naming %s", op, err, tc.says)
 				}
 				t.Logf("%s: %v", op, err)
-				if got, _ := rootTree(t, root); op == "apply" && !maps.Equal(got, before) {
+				if op == "apply" && treetest.Content(t, root) != before {
 					t.Errorf("the refused apply changed files")
 				}
 				if op == "apply" {

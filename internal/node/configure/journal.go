@@ -260,6 +260,22 @@ func (in *Intent) rollbackOps(fsys FS) (ops []op, kept []string) {
 	return ops, kept
 }
 
+// stateDirs are the directories berth created as the state before the
+// change listed them (the state directory among them): once berth owns
+// nothing, they go when empty.
+func (in *Intent) stateDirs() []string {
+	for _, f := range in.Files {
+		if f.Path != StatePath || !f.Existed {
+			continue
+		}
+		var st State
+		if json.Unmarshal(f.Orig, &st) == nil {
+			return st.Dirs
+		}
+	}
+	return nil
+}
+
 // dirs are the directories in's files are in (where their temporary
 // files are).
 func (in *Intent) dirs() []string {

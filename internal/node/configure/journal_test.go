@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"berth.dev/berth/internal/host/runtimecfg"
+	"berth.dev/berth/internal/testkit/fileruntime"
 )
 
 // errDead is what a killed process would have done: nothing.
@@ -55,54 +55,7 @@ func (d *dyingFS) Remove(name string) error {
 	return d.OSRoot.Remove(name)
 }
 
-// fakeContainerd loads its handlers from the root's main config and its
-// imports at each restart, as containerd does; broken makes its config
-// not load.
-type fakeContainerd struct {
-	root     string
-	loaded   []string
-	restarts int
-	// refuse, when set, says why the configuration on disk would not load.
-	refuse func(root string) error
-	// caller, when set, is the process that asks: once it is killed,
-	// what it asks does not happen.
-	caller *dyingFS
-}
-
-func (f *fakeContainerd) Name() string { return "containerd.service" }
-func (f *fakeContainerd) Restart(context.Context) error {
-	if f.caller != nil && f.caller.dead {
-		return errDead
-	}
-	f.restarts++
-	l := runtimecfg.LoadContainerd(os.DirFS(f.root), "etc/containerd/config.toml", nil)
-	if l.Config == nil || len(l.Errors) > 0 {
-		f.loaded = nil
-		return fmt.Errorf("containerd failed: %v", l.Errors)
-	}
-	f.loaded = []string{"runc"}
-	for _, h := range l.Config.Handlers {
-		if h.Name != "runc" {
-			f.loaded = append(f.loaded, h.Name)
-		}
-	}
-	return nil
-}
-func (f *fakeContainerd) Handlers(context.Context) ([]string, error) {
-	if f.loaded == nil {
-		return nil, errors.New("not answering")
-	}
-	return slices.Clone(f.loaded), nil
-}
-func (f *fakeContainerd) Log(context.Context) string { return "" }
-func (f *fakeContainerd) LoadConfig(context.Context) (string, error) {
-	if f.refuse == nil {
-		return "", nil
-	}
-	return "", f.refuse(f.root)
-}
-
-// noTemps fails when a temporary file or the journal is left in dir.
+// noLeftovers fails when a temporary file or the journal is left in dir.
 func noLeftovers(t *testing.T, dir string) {
 	t.Helper()
 	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
@@ -139,18 +92,18 @@ func TestKillAtEveryStep(t *testing.T) {
 		name := fmt.Sprintf("%s-v%d-restart=%v", tc.plat, tc.v, tc.restart)
 		t.Run(name, func(t *testing.T) {
 			r := render(t, tc.plat, tc.layout, tc.v)
-			setup := func(t *testing.T) (string, *dyingFS, *fakeContainerd) {
+			setup := func(t *testing.T) (string, *dyingFS, *fileruntime.Containerd) {
 				dir := t.TempDir()
 				put(t, dir, "etc/containerd/config.toml", tc.main)
-				rt := &fakeContainerd{root: dir}
+				rt := &fileruntime.Containerd{Root: dir}
 				if err := rt.Restart(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 				fsys := &dyingFS{OSRoot: openRoot(t, dir)}
-				rt.caller = fsys
+				rt.Gone = func() bool { return fsys.dead }
 				return dir, fsys, rt
 			}
-			apply := func(fsys FS, rt *fakeContainerd, opts ...Option) (*Result, error) {
+			apply := func(fsys FS, rt *fileruntime.Containerd, opts ...Option) (*Result, error) {
 				if !tc.restart {
 					return Apply(fsys, r, opts...)
 				}
@@ -160,7 +113,7 @@ func TestKillAtEveryStep(t *testing.T) {
 				}
 				return res.Result, err
 			}
-			remove := func(fsys FS, rt *fakeContainerd, opts ...Option) (*Result, error) {
+			remove := func(fsys FS, rt *fileruntime.Containerd, opts ...Option) (*Result, error) {
 				if !tc.restart {
 					return Remove(fsys, r.Handler, opts...)
 				}
@@ -178,8 +131,8 @@ func TestKillAtEveryStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			applied := contents(readTree(t, dir))
-			if tc.restart && !slices.Contains(rt.loaded, r.Handler) {
-				t.Fatalf("clean apply: runtime has %v", rt.loaded)
+			if tc.restart && !slices.Contains(rt.Loaded, r.Handler) {
+				t.Fatalf("clean apply: runtime has %v", rt.Loaded)
 			}
 			if _, err := remove(fsys, rt, WithStep(func(s string) { removeSteps = append(removeSteps, s) })); err != nil {
 				t.Fatal(err)
@@ -208,8 +161,8 @@ func TestKillAtEveryStep(t *testing.T) {
 							if got := contents(readTree(t, dir)); !maps.Equal(got, applied) {
 								t.Errorf("the next apply left a different tree:\n%s", treeDiff(got, applied))
 							}
-							if tc.restart && !slices.Contains(rt.loaded, r.Handler) {
-								t.Errorf("the next apply left the runtime with %v", rt.loaded)
+							if tc.restart && !slices.Contains(rt.Loaded, r.Handler) {
+								t.Errorf("the next apply left the runtime with %v", rt.Loaded)
 							}
 						case "remove":
 							if _, err := remove(fsys, rt); err != nil {
@@ -218,8 +171,8 @@ func TestKillAtEveryStep(t *testing.T) {
 							if got := contents(readTree(t, dir)); !maps.Equal(got, orig) {
 								t.Errorf("remove after the kill left a tree other than the original:\n%s", treeDiff(got, orig))
 							}
-							if tc.restart && slices.Contains(rt.loaded, r.Handler) {
-								t.Errorf("remove left the runtime with %v", rt.loaded)
+							if tc.restart && slices.Contains(rt.Loaded, r.Handler) {
+								t.Errorf("remove left the runtime with %v", rt.Loaded)
 							}
 						}
 						noLeftovers(t, dir)
@@ -245,8 +198,8 @@ func TestKillAtEveryStep(t *testing.T) {
 					if got := contents(readTree(t, dir)); !maps.Equal(got, orig) {
 						t.Errorf("the next remove left a tree other than the original:\n%s", treeDiff(got, orig))
 					}
-					if tc.restart && slices.Contains(rt.loaded, r.Handler) {
-						t.Errorf("the next remove left the runtime with %v", rt.loaded)
+					if tc.restart && slices.Contains(rt.Loaded, r.Handler) {
+						t.Errorf("the next remove left the runtime with %v", rt.Loaded)
 					}
 					noLeftovers(t, dir)
 				})
@@ -281,7 +234,7 @@ func TestRestartWithNothingToChange(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	put(t, dir, "etc/containerd/config.toml", v2Main)
-	rt := &fakeContainerd{root: dir}
+	rt := &fileruntime.Containerd{Root: dir}
 	rt.Restart(ctx)
 	fsys := openRoot(t, dir)
 	r := render(t, "kubeadm-qemu-none", "kubeadm", 2)
@@ -289,22 +242,22 @@ func TestRestartWithNothingToChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := ApplyLive(ctx, fsys, r, rt)
-	if err != nil || !res.Restarted || len(res.Changed) != 0 || !slices.Contains(rt.loaded, r.Handler) {
-		t.Fatalf("apply --restart on files in place: %+v %v; runtime has %v", res, err, rt.loaded)
+	if err != nil || !res.Restarted || len(res.Changed) != 0 || !slices.Contains(rt.Loaded, r.Handler) {
+		t.Fatalf("apply --restart on files in place: %+v %v; runtime has %v", res, err, rt.Loaded)
 	}
-	n := rt.restarts
-	if res, err := ApplyLive(ctx, fsys, r, rt); err != nil || res.Restarted || rt.restarts != n {
+	n := rt.Restarts
+	if res, err := ApplyLive(ctx, fsys, r, rt); err != nil || res.Restarted || rt.Restarts != n {
 		t.Errorf("apply --restart with the handler live restarted: %+v %v", res, err)
 	}
 	if _, err := Remove(fsys, r.Handler); err != nil {
 		t.Fatal(err)
 	}
 	res, err = RemoveLive(ctx, fsys, r.Handler, rt)
-	if err != nil || !res.Restarted || slices.Contains(rt.loaded, r.Handler) {
-		t.Fatalf("remove --restart on files gone: %+v %v; runtime has %v", res, err, rt.loaded)
+	if err != nil || !res.Restarted || slices.Contains(rt.Loaded, r.Handler) {
+		t.Fatalf("remove --restart on files gone: %+v %v; runtime has %v", res, err, rt.Loaded)
 	}
-	n = rt.restarts
-	if res, err := RemoveLive(ctx, fsys, r.Handler, rt); err != nil || res.Restarted || rt.restarts != n {
+	n = rt.Restarts
+	if res, err := RemoveLive(ctx, fsys, r.Handler, rt); err != nil || res.Restarted || rt.Restarts != n {
 		t.Errorf("remove --restart with the handler gone restarted: %+v %v", res, err)
 	}
 }
@@ -334,17 +287,17 @@ func TestLoadCheckBeforeRestart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			put(t, dir, "etc/containerd/config.toml", v2Main)
-			rt := &fakeContainerd{root: dir}
+			rt := &fileruntime.Containerd{Root: dir}
 			rt.Restart(ctx)
 			before := contents(readTree(t, dir))
-			rt.refuse = tc.refuse
+			rt.Refuse = tc.refuse
 			_, err := ApplyLive(ctx, openRoot(t, dir), r, rt)
 			if !IsRefused(err) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "broken") {
 				t.Fatalf("apply --restart: %v", err)
 			}
 			t.Logf("refusal: %v", err)
-			if rt.restarts != 1 {
-				t.Errorf("containerd restarted %d times", rt.restarts-1)
+			if rt.Restarts != 1 {
+				t.Errorf("containerd restarted %d times", rt.Restarts-1)
 			}
 			if got := contents(readTree(t, dir)); !maps.Equal(got, before) {
 				t.Errorf("files changed:\n%s", treeDiff(got, before))

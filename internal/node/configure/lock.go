@@ -172,6 +172,12 @@ func locked(fsys FS, t *tx, fn func(st *State) ([]op, error), live func(undo fun
 		}
 		t.pending = nil
 	}
+	if empty {
+		// Berth owns nothing any more: its directories go before the
+		// journal does (all but the journal's own, which the deferred
+		// cleanup, or the next run, removes).
+		removeEmptyDirs(fsys, append(slices.Clone(stateDirs), st.Dirs...))
+	}
 	if err := t.owe(); err != nil {
 		return err
 	}

@@ -2,7 +2,10 @@ package configure
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path"
 	"slices"
 	"strings"
 )
@@ -60,6 +63,7 @@ func (t *tx) recover() error {
 		return err
 	}
 	if in == nil {
+		t.forgetStateDir()
 		return nil
 	}
 	out, said, err := recoverIntent(t.fsys, in)
@@ -71,8 +75,13 @@ func (t *tx) recover() error {
 		return err
 	}
 	// Once the journal is gone: the directories a rolled-back change
-	// made (the journal's own among them) are empty now.
-	removeEmptyDirs(t.fsys, in.Dirs)
+	// made (the journal's own among them) are empty now, and so are those
+	// of a completed last remove, which the state listed.
+	dirs := slices.Clone(in.Dirs)
+	if _, err := t.fsys.Lstat(StatePath); errors.Is(err, fs.ErrNotExist) {
+		dirs = append(dirs, in.stateDirs()...)
+	}
+	removeEmptyDirs(t.fsys, dirs)
 	t.warnings = append(t.warnings, said...)
 	t.pending = out.Pending
 	return nil
@@ -185,4 +194,29 @@ func Recover(fsys FS) ([]string, error) {
 		t.warnings = append(t.warnings, "a restart is owed: "+p.Describe())
 	}
 	return t.warnings, nil
+}
+
+// forgetStateDir removes berth's state directory when it is empty and
+// there is neither a state nor a journal: a last remove killed between
+// clearing its journal and removing the directory left it. Its parents go
+// too when empty: nothing but berth's directory was in them.
+func (t *tx) forgetStateDir() {
+	dir := path.Dir(StatePath)
+	if _, err := t.fsys.Lstat(StatePath); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if fi, err := t.fsys.Lstat(dir); err != nil || !fi.IsDir() {
+		return
+	}
+	var chain []string
+	for d := dir; d != "." && d != "/" && d != ""; d = path.Dir(d) {
+		chain = append(chain, d)
+	}
+	// Remove refuses a directory that is not empty: a parent with anything
+	// else in it stays, and so does the state directory with a backup.
+	for _, d := range chain {
+		if t.fsys.Remove(d) != nil {
+			return
+		}
+	}
 }

@@ -2,7 +2,6 @@ package install
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"maps"
 	"os"
@@ -12,83 +11,15 @@ import (
 	"strings"
 	"testing"
 
-	"berth.dev/berth/internal/host/runtimecfg"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/testkit/fileruntime"
 	"berth.dev/berth/platform"
 )
 
-// errKilled is what a killed install would have done: nothing.
-var errKilled = errors.New("killed")
-
-// killedFS is a host root whose install is killed at a step: from then on
-// nothing it writes reaches the disk, as after a SIGKILL.
-type killedFS struct {
-	*configure.OSRoot
-	dead bool
-}
-
-func (k *killedFS) MkdirAll(name string, p fs.FileMode) error {
-	if k.dead {
-		return errKilled
-	}
-	return k.OSRoot.MkdirAll(name, p)
-}
-
-func (k *killedFS) OpenFile(name string, flag int, perm fs.FileMode) (configure.WFile, error) {
-	if k.dead && flag != os.O_RDONLY {
-		return nil, errKilled
-	}
-	return k.OSRoot.OpenFile(name, flag, perm)
-}
-
-func (k *killedFS) Rename(o, n string) error {
-	if k.dead {
-		return errKilled
-	}
-	return k.OSRoot.Rename(o, n)
-}
-
-func (k *killedFS) Remove(name string) error {
-	if k.dead {
-		return errKilled
-	}
-	return k.OSRoot.Remove(name)
-}
-
-// fileContainerd loads its handlers from the root's main config and its
-// imports at each restart, as containerd does; a restart asked by a
-// killed install does not happen.
-type fileContainerd struct {
-	root   string
-	loaded []string
-	caller *killedFS
-}
-
-func (f *fileContainerd) Name() string { return "containerd.service" }
-func (f *fileContainerd) Restart(context.Context) error {
-	if f.caller.dead {
-		return errKilled
-	}
-	l := runtimecfg.LoadContainerd(os.DirFS(f.root), "etc/containerd/config.toml", nil)
-	if l.Config == nil || len(l.Errors) > 0 {
-		f.loaded = nil
-		return errors.Join(l.Errors...)
-	}
-	f.loaded = []string{"runc"}
-	for _, h := range l.Config.Handlers {
-		if h.Name != "runc" {
-			f.loaded = append(f.loaded, h.Name)
-		}
-	}
-	return nil
-}
-func (f *fileContainerd) Handlers(context.Context) ([]string, error) {
-	if f.loaded == nil {
-		return nil, errors.New("not answering")
-	}
-	return slices.Clone(f.loaded), nil
-}
-func (f *fileContainerd) Log(context.Context) string { return "" }
+// killed is the panic a killed install unwinds with: nothing it would
+// do after the step happens (the only deferred calls on the way release
+// the lock and remove empty directories, as the kernel would release it).
+type killed struct{}
 
 // tempDirs are the test's temporary directories, as the state lists the
 // directories berth created on the way to the prefix.
@@ -116,13 +47,12 @@ func TestInstallKilledBeforeRestartConverges(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(root, "etc/containerd/config.toml"), []byte(main), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		osr, err := configure.OpenOSRoot(root)
+		fsys, err := configure.OpenOSRoot(root)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { osr.Close() })
-		fsys := &killedFS{OSRoot: osr}
-		rt := &fileContainerd{root: root, caller: fsys}
+		t.Cleanup(func() { fsys.Close() })
+		rt := &fileruntime.Containerd{Root: root}
 		rt.Restart(context.Background())
 		w := workflow(t, &steps{}, rel.mirror(t))
 		w.Restarter = nil
@@ -131,7 +61,7 @@ func TestInstallKilledBeforeRestartConverges(t *testing.T) {
 		for _, kill := range []string{step, ""} {
 			rc.Change = []configure.Option{configure.WithStep(func(s string) {
 				if s == kill {
-					fsys.dead = true
+					panic(killed{})
 				}
 			})}
 			w.Applier = rc
@@ -139,17 +69,23 @@ func TestInstallKilledBeforeRestartConverges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = w.Run(context.Background(), pl)
+			func() {
+				defer func() {
+					if r := recover(); r != nil && r != (killed{}) {
+						panic(r)
+					}
+				}()
+				_, err = w.Run(context.Background(), pl)
+			}()
 			if kill == "" && err != nil {
 				t.Fatalf("the install after the kill at %q: %v", step, err)
 			}
-			if (kill == "committed" || kill == "restarting") && slices.Contains(rt.loaded, p.Handler()) {
+			if (kill == "committed" || kill == "restarting") && slices.Contains(rt.Loaded, p.Handler()) {
 				t.Fatalf("killed at %s, the runtime was restarted anyway: the window was not reached", kill)
 			}
-			fsys.dead = false
 		}
-		if !slices.Contains(rt.loaded, p.Handler()) {
-			t.Errorf("killed at %q, then installed again: the runtime has %v", step, rt.loaded)
+		if !slices.Contains(rt.Loaded, p.Handler()) {
+			t.Errorf("killed at %q, then installed again: the runtime has %v", step, rt.Loaded)
 		}
 		// The prefix is a fresh directory per run: named alike.
 		prefix := strings.TrimPrefix(w.Installer.Layout.Prefix, "/")
@@ -162,7 +98,7 @@ func TestInstallKilledBeforeRestartConverges(t *testing.T) {
 			}
 			return nil
 		})
-		return tree, rt.loaded
+		return tree, rt.Loaded
 	}
 	clean, _ := run(t, "")
 	for _, step := range []string{"intent", "staged", "renamed etc/containerd/config.toml", "committed", "restarting", "restarted", "proven"} {
