@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"berth.dev/berth/internal/testkit/fileruntime"
+	"berth.dev/berth/internal/testkit/treetest"
 )
 
 // errDead is what a killed process would have done: nothing.
@@ -55,16 +56,9 @@ func (d *dyingFS) Remove(name string) error {
 	return d.OSRoot.Remove(name)
 }
 
-// noLeftovers fails when a temporary file or the journal is left in dir.
-func noLeftovers(t *testing.T, dir string) {
-	t.Helper()
-	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err == nil && (isBerthTemp(e.Name()) || strings.HasSuffix(p, IntentPath)) {
-			t.Errorf("left behind: %s", p)
-		}
-		return nil
-	})
-}
+// leftover is a file a run must not leave behind: a temporary file or
+// the journal of an unfinished change.
+func leftover(rel string) bool { return isBerthTemp(path.Base(rel)) || rel == IntentPath }
 
 // killCase is one command killed at each of its steps.
 type killCase struct {
@@ -125,57 +119,58 @@ func TestKillAtEveryStep(t *testing.T) {
 			}
 			// A clean run: its steps, and the trees it leaves.
 			dir, fsys, rt := setup(t)
-			orig := contents(readTree(t, dir))
+			orig := treetest.Content(t, dir)
 			var applySteps, removeSteps []string
 			if _, err := apply(fsys, rt, WithStep(func(s string) { applySteps = append(applySteps, s) })); err != nil {
 				t.Fatal(err)
 			}
-			applied := contents(readTree(t, dir))
-			if tc.restart && !slices.Contains(rt.Loaded, r.Handler) {
-				t.Fatalf("clean apply: runtime has %v", rt.Loaded)
-			}
+			applied := treetest.Content(t, dir)
 			if _, err := remove(fsys, rt, WithStep(func(s string) { removeSteps = append(removeSteps, s) })); err != nil {
 				t.Fatal(err)
 			}
-			if got := contents(readTree(t, dir)); !maps.Equal(got, orig) {
-				t.Fatalf("clean remove did not restore the original:\n%v", got)
+			if got := treetest.Content(t, dir); got != orig {
+				t.Fatalf("clean remove did not restore the original:\n%s", got)
 			}
 			t.Logf("apply steps %q, remove steps %q", applySteps, removeSteps)
-
+			// converged checks the tree and the handler after the run
+			// that follows a kill.
+			converged := func(t *testing.T, what, dir string, rt *fileruntime.Containerd, want string, live bool) {
+				t.Helper()
+				if got := treetest.Content(t, dir); got != want {
+					t.Errorf("%s left the tree\n%s\nwant\n%s", what, got, want)
+				}
+				if tc.restart && slices.Contains(rt.Loaded, r.Handler) != live {
+					t.Errorf("%s left the runtime with %v", what, rt.Loaded)
+				}
+				if left := treetest.Find(t, dir, leftover); len(left) > 0 {
+					t.Errorf("%s left behind %v", what, left)
+				}
+			}
+			killAt := func(fsys *dyingFS, step string) Option {
+				return WithStep(func(s string) {
+					if s == step {
+						fsys.dead = true
+					}
+				})
+			}
 			for _, step := range applySteps {
 				t.Run("apply killed at "+step, func(t *testing.T) {
 					for _, then := range []string{"apply", "remove"} {
 						dir, fsys, rt := setup(t)
-						apply(fsys, rt, WithStep(func(s string) {
-							if s == step {
-								fsys.dead = true
-							}
-						}))
+						apply(fsys, rt, killAt(fsys, step))
 						kills++
 						fsys.dead = false
-						switch then {
-						case "apply":
+						if then == "apply" {
 							if _, err := apply(fsys, rt); err != nil {
 								t.Fatalf("the next apply: %v", err)
 							}
-							if got := contents(readTree(t, dir)); !maps.Equal(got, applied) {
-								t.Errorf("the next apply left a different tree:\n%s", treeDiff(got, applied))
-							}
-							if tc.restart && !slices.Contains(rt.Loaded, r.Handler) {
-								t.Errorf("the next apply left the runtime with %v", rt.Loaded)
-							}
-						case "remove":
-							if _, err := remove(fsys, rt); err != nil {
-								t.Fatalf("a remove after the kill: %v", err)
-							}
-							if got := contents(readTree(t, dir)); !maps.Equal(got, orig) {
-								t.Errorf("remove after the kill left a tree other than the original:\n%s", treeDiff(got, orig))
-							}
-							if tc.restart && slices.Contains(rt.Loaded, r.Handler) {
-								t.Errorf("remove left the runtime with %v", rt.Loaded)
-							}
+							converged(t, "the next apply", dir, rt, applied, true)
+							continue
 						}
-						noLeftovers(t, dir)
+						if _, err := remove(fsys, rt); err != nil {
+							t.Fatalf("a remove after the kill: %v", err)
+						}
+						converged(t, "a remove after the kill", dir, rt, orig, false)
 					}
 				})
 			}
@@ -185,48 +180,19 @@ func TestKillAtEveryStep(t *testing.T) {
 					if _, err := apply(fsys, rt); err != nil {
 						t.Fatal(err)
 					}
-					remove(fsys, rt, WithStep(func(s string) {
-						if s == step {
-							fsys.dead = true
-						}
-					}))
+					remove(fsys, rt, killAt(fsys, step))
 					kills++
 					fsys.dead = false
 					if _, err := remove(fsys, rt); err != nil {
 						t.Fatalf("the next remove: %v", err)
 					}
-					if got := contents(readTree(t, dir)); !maps.Equal(got, orig) {
-						t.Errorf("the next remove left a tree other than the original:\n%s", treeDiff(got, orig))
-					}
-					if tc.restart && slices.Contains(rt.Loaded, r.Handler) {
-						t.Errorf("the next remove left the runtime with %v", rt.Loaded)
-					}
-					noLeftovers(t, dir)
+					converged(t, "the next remove", dir, rt, orig, false)
 				})
 			}
 		})
 	}
 	t.Logf("%d kills", kills)
 }
-
-// treeDiff lists the files that differ between two trees.
-func treeDiff(got, want map[string]string) string {
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(got)) {
-		if w, ok := want[k]; !ok {
-			fmt.Fprintf(&b, "  extra %s\n", k)
-		} else if w != got[k] {
-			fmt.Fprintf(&b, "  differs %s:\n%s\n  want:\n%s\n", k, got[k], w)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(want)) {
-		if _, ok := got[k]; !ok {
-			fmt.Fprintf(&b, "  missing %s\n", k)
-		}
-	}
-	return b.String()
-}
-
 // TestRestartWithNothingToChange: files already in place (a run killed
 // before its restart, or an apply without --restart) are still restarted
 // into and proven by the next --restart; once live, nothing restarts.
@@ -289,7 +255,7 @@ func TestLoadCheckBeforeRestart(t *testing.T) {
 			put(t, dir, "etc/containerd/config.toml", v2Main)
 			rt := &fileruntime.Containerd{Root: dir}
 			rt.Restart(ctx)
-			before := contents(readTree(t, dir))
+			before := treetest.Content(t, dir)
 			rt.Refuse = tc.refuse
 			_, err := ApplyLive(ctx, openRoot(t, dir), r, rt)
 			if !IsRefused(err) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "broken") {
@@ -299,8 +265,8 @@ func TestLoadCheckBeforeRestart(t *testing.T) {
 			if rt.Restarts != 1 {
 				t.Errorf("containerd restarted %d times", rt.Restarts-1)
 			}
-			if got := contents(readTree(t, dir)); !maps.Equal(got, before) {
-				t.Errorf("files changed:\n%s", treeDiff(got, before))
+			if got := treetest.Content(t, dir); got != before {
+				t.Errorf("files changed:\n%s\nwas\n%s", got, before)
 			}
 		})
 	}

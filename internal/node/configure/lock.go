@@ -86,6 +86,9 @@ func locked(fsys FS, t *tx, fn func(st *State) ([]op, error), live func(undo fun
 			dirs = append(dirs, st.Dirs...)
 		}
 		removeEmptyDirs(fsys, dirs)
+		// A journal cleared by this run (a restart owed and now done)
+		// leaves the state directory empty.
+		t.forgetStateDir()
 	}()
 	st, err = loadState(fsys)
 	if err != nil {
