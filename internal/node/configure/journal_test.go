@@ -193,6 +193,7 @@ func TestKillAtEveryStep(t *testing.T) {
 	}
 	t.Logf("%d kills", kills)
 }
+
 // TestRestartWithNothingToChange: files already in place (a run killed
 // before its restart, or an apply without --restart) are still restarted
 // into and proven by the next --restart; once live, nothing restarts.
