@@ -148,19 +148,26 @@ backing up any file it must modify, recording what it owns in
 var/lib/berth/config-state.json, under an exclusive lock on the host root. A
 second run changes nothing and says so.
 
-With --restart (on a running system), if something changed, it restarts the
-runtime's unit, waits for its CRI socket and checks that the new handler and
-every handler that was live before are live; if not, it puts the previous
-files back, restarts again, checks the old handlers are back and exits 1
-naming what broke. Without --restart it prints the commands that load and
-verify the change.`,
+With --restart (on a running system), unless nothing changed and the
+handler is live already, it restarts the runtime's unit, waits for its CRI
+socket and checks that the new handler and every handler that was live
+before are live; if not, it puts the previous files back, restarts again,
+checks the old handlers are back and exits 1 naming what broke. Before any
+restart the runtime's own binary loads the whole configuration (containerd
+config dump): one that would not load is refused (exit 1) before anything
+changes, --force or not. Without --restart it prints the commands that load
+and verify the change.
+
+A run that was killed is completed first by the next one (its journal,
+var/lib/berth/config-intent.json): forward when all its files are in place,
+else back to the originals.`,
 		Example: `  sudo berth config apply --platform kubeadm-qemu-snp --restart`,
 		Args:    NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runConfigApply(cmd.Context(), g, fl) },
 	}
 	addPlatformFlags(cmd, &fl)
 	cmd.Flags().BoolVar(&fl.force, "force", false, "configure the platform even though its checks fail on this node")
-	cmd.Flags().BoolVar(&fl.restart, "restart", false, "restart the container runtime if anything changed, verify every handler, and roll back if one is lost")
+	cmd.Flags().BoolVar(&fl.restart, "restart", false, "restart the container runtime unless nothing changed and the handler is live, verify every handler, and roll back if one is lost")
 	return cmd
 }
 
@@ -171,8 +178,11 @@ func newConfigRemoveCmd(g *Globals) *cobra.Command {
 		Short: "Remove exactly what berth wrote for a platform, restoring backups",
 		Long: `remove takes out exactly what berth wrote for the platform (or --all),
 restores the files it modified byte for byte and removes the directories it
-created once they are empty. With --restart it restarts the runtime's unit
-and checks that every other handler is still live, rolling back if not.`,
+created once they are empty. With --restart, unless nothing changed and the
+handler is gone from the runtime already, it restarts the runtime's unit and
+checks that every other handler is still live, rolling back if not. A run
+that was killed is completed first, so --all restores the originals byte for
+byte after a kill at any step.`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runConfigRemove(cmd.Context(), g, fl) },
 	}
@@ -180,7 +190,7 @@ and checks that every other handler is still live, rolling back if not.`,
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to remove")
 	f.BoolVar(&fl.all, "all", false, "remove every platform berth configured on this node (for --install-suffix, of that install only)")
 	AddSuffixFlag(cmd, &fl.suffix)
-	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime if anything changed, verify every other handler, and roll back if one is lost")
+	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime unless nothing changed and the handler is gone, verify every other handler, and roll back if one is lost")
 	return cmd
 }
 
