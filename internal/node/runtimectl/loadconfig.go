@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"berth.dev/berth/internal/host/hostfs"
@@ -75,7 +76,15 @@ func (c ContainerdConfig) Load(ctx context.Context) (note string, err error) {
 			return "", nil
 		}
 		if rerr == nil {
-			return "", fmt.Errorf("%s refuses /%s (with the files it imports): %s", bin, c.Config, dumpError(res.Stderr, res.Stdout))
+			why := dumpError(res.Stderr, res.Stdout)
+			// Containerd names the file of a syntax error, not of a value
+			// it cannot decode ("(3, 3): Can't convert 5(int64) to
+			// string"): the files it read are named then.
+			files := runtimecfg.LoadContainerd(c.FS, c.Config, nil).Files
+			if !slices.ContainsFunc(files, func(f string) bool { return strings.Contains(why, f) }) && len(files) > 0 {
+				why += " (in one of /" + strings.Join(files, ", /") + ")"
+			}
+			return "", fmt.Errorf("%s refuses /%s (with the files it imports): %s", bin, c.Config, why)
 		}
 		note = fmt.Sprintf("%s could not be run (%v)", bin, rerr)
 	}
@@ -87,18 +96,19 @@ func (c ContainerdConfig) Load(ctx context.Context) (note string, err error) {
 	return note, nil
 }
 
-// dumpError is what config dump said: its error lines (logrus
-// "level=fatal msg=..." in 1.7 and 2.x, "containerd: ..." in 1.6), at
-// most a few.
+// dumpError is what config dump said: its error lines, at most a few.
+// 1.6 and 1.7 print "containerd: ..."; 2.x logs logrus lines first
+// (`level=error msg="Failure unmarshaling TOML" ... file=... row=2`),
+// whose fields name the file, and its warnings, which are left out.
 func dumpError(stderr, stdout string) string {
 	var keep []string
 	for line := range strings.Lines(stderr) {
 		line = strings.TrimSpace(line)
-		if line == "" {
+		if line == "" || strings.Contains(line, "level=warning") || strings.Contains(line, "level=info") || strings.Contains(line, "level=debug") {
 			continue
 		}
-		if _, msg, ok := strings.Cut(line, "msg="); ok {
-			line = strings.Trim(msg, `"`)
+		if i := strings.Index(line, "msg="); i >= 0 && strings.HasPrefix(line, "time=") {
+			line = line[i:]
 		}
 		keep = append(keep, line)
 	}

@@ -36,8 +36,17 @@ func TestContainerdConfigLoad(t *testing.T) {
 		noBinary bool
 	}{
 		{name: "loads", run: run(0, "", nil), fsys: host, argv: "/usr/bin/containerd --config /etc/containerd/config.toml config dump"},
-		{name: "containerd refuses", run: run(1, "time=\"x\" level=fatal msg=\"failed to load TOML from /etc/containerd/conf.d/bad.toml: toml: line 2\"\n", nil), fsys: host,
-			err: "/usr/bin/containerd refuses /etc/containerd/config.toml (with the files it imports): failed to load TOML from /etc/containerd/conf.d/bad.toml: toml: line 2"},
+		// containerd 2.4.2's words for a broken drop-in, and 1.7.35's for
+		// an invalid value (which names no file).
+		{name: "containerd refuses a drop-in", run: run(1, `time="2026-12-07T19:42:07Z" level=warning msg="Configuration migrated from version 3, use `+"`containerd config migrate`"+` to avoid migration" t="10.716µs"
+time="2026-12-07T19:42:07Z" level=error msg="Failure unmarshaling TOML" column=9 error="toml: expected ']' to close table name" file=/etc/containerd/conf.d/bad.toml row=2
+containerd: failed to unmarshal TOML at row 2 column 9: toml: expected ']' to close table name
+`, nil), fsys: host,
+			err: `/usr/bin/containerd refuses /etc/containerd/config.toml (with the files it imports): msg="Failure unmarshaling TOML" column=9 error="toml: expected ']' to close table name" file=/etc/containerd/conf.d/bad.toml row=2; containerd: failed to unmarshal TOML at row 2 column 9: toml: expected ']' to close table name`},
+		{name: "containerd refuses a value", run: run(1, "containerd: (3, 3): Can't convert 5(int64) to string\n", nil), fsys: fstest.MapFS{
+			"etc/containerd/config.toml": {Data: []byte("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = 5\n")},
+			"usr/bin/containerd":         {Data: []byte("ELF")},
+		}, err: "/usr/bin/containerd refuses /etc/containerd/config.toml (with the files it imports): containerd: (3, 3): Can't convert 5(int64) to string (in one of /etc/containerd/config.toml)"},
 		{name: "cannot run", run: run(0, "", errors.New("exec format error")), fsys: host, err: "etc/containerd/conf.d/bad.toml", note: "could not be run (exec format error)"},
 		{name: "not a running system", fsys: host, err: "etc/containerd/conf.d/bad.toml", note: "the root is not a running system"},
 		{name: "no config", run: run(1, "never run", nil), fsys: fstest.MapFS{}},
