@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -325,7 +326,11 @@ func TestRefuseConfigThatWillNotLoadLive(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				writeFile(t, main, strings.Replace(string(data), "[plugins.\"io.containerd.grpc.v1.cri\"]\n", "[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = 5\n", 1))
+				broken := regexp.MustCompile(`(?m)^(\s*sandbox_image = ).*$`).ReplaceAllString(string(data), "${1}5")
+				if broken == string(data) {
+					t.Fatalf("no sandbox_image in the base config:\n%s", data)
+				}
+				writeFile(t, main, broken)
 			}, "config.toml"},
 	} {
 		ctr := pickContainerd(t, tc.prefix)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strings"
 
 	"berth.dev/berth/internal/host/hostfs"
@@ -80,8 +79,7 @@ func (c ContainerdConfig) Load(ctx context.Context) (note string, err error) {
 			// Containerd names the file of a syntax error, not of a value
 			// it cannot decode ("(3, 3): Can't convert 5(int64) to
 			// string"): the files it read are named then.
-			files := runtimecfg.LoadContainerd(c.FS, c.Config, nil).Files
-			if !slices.ContainsFunc(files, func(f string) bool { return strings.Contains(why, f) }) && len(files) > 0 {
+			if files := runtimecfg.LoadContainerd(c.FS, c.Config, nil).Files; !strings.Contains(why, ".toml") && len(files) > 0 {
 				why += " (in one of /" + strings.Join(files, ", /") + ")"
 			}
 			return "", fmt.Errorf("%s refuses /%s (with the files it imports): %s", bin, c.Config, why)
