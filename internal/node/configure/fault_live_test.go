@@ -257,11 +257,19 @@ func faultSuite(t *testing.T, ctr critest.Containerd) {
 	t.Logf("apply steps %q\nremove steps %q", applySteps, removeSteps)
 
 	kills := 0
+	// beforeRestart: a kill at step leaves containerd on what it ran (the
+	// window between the files and the restart is the one to reach).
+	beforeRestart := func(steps []string, step string) bool {
+		return slices.Index(steps, step) < slices.Index(steps, "restarted")
+	}
 	for _, step := range applySteps {
 		t.Run("apply killed at "+step, func(t *testing.T) {
 			// Then a remove: the original, byte for byte.
 			berth(t, "apply", step, "")
 			kills++
+			if beforeRestart(applySteps, step) && slices.Contains(live(t), handler) {
+				t.Errorf("killed at %s, containerd has %s already", step, handler)
+			}
 			berth(t, "remove", "", "")
 			converged(t, "remove after the kill", orig, false)
 			// Then the same apply: as a clean apply leaves it.
@@ -278,6 +286,9 @@ func faultSuite(t *testing.T, ctr critest.Containerd) {
 			berth(t, "apply", "", "")
 			berth(t, "remove", step, "")
 			kills++
+			if beforeRestart(removeSteps, step) && !slices.Contains(live(t), handler) {
+				t.Errorf("killed at %s, containerd lost %s already", step, handler)
+			}
 			berth(t, "remove", "", "")
 			converged(t, "remove after the kill", orig, false)
 		})
