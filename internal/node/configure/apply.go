@@ -153,9 +153,10 @@ func importsBlock(name string, base []byte, f File) ([]byte, error) {
 // When everything is already in place it writes nothing at all. It holds
 // the host's configuration lock throughout, so concurrent runs (several
 // berth processes, an agent and an operator) apply one after the other.
-func Apply(fsys FS, r *Rendered) (*Result, error) {
+func Apply(fsys FS, r *Rendered, opts ...Option) (*Result, error) {
 	var res *Result
-	err := locked(fsys, func(st *State) ([]op, error) {
+	t := newTx("apply", r.Handler, r.Platform.String(), string(r.Suffix), nil, opts)
+	err := locked(fsys, t, func(st *State) ([]op, error) {
 		var ops []op
 		var err error
 		res, ops, err = applyOps(fsys, st, r)
@@ -164,6 +165,7 @@ func Apply(fsys FS, r *Rendered) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res.Warnings = append(t.warnings, res.Warnings...)
 	return res, nil
 }
 
@@ -253,9 +255,11 @@ func applyOps(fsys FS, st *State, r *Rendered) (*Result, []op, error) {
 // Remove removes what berth wrote for handler: its own files, its blocks,
 // and, once the last block of a file is gone, restores the file's backup
 // byte for byte (or deletes a file berth created).
-func Remove(fsys FS, handler string) (*Result, error) {
+func Remove(fsys FS, handler string, opts ...Option) (*Result, error) {
 	var res *Result
-	err := locked(fsys, func(st *State) ([]op, error) {
+	t := newTx("remove", handler, "", "", nil, opts)
+	err := locked(fsys, t, func(st *State) ([]op, error) {
+		t.named(st)
 		var ops []op
 		var err error
 		res, ops, err = removeOps(fsys, st, handler)
@@ -264,6 +268,7 @@ func Remove(fsys FS, handler string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res.Warnings = append(t.warnings, res.Warnings...)
 	return res, nil
 }
 
@@ -399,8 +404,13 @@ func dedupe(ops []op) []op {
 // allows: every new content is written to a temporary file next to its
 // target and synced first (a full disk or read-only file system fails here,
 // before anything changed); then the renames and removals run, and a
-// failure among them puts back what was already replaced.
-func commit(fsys FS, ops []op) error {
+// failure among them puts back what was already replaced. step, when not
+// nil, is called after the staging ("staged") and after each rename or
+// removal ("renamed PATH"): the fault suite's kill points.
+func commit(fsys FS, ops []op, step func(string)) error {
+	if step == nil {
+		step = func(string) {}
+	}
 	var temps []string
 	cleanup := func() {
 		for _, t := range temps {
@@ -417,10 +427,7 @@ func commit(fsys FS, ops []op) error {
 			cleanup()
 			return fmt.Errorf("creating %s: %w", dir, err)
 		}
-		// Unique per process and attempt: the lock serialises berth's own
-		// runs, but a name shared between runs is what an interrupted one
-		// leaves behind for the next to trip over.
-		tmp := path.Join(dir, fmt.Sprintf(".berth-%s.%d-%s.tmp", path.Base(o.path), os.Getpid(), randSuffix()))
+		tmp := tempName(o.path)
 		if err := writeSynced(fsys, tmp, o.data, o.mode); err != nil {
 			_ = fsys.Remove(tmp)
 			cleanup()
@@ -429,6 +436,7 @@ func commit(fsys FS, ops []op) error {
 		temps = append(temps, tmp)
 		tmpOf[i] = tmp
 	}
+	step("staged")
 	for i, o := range ops {
 		var err error
 		if o.remove {
@@ -445,7 +453,34 @@ func commit(fsys FS, ops []op) error {
 			return fmt.Errorf("replacing %s: %w (earlier changes were rolled back)", o.path, err)
 		}
 		syncDir(fsys, path.Dir(o.path))
+		step("renamed " + o.path)
 	}
+	return nil
+}
+
+// tempName is a temporary name next to name, unique per process and
+// attempt: the lock serialises berth's own runs, but a name shared
+// between runs is what an interrupted one leaves behind for the next to
+// trip over. Every such name matches isBerthTemp, so that the next run
+// sweeps what a killed one left.
+func tempName(name string) string {
+	return path.Join(path.Dir(name), fmt.Sprintf(".berth-%s.%d-%s.tmp", path.Base(name), os.Getpid(), randSuffix()))
+}
+
+// writeAtomic replaces name with data: a synced temporary file next to
+// it, renamed into place, the directory synced. Every single-file write of
+// berth's own files (the journal, a rollback) goes through it.
+func writeAtomic(fsys FS, name string, data []byte, mode fs.FileMode) error {
+	tmp := tempName(name)
+	if err := writeSynced(fsys, tmp, data, mode); err != nil {
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	if err := fsys.Rename(tmp, name); err != nil {
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	syncDir(fsys, path.Dir(name))
 	return nil
 }
 
@@ -483,10 +518,7 @@ func rollback(fsys FS, done []op) {
 			}
 			continue
 		}
-		tmp := fmt.Sprintf("%s.berth-rollback.%d-%s", o.path, os.Getpid(), randSuffix())
-		if writeSynced(fsys, tmp, o.orig, o.mode|0o600) == nil {
-			_ = fsys.Rename(tmp, o.path)
-		}
+		_ = writeAtomic(fsys, o.path, o.orig, o.mode|0o600)
 	}
 }
 
