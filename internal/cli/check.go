@@ -15,6 +15,7 @@ import (
 	"berth.dev/berth/internal/evaluate/check"
 	"berth.dev/berth/internal/evaluate/preflight"
 	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/node/errdefs"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/internal/present/report"
 	"berth.dev/berth/platform"
@@ -284,7 +285,7 @@ func checkExit(rep *report.Report, mode string) error {
 	if mode == "matrix" && rep.Summary.Ready+rep.Summary.ReadyWithWarnings > 0 {
 		return nil
 	}
-	return &exitError{code: ExitNotReady, err: errors.New("")}
+	return errdefs.NotReady(errors.New(""))
 }
 
 func newCheckExplainCmd(g *Globals) *cobra.Command {

@@ -14,6 +14,7 @@ import (
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/errdefs"
 	"berth.dev/berth/internal/node/runtimectl"
 	"berth.dev/berth/platform"
 )
@@ -258,8 +259,8 @@ func planErr(err error, p platform.Platform, custom *platform.Layout) error {
 	var te *configure.TargetError
 	switch {
 	case errors.As(err, &nr):
-		return &exitError{code: ExitNotReady, err: errors.New(nr.Error() +
-			"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")}
+		return errdefs.NotReady(errors.New(nr.Error() +
+			"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)"))
 	case errors.As(err, &te):
 		if _, ok := p.Distribution().Layout(); !ok && custom == nil {
 			err = fmt.Errorf("%w: berth config supports %s, and custom with --containerd-config or --crio-config and --runtime-unit", err, layoutNames())
