@@ -242,16 +242,6 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	return r, nil
 }
 
-// configErr gives a refusal of configure (a file that does not parse, a
-// runtime that would break) exit 1: the node needs fixing, not the
-// command line.
-func configErr(err error) error {
-	if err != nil && configure.IsRefused(err) {
-		return ExitErr(ExitNotReady, err)
-	}
-	return err
-}
-
 // planErr gives configure's errors their exit codes: a platform not ready
 // and a refusal 1, what the facts cannot tell without a flag 2.
 func planErr(err error, p platform.Platform, custom *platform.Layout) error {
@@ -267,7 +257,7 @@ func planErr(err error, p platform.Platform, custom *platform.Layout) error {
 		}
 		return UsageErr(err)
 	}
-	return configErr(err)
+	return err
 }
 
 // RefuseNotReady refuses a platform whose checks fail on the node, unless
@@ -325,7 +315,7 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 	}
 	files, err := configure.Preview(root.FS(), r)
 	if err != nil {
-		return configErr(err)
+		return err
 	}
 	rcName := "runtimeclass-" + r.Handler + ".yaml"
 	if fl.out == "" {
@@ -379,7 +369,7 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 		return err
 	}
 	defer w.Close()
-	return configErr(g.RuntimeChange(root, w, fl.restart, r.Suffix).Apply(ctx, r))
+	return g.RuntimeChange(root, w, fl.restart, r.Suffix).Apply(ctx, r)
 }
 
 // RuntimeChange is how berth changes the runtime configuration of the
@@ -437,7 +427,7 @@ func (g *Globals) RemovePlatformConfigs(ctx context.Context, plats []string, suf
 	if err != nil {
 		return err
 	}
-	return configErr(ch.RemovePlatforms(ctx, st, plats))
+	return ch.RemovePlatforms(ctx, st, plats)
 }
 
 // openRemoval opens --root for removing berth's runtime configuration and
@@ -491,7 +481,7 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 		fmt.Fprintln(g.stdout, "nothing to remove: berth has configured no platform on this node")
 		return nil
 	}
-	return configErr(ch.RemoveHandlers(ctx, st, handlers))
+	return ch.RemoveHandlers(ctx, st, handlers)
 }
 
 // AddSuffixFlag adds --install-suffix, the side-by-side install a command

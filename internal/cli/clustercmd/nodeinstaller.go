@@ -21,6 +21,7 @@ import (
 	"berth.dev/berth/internal/cluster/nodeinstall"
 	"berth.dev/berth/internal/cluster/serve"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/errdefs"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/internal/node/runtimectl/systemdbus"
@@ -150,14 +151,6 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 	}, nil
 }
 
-// usage gives nodeinstall's errors in the flags exit 2.
-func usage(err error) error {
-	if nodeinstall.IsUsage(err) {
-		return cli.UsageErr(err)
-	}
-	return err
-}
-
 func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags) error {
 	o, err := fl.options(g)
 	if err != nil {
@@ -165,7 +158,7 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	}
 	set, err := o.Check()
 	if err != nil {
-		return usage(err)
+		return err
 	}
 	mode := set.Mode
 	level := slog.LevelInfo
@@ -192,7 +185,7 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	}
 	ncfg, err := set.Config(nodeinstall.Host{Root: root, Dir: g.Root(), Client: dyn, Discover: g.DiscoverOptions(true), Log: log})
 	if err != nil {
-		return usage(err)
+		return err
 	}
 	if mode == nodeinstall.ModeInstall {
 		ls, _, err := install.Locators(fl.from)
@@ -206,7 +199,7 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 		defer fetcher.Close()
 		m, err := set.LoadPinnedManifest(ctx, fetcher, fl.mirror)
 		if err != nil {
-			return usage(err)
+			return err
 		}
 		ncfg.Manifest, ncfg.Fetcher = m, fetcher
 	}
@@ -231,12 +224,12 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	}
 	if err != nil {
 		stop()
-		return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("node-installer (%s) on %s: %w", mode, set.NodeName, err))
+		return errdefs.Failed(fmt.Errorf("node-installer (%s) on %s: %w", mode, set.NodeName, err))
 	}
 	if fl.runOnce {
 		stop()
 		if bad := notInstalled(rep); len(bad) > 0 {
-			return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("node-installer on %s: not installed: %s", set.NodeName, strings.Join(bad, ", ")))
+			return errdefs.Failed(fmt.Errorf("node-installer on %s: not installed: %s", set.NodeName, strings.Join(bad, ", ")))
 		}
 		log.Info("done", "node", set.NodeName, "mode", mode)
 		return nil
@@ -361,7 +354,7 @@ passed (the nodes are named), 2 usage error.`,
 				fmt.Fprintf(g.Stdout(), "%s\n", b)
 			}
 			if err != nil {
-				return cli.ExitErr(cli.ExitNotReady, err)
+				return errdefs.Failed(err)
 			}
 			return nil
 		},
@@ -416,7 +409,7 @@ pods left are named), 2 usage error.`,
 			}
 			err = nodeinstall.Teardown(cmd.Context(), dyn, nodeinstall.TeardownOptions{Namespace: namespace, DaemonSet: daemonset, AgentDaemonSet: agentDaemonset, Jobs: jobs, Suffix: s, Timeout: timeout, Log: log})
 			if err != nil {
-				return cli.ExitErr(cli.ExitNotReady, err)
+				return errdefs.Failed(err)
 			}
 			if jobs != nil {
 				fmt.Fprintf(g.Stdout(), "every node is clean: cleanup Jobs succeeded in %s\n", namespace)

@@ -16,6 +16,7 @@ import (
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/node/cri"
+	"berth.dev/berth/internal/node/errdefs"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )
@@ -164,7 +165,7 @@ when it does not.`,
 			if sandbox && res.Live {
 				sb, err := proveSandbox(cmd.Context(), g, p, res, sandboxTimeout)
 				if err != nil {
-					return cli.ExitErr(cli.ExitNotReady, err)
+					return errdefs.Failed(err)
 				}
 				res.Sandbox = sb
 			}
@@ -180,17 +181,17 @@ when it does not.`,
 			}
 			switch {
 			case qerr != nil:
-				return cli.ExitErr(cli.ExitNotReady, qerr)
+				return errdefs.Failed(qerr)
 			case !res.Live:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotFound(errors.New(""))
 			case res.Node != nil && res.Node.Error != "":
-				return cli.ExitErr(cli.ExitNotReady, errors.New(res.Node.Error))
+				return errdefs.NotReady(errors.New(res.Node.Error))
 			case res.Node != nil && !res.Node.Listed:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotReady(errors.New(""))
 			case res.Sandbox != nil && res.Sandbox.Outcome == cri.SandboxFail:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotReady(errors.New(""))
 			case res.Snapshotter != nil && !res.Snapshotter.Live:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotReady(errors.New(""))
 			}
 			return nil
 		},

@@ -126,16 +126,6 @@ func layout(g *cli.Globals, prefix string) install.Layout {
 	return install.Layout{Root: g.Root(), Prefix: prefix}
 }
 
-// installErr gives install's, rollback's and uninstall's refusals and
-// failures exit status 1: a path that leaves the root, a component above
-// the size limit, no room for the download, a failed install.
-func installErr(err error) error {
-	if err != nil && (install.IsFailure(err) || configure.IsRefused(err)) {
-		return cli.ExitErr(cli.ExitNotReady, err)
-	}
-	return err
-}
-
 // parseSize parses a byte count: a number, optionally followed by K, M, G
 // or T (KiB, MiB, GiB, TiB: powers of 1024) and an optional B.
 func parseSize(s string) (int64, error) {
@@ -249,7 +239,7 @@ func newFetcher(g *cli.Globals, fl installFlags, ls []fetch.Locator, hostCache b
 		if re := (*install.RefusedError)(nil); errors.As(err, &re) {
 			re.Path = "cache " + re.Path
 		}
-		return nil, closeAll, installErr(err)
+		return nil, closeAll, err
 	}
 	f.Cache, f.CacheIn, f.CacheRel = filepath.Join(host.Name(), filepath.FromSlash(rel)), host, rel
 	return f, closeAll, nil
@@ -490,7 +480,7 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 		}
 	}
 	_, err = wf.Run(ctx, pl)
-	return installErr(err)
+	return err
 }
 
 // installChecker is install's install.Checker: the platform's checks on

@@ -27,7 +27,9 @@ running sandboxes to pick up the binaries.`,
 			in := &install.Installer{Layout: layout(g, fl.prefix)}
 			from, to, err := in.Rollback(cmd.Context())
 			if err != nil {
-				return cli.ExitErr(cli.ExitNotReady, err)
+				// A refusal (a prefix leaving --root) or a failure:
+				// exit 1 either way (errdefs.ExitCode).
+				return err
 			}
 			r, err := in.Layout.ReadRecord(to)
 			if err != nil {

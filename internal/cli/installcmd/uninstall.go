@@ -56,13 +56,13 @@ func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCac
 	// refused here, before the configuration or anything else is removed.
 	st, err := l.Status()
 	if err != nil {
-		return installErr(err)
+		return err
 	}
 	var cache *cacheDir
 	if purgeCache {
 		c, err := openCache(g, fl.cache)
 		if err != nil {
-			return installErr(err)
+			return err
 		}
 		defer c.Close()
 		cache = c
@@ -76,7 +76,7 @@ func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCac
 	in := &install.Installer{Layout: l}
 	rm, err := in.Uninstall(ctx)
 	if err != nil {
-		return installErr(err)
+		return err
 	}
 	if len(rm.Removed) == 0 && len(rm.Kept) == 0 {
 		fmt.Fprintf(g.Stdout(), "%s: nothing installed by berth\n", l.Dir())

@@ -18,6 +18,7 @@ import (
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/errdefs"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/manifest"
@@ -79,17 +80,13 @@ type Options struct {
 	Getenv func(string) string
 }
 
-// usageError is an error in the Options: the command line needs fixing.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
 // IsUsage reports whether err says the Options were wrong, as opposed to
-// the node, the cluster or the network.
-func IsUsage(err error) bool { return errors.As(err, new(usageError)) }
+// the node, the cluster or the network (errdefs.IsUsage).
+func IsUsage(err error) bool { return errdefs.IsUsage(err) }
 
-func usage(err error) error { return usageError{err} }
+// usage marks err as an error in the Options: the command line needs
+// fixing (exit 2).
+func usage(err error) error { return errdefs.Usage(err) }
 
 // Settings are checked Options.
 type Settings struct {
