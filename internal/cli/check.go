@@ -15,7 +15,7 @@ import (
 	"berth.dev/berth/internal/evaluate/check"
 	"berth.dev/berth/internal/evaluate/preflight"
 	"berth.dev/berth/internal/host/discover"
-	"berth.dev/berth/internal/node/errdefs"
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/internal/present/report"
 	"berth.dev/berth/platform"

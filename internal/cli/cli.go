@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/node/configure"
-	"berth.dev/berth/internal/node/errdefs"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )

@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
-	"berth.dev/berth/internal/node/errdefs"
 	"berth.dev/berth/internal/node/runtimectl"
 	"berth.dev/berth/platform"
 )

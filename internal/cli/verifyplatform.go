@@ -9,8 +9,8 @@ import (
 	"io"
 	"strings"
 
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/node/configure"
-	"berth.dev/berth/internal/node/errdefs"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )

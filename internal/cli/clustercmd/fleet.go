@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"berth.dev/berth/internal/cluster/fleet"
-	"berth.dev/berth/internal/node/errdefs"
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/present/output"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/node/cri"
-	"berth.dev/berth/internal/node/errdefs"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )

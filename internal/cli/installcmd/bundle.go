@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/node/configure"
-	"berth.dev/berth/internal/node/errdefs"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/internal/node/manifest"

@@ -5,9 +5,9 @@ import (
 	"strconv"
 	"strings"
 
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/runtimecfg"
-	"berth.dev/berth/internal/node/errdefs"
 	"berth.dev/berth/platform"
 )
 

@@ -19,9 +19,10 @@
 // errors.Is finds the sentinel and the text the user reads does not
 // change. An error no class was given to exits 1: after the flags are
 // validated, whatever goes wrong is a failure of the run, not a usage
-// error. The package sits in the node wing, the lowest that changes a
-// host: host and evaluate only read and report, and node, cluster and cli
-// all import it.
+// error. The package sits in the host wing, the lowest, and imports
+// nothing of berth: every wing can classify its errors with it, hostfs's
+// writable root (a path leaving --root is a refusal) and present (a
+// failed write to stdout) included, which must not import node.
 package errdefs
 
 import (
