@@ -91,6 +91,7 @@ least one platform shown is ready), 1 otherwise, 2 usage or internal error.`,
 	f.StringArrayVar(&fl.registries, "registry", []string{defaultRegistry}, "with --network: registry host or URL whose /v2/ endpoint must answer; repeatable")
 	f.StringArrayVar(&fl.attestation, "attestation-url", nil, "with --network: URL of the attestation service (Trustee KBS, Contrast coordinator) confidential guests must reach; repeatable")
 	f.DurationVar(&fl.networkTimeout, "network-timeout", defaultNetworkTimeout, "with --network: how long to wait for each service")
+	NonNegative(cmd, "nfd-expiry")
 	cmd.AddCommand(newCheckExplainCmd(g))
 	return cmd
 }

@@ -53,10 +53,15 @@ func (e *ranError) Error() string { return e.err.Error() }
 func (e *ranError) Unwrap() error { return e.err }
 
 // markRun makes the errors cmd's RunE and its subcommands' return
-// ranErrors, so that Run can tell them from cobra's own.
+// ranErrors, so that Run can tell them from cobra's own, and checks the
+// numeric flags' bounds (Positive, NonNegative) before each runs: a bound
+// broken is cobra's kind of error, a usage error.
 func markRun(cmd *cobra.Command) {
 	if run := cmd.RunE; run != nil {
 		cmd.RunE = func(c *cobra.Command, args []string) error {
+			if err := checkFlagBounds(c); err != nil {
+				return err
+			}
 			if err := run(c, args); err != nil {
 				return &ranError{err}
 			}
@@ -134,13 +139,19 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	defer cancel(nil)
 	life := newLifecycle(ctx, testForceAfter(getenv, w.ForceAfter))
 	life.sigs = sigs
-	cmd := newRootCmd(&env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, args: args, life: life}, w)
+	// Every write to stdout is checked, those whose error a command
+	// drops included: a result not written fails the run.
+	out := output.NewChecked(stdout)
+	cmd := newRootCmd(&env{stdin: stdin, stdout: out, stderr: stderr, getenv: getenv, args: args, life: life}, w)
 	cmd.SetArgs(args)
 	var c guard
 	if target, _, err := cmd.Find(args); err == nil {
 		c = guard{ownSignals: target.Annotations[AnnotationOwnSignals] != "", early: target.Annotations[AnnotationEarlyStart] != ""}
 	}
 	err, sig, forced := runGuarded(life, cancel, c, sigs, w.Exits, func() error { return cmd.ExecuteContext(ctx) })
+	if werr := out.Err(); err == nil && werr != nil {
+		err = &ranError{fmt.Errorf("writing the result to stdout: %w", werr)}
+	}
 	switch {
 	case sig != 0 && (forced || err != nil):
 		return 128 + int(sig)

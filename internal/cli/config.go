@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,7 +158,7 @@ naming what broke. Without --restart it prints the commands that load and
 verify the change.`,
 		Example: `  sudo berth config apply --platform kubeadm-qemu-snp --restart`,
 		Args:    NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runConfigApply(cmd.Context(), g, fl) },
+		RunE:    func(cmd *cobra.Command, _ []string) error { return outsideRoot(runConfigApply(cmd.Context(), g, fl), g.root) },
 	}
 	addPlatformFlags(cmd, &fl)
 	cmd.Flags().BoolVar(&fl.force, "force", false, "configure the platform even though its checks fail on this node")
@@ -175,7 +176,7 @@ restores the files it modified byte for byte and removes the directories it
 created once they are empty. With --restart it restarts the runtime's unit
 and checks that every other handler is still live, rolling back if not.`,
 		Args: NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runConfigRemove(cmd.Context(), g, fl) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return outsideRoot(runConfigRemove(cmd.Context(), g, fl), g.root) },
 	}
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to remove")
@@ -497,4 +498,16 @@ func ParseSuffixFlag(s string) (configure.Suffix, error) {
 		return "", UsageErr(err)
 	}
 	return suffix, nil
+}
+
+// outsideRoot names the refusal of a path os.Root would not follow: a
+// symlink on its way leads out of --root. os.Root says only "path escapes
+// from parent", which tells the user neither that berth refused nor why;
+// the refusal exits 1 (errdefs.ErrRefused) like every other.
+func outsideRoot(err error, root string) error {
+	var pe *fs.PathError
+	if err == nil || !errors.As(err, &pe) || pe.Err == nil || pe.Err.Error() != "path escapes from parent" {
+		return err
+	}
+	return errdefs.Refused(fmt.Errorf("refusing /%s: a symlink on its way leads outside the host root (--root %s), and berth reads and writes only inside it", strings.TrimPrefix(pe.Path, "/"), root))
 }

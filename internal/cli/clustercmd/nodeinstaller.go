@@ -131,6 +131,7 @@ rollout waits on this node.`,
 	f.BoolVar(&fl.runOnce, "run-once", false, "exit after the run (job mode): 0 when every platform is installed and verified, 1 otherwise; no health server")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
 	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings, so that the platform installs anyway (comma-separated, case-insensitive; \"all\" only alone), as berth check --ignore")
+	cli.Positive(cmd, "parallel", "sandbox-timeout")
 	cmd.AddCommand(newTeardownCmd(g), newDispatchCmd(g))
 	return cmd
 }
@@ -366,6 +367,7 @@ passed (the nodes are named), 2 usage error.`,
 	f.Bool("delete", false, "delete the Jobs once every one succeeded")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "how long to wait for every node")
+	cli.Positive(cmd, "timeout")
 	return cmd
 }
 
@@ -427,5 +429,6 @@ pods left are named), 2 usage error.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for every node")
 	f.StringVar(&suffix, "install-suffix", "", "the release's install suffix: wait for the installed labels of that install only")
+	cli.Positive(cmd, "timeout")
 	return cmd
 }

@@ -206,6 +206,7 @@ when it does not.`,
 	f.BoolVar(&sandbox, "sandbox", false, "also start, stop and remove a pod sandbox with the handler (skipped where its VM cannot run)")
 	f.BoolVar(&snapshotter, "snapshotter", false, "also prove the handler's snapshotter over containerd's introspection and a probe snapshot")
 	f.DurationVar(&sandboxTimeout, "sandbox-timeout", 2*time.Minute, "how long the sandbox may take to start")
+	cli.Positive(cmd, "timeout", "sandbox-timeout")
 	return cmd
 }
 

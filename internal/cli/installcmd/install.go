@@ -118,6 +118,7 @@ is not live (or the runtime could not be asked), 2 usage error.`,
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version (2 or 3) when the node's containerd version is unknown")
 	fl.custom.Add(cmd)
 	f.StringVar(&fl.kataConfigDir, "kata-config-dir", "", "directory for the Kata configuration files (default <prefix>/etc/kata)")
+	cli.Positive(cmd, "parallel")
 	return cmd
 }
 
