@@ -206,29 +206,20 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	if err != nil {
 		return nil, err
 	}
-	suffix, err := ParseSuffixFlag(fl.suffix)
+	in, err := configure.NewInstall(configure.InstallFlags{Suffix: fl.suffix, Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}, p)
 	if err != nil {
 		return nil, err
-	}
-	if err := suffix.Check(p); err != nil {
-		return nil, UsageErr(fmt.Errorf("--install-suffix: %w", err))
-	}
-	if fl.prefix == "" {
-		fl.prefix = suffix.Prefix()
 	}
 	custom, err := fl.custom.Layout(p)
 	if err != nil {
 		return nil, err
-	}
-	if fl.kataConfigDir != "" && !strings.HasPrefix(fl.kataConfigDir, "/") {
-		return nil, UsageErr(fmt.Errorf("--kata-config-dir %q: expected an absolute path on the host", fl.kataConfigDir))
 	}
 	if fl.hypervisor != "" && (!strings.HasPrefix(fl.hypervisor, "/") || p.HypervisorBinary() == "") {
 		return nil, UsageErr(fmt.Errorf("--hypervisor-path %q: expected an absolute path of the platform's hypervisor binary (%s has none of its own)", fl.hypervisor, p))
 	}
 	r, nr, err := configure.Plan(ctx, root, configure.PlanRequest{
 		Platform: p, Custom: custom, ConfigVersion: fl.configVersion, Discover: g.DiscoverOptions(false),
-		Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir, Suffix: suffix}, TEELabels: fl.teeLabels},
+		Options: configure.Options{Paths: in.Paths(fl.hypervisor), TEELabels: fl.teeLabels},
 		Force:   fl.preview || fl.force,
 	})
 	switch {
@@ -491,13 +482,12 @@ func AddSuffixFlag(cmd *cobra.Command, s *string) {
 	cmd.Flags().StringVar(s, "install-suffix", "", "side-by-side install: appended to handler and RuntimeClass names, the default prefix and berth's files (a DNS label of at most "+fmt.Sprint(configure.MaxSuffixLen)+" characters; default none)")
 }
 
-// ParseSuffixFlag validates an --install-suffix value (exit 2 when bad).
-func ParseSuffixFlag(s string) (configure.Suffix, error) {
-	suffix, err := configure.ParseSuffix("--install-suffix", s)
-	if err != nil {
-		return "", UsageErr(err)
-	}
-	return suffix, nil
+// ParseSuffixFlag validates an --install-suffix value (exit 2 when bad),
+// for a command that works on an install's names but not its paths;
+// configure.NewInstall is the one check.
+func ParseSuffixFlag(s string, plats ...platform.Platform) (configure.Suffix, error) {
+	in, err := configure.NewInstall(configure.InstallFlags{Suffix: s}, plats...)
+	return in.Suffix, err
 }
 
 // outsideRoot names the refusal of a path os.Root would not follow: a

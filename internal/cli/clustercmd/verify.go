@@ -121,12 +121,9 @@ when it does not.`,
 			if err != nil {
 				return err
 			}
-			suffix, err := cli.ParseSuffixFlag(suffixFlag)
+			suffix, err := cli.ParseSuffixFlag(suffixFlag, p)
 			if err != nil {
 				return err
-			}
-			if err := suffix.Check(p); err != nil {
-				return cli.UsageErr(fmt.Errorf("--install-suffix: %w", err))
 			}
 			handler := suffix.Handler(p)
 			if socket == "" {

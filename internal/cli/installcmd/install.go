@@ -47,27 +47,21 @@ type installFlags struct {
 	maxSize       string
 	custom        cli.CustomFlags
 	kataConfigDir string
-	// suffix is --install-suffix, parsed: the side-by-side install the
-	// command works on.
-	suffix configure.Suffix
+	// suffix is --install-suffix as given.
+	suffix string
+}
+
+// target is the install the flags name (--install-suffix, --prefix,
+// --kata-config-dir), defaulted and validated for plats: the one value
+// every name of the install derives from (configure.NewInstall).
+func (fl installFlags) target(plats ...platform.Platform) (configure.Install, error) {
+	return configure.NewInstall(configure.InstallFlags{Suffix: fl.suffix, Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}, plats...)
 }
 
 func addInstallPathFlags(cmd *cobra.Command, fl *installFlags) {
 	f := cmd.Flags()
-	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "installation prefix (a path on the host named by --root; default "+configure.DefaultPrefix+"-<suffix> with --install-suffix)")
-	var suffix string
-	cli.AddSuffixFlag(cmd, &suffix)
-	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
-		s, err := cli.ParseSuffixFlag(suffix)
-		if err != nil {
-			return err
-		}
-		fl.suffix = s
-		if !cmd.Flags().Changed("prefix") {
-			fl.prefix = s.Prefix()
-		}
-		return nil
-	}
+	f.StringVar(&fl.prefix, "prefix", "", "installation prefix, an absolute path on the host named by --root (default "+configure.DefaultPrefix+", "+configure.DefaultPrefix+"-<suffix> with --install-suffix)")
+	cli.AddSuffixFlag(cmd, &fl.suffix)
 }
 
 func addFetchFlags(cmd *cobra.Command, fl *installFlags) {
@@ -366,8 +360,9 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	if err != nil {
 		return err
 	}
-	if !filepath.IsAbs(fl.prefix) {
-		return cli.UsageErr(fmt.Errorf("--prefix %s: expected an absolute path: the runtime configuration names it", fl.prefix))
+	target, err := fl.target(ps...)
+	if err != nil {
+		return err
 	}
 	ls, bundles, err := install.Locators(fl.from)
 	if err != nil {
@@ -386,9 +381,6 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	defer cleanup()
 	if err != nil {
 		return err
-	}
-	if fl.kataConfigDir != "" && !strings.HasPrefix(fl.kataConfigDir, "/") {
-		return cli.UsageErr(fmt.Errorf("--kata-config-dir %q: expected an absolute path on the host", fl.kataConfigDir))
 	}
 	// One custom layout for the custom platforms among ps (a node runs one
 	// container runtime).
@@ -413,7 +405,7 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	node := discover.Run(ctx, root, dopt)
 	wf := &install.Workflow{
 		Installer: &install.Installer{
-			Layout:   layout(g, fl.prefix),
+			Layout:   layout(g, target.Prefix),
 			Fetcher:  fetcher,
 			Parallel: fl.parallel,
 			Log:      g.Log(),
@@ -458,7 +450,7 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 		defer w.Close()
 		// The configuration names paths under the prefix as the host sees
 		// it, which the stable links resolve to the current installation.
-		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir, Suffix: fl.suffix}},
+		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: target.Paths("")},
 			Target: func(p platform.Platform) (configure.Target, error) {
 				return cli.TargetForLayout(node, p, layoutOf(p), fl.configVersion)
 			}}
@@ -469,13 +461,13 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 				if c := layoutOf(p); c != nil {
 					l = *c
 				}
-				return g.RuntimeChange(root, w, true, fl.suffix).Live(ctx, l, p)
+				return g.RuntimeChange(root, w, true, target.Suffix).Live(ctx, l, p)
 			}
 			wf.Applier = ra
 		}
-		wf.Restarter = restarter{change: rep.prose().RuntimeChange(root, w, fl.restart, fl.suffix), custom: custom}
+		wf.Restarter = restarter{change: rep.prose().RuntimeChange(root, w, fl.restart, target.Suffix), custom: custom}
 		if root.Live() {
-			wf.Verifier = verifier{g: g, suffix: fl.suffix}
+			wf.Verifier = verifier{g: g, suffix: target.Suffix}
 		} else {
 			wf.NoVerify = fmt.Sprintf("--root %s is not a running system (berth verify asks the live runtime)", root.Path())
 		}

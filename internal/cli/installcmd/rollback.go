@@ -24,7 +24,11 @@ running sandboxes to pick up the binaries.`,
   sudo berth rollback --prefix /opt/berth`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := &install.Installer{Layout: layout(g, fl.prefix)}
+			target, err := fl.target()
+			if err != nil {
+				return err
+			}
+			in := &install.Installer{Layout: layout(g, target.Prefix)}
 			from, to, err := in.Rollback(cmd.Context())
 			if err != nil {
 				// A refusal (a prefix leaving --root) or a failure:

@@ -51,7 +51,11 @@ removes the files berth put there.`,
 }
 
 func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCache, keepConfig bool) error {
-	l := layout(g, fl.prefix)
+	target, err := fl.target()
+	if err != nil {
+		return err
+	}
+	l := layout(g, target.Prefix)
 	// Status resolves the prefix inside the root: one that leaves it is
 	// refused here, before the configuration or anything else is removed.
 	st, err := l.Status()
@@ -69,7 +73,7 @@ func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCac
 	}
 	plats := st.Platforms()
 	if !keepConfig && len(plats) > 0 {
-		if err := g.RemovePlatformConfigs(ctx, plats, fl.suffix, fl.restart); err != nil {
+		if err := g.RemovePlatformConfigs(ctx, plats, target.Suffix, fl.restart); err != nil {
 			return err
 		}
 	}

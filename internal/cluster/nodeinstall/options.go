@@ -102,9 +102,12 @@ type Settings struct {
 	LeaseNamespace, LeaseName string
 	// StartupTaint is the startup taint (nil: none).
 	StartupTaint *StartupTaint
-	// Suffix is the install suffix, parsed.
+	// Target is the install, defaulted and validated once
+	// (configure.NewInstall).
+	Target configure.Install
+	// Suffix is Target's suffix.
 	Suffix configure.Suffix
-	// Prefix is the installation prefix, with its default filled in.
+	// Prefix is Target's prefix, with its default filled in.
 	Prefix string
 
 	opt Options
@@ -117,19 +120,11 @@ func (o Options) Check() (*Settings, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	suffix, err := configure.ParseSuffix("--install-suffix", o.Suffix)
+	target, err := configure.NewInstall(configure.InstallFlags{Suffix: o.Suffix, Prefix: o.Prefix, KataConfigDir: o.KataConfigDir}, o.Platforms...)
 	if err != nil {
-		return nil, usage(err)
+		return nil, err
 	}
-	for _, p := range o.Platforms {
-		if err := suffix.Check(p); err != nil {
-			return nil, usage(fmt.Errorf("--install-suffix: %w", err))
-		}
-	}
-	if o.Prefix == "" {
-		o.Prefix = suffix.Prefix()
-	}
-	s := &Settings{opt: o, NodeName: o.NodeName, Manifest: o.Manifest, Suffix: suffix}
+	s := &Settings{opt: o, NodeName: o.NodeName, Manifest: o.Manifest, Suffix: target.Suffix, Target: target}
 	m := o.Mode
 	if m == "" {
 		m = getenv(ModeEnv)
@@ -142,18 +137,12 @@ func (o Options) Check() (*Settings, error) {
 		return nil, usage(err)
 	}
 	s.Mode = mode
-	s.Prefix = o.Prefix
+	s.Prefix = target.Prefix
 	if s.NodeName == "" {
 		s.NodeName = getenv("NODE_NAME")
 	}
 	if s.NodeName == "" {
 		return nil, usage(errors.New("node-installer needs the node name: --node-name or NODE_NAME (the DaemonSet sets it from spec.nodeName)"))
-	}
-	if !filepath.IsAbs(o.Prefix) {
-		return nil, usage(fmt.Errorf("--prefix %s: expected an absolute path on the host", o.Prefix))
-	}
-	if o.KataConfigDir != "" && !filepath.IsAbs(o.KataConfigDir) {
-		return nil, usage(fmt.Errorf("--kata-config-dir %s: expected an absolute path on the host", o.KataConfigDir))
 	}
 	if mode == ModeInstall {
 		if len(o.Platforms) == 0 {
@@ -265,9 +254,7 @@ func (s *Settings) Config(h Host) (Config, error) {
 		Root:             h.Root,
 		HostDir:          h.Dir,
 		Platforms:        o.Platforms,
-		Prefix:           o.Prefix,
-		Suffix:           s.Suffix,
-		KataConfigDir:    o.KataConfigDir,
+		Install:          s.Target,
 		Custom:           s.Custom,
 		ConfigVersion:    o.ConfigVersion,
 		Parallel:         o.Parallel,
