@@ -158,7 +158,9 @@ naming what broke. Without --restart it prints the commands that load and
 verify the change.`,
 		Example: `  sudo berth config apply --platform kubeadm-qemu-snp --restart`,
 		Args:    NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return outsideRoot(runConfigApply(cmd.Context(), g, fl), g.root) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return outsideRoot(runConfigApply(cmd.Context(), g, fl), g.root)
+		},
 	}
 	addPlatformFlags(cmd, &fl)
 	cmd.Flags().BoolVar(&fl.force, "force", false, "configure the platform even though its checks fail on this node")
@@ -176,7 +178,9 @@ restores the files it modified byte for byte and removes the directories it
 created once they are empty. With --restart it restarts the runtime's unit
 and checks that every other handler is still live, rolling back if not.`,
 		Args: NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return outsideRoot(runConfigRemove(cmd.Context(), g, fl), g.root) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return outsideRoot(runConfigRemove(cmd.Context(), g, fl), g.root)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to remove")
