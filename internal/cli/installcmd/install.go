@@ -178,8 +178,9 @@ func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundle
 			if err != nil {
 				return nil, nil, fmt.Errorf("manifest: %w", err)
 			}
+			// A manifest that does not parse is bad input (exit 2).
 			m, err := manifest.Parse(data, ref.String())
-			return m, data, err
+			return m, data, cli.UsageErr(err)
 		}
 		m, err := manifest.LoadRef(ref)
 		if err != nil {
@@ -200,7 +201,7 @@ func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundle
 		return nil, nil, err
 	}
 	m, err := manifest.Parse(data, bundles[0].Path()+"!"+install.BundleManifest)
-	return m, data, err
+	return m, data, cli.UsageErr(err)
 }
 
 // newFetcher builds the fetcher of install and bundle, with the cache

@@ -342,5 +342,6 @@ func loadPinned(ctx context.Context, f *fetch.Fetcher, ref, mirror string) (*man
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	return manifest.Parse(data, r.String())
+	m, err := manifest.Parse(data, r.String())
+	return m, usage(err)
 }
