@@ -15,6 +15,7 @@ import (
 
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/present/output"
@@ -145,12 +146,9 @@ when it does not.`,
 			if err != nil {
 				return err
 			}
-			suffix, err := cli.ParseSuffixFlag(suffixFlag)
+			suffix, err := cli.ParseSuffixFlag(suffixFlag, p)
 			if err != nil {
 				return err
-			}
-			if err := suffix.Check(p); err != nil {
-				return cli.UsageErr(fmt.Errorf("--install-suffix: %w", err))
 			}
 			handler := suffix.Handler(p)
 			if socket == "" {
@@ -189,7 +187,7 @@ when it does not.`,
 			if sandbox && res.Live {
 				sb, err := proveSandbox(cmd.Context(), g, p, res, sandboxTimeout)
 				if err != nil {
-					return cli.ExitErr(cli.ExitNotReady, err)
+					return errdefs.Failed(err)
 				}
 				res.Sandbox = sb
 			}
@@ -205,21 +203,21 @@ when it does not.`,
 			}
 			switch {
 			case qerr != nil:
-				return cli.ExitErr(cli.ExitNotReady, qerr)
+				return errdefs.Failed(qerr)
 			case !res.Live:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotFound(errors.New(""))
 			case res.Node != nil && res.Node.Error != "":
-				return cli.ExitErr(cli.ExitNotReady, errors.New(res.Node.Error))
+				return errdefs.NotReady(errors.New(res.Node.Error))
 			case res.Node != nil && !res.Node.Listed:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotReady(errors.New(""))
 			case res.Sandbox != nil && res.Sandbox.Outcome == cri.SandboxFail:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotReady(errors.New(""))
 			case res.Snapshotter != nil && !res.Snapshotter.Live:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotReady(errors.New(""))
 			}
 			for _, u := range res.Unfinished {
 				if u.Handler == handler {
-					return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("the change of %s is unfinished: run %s", handler, u.Command()))
+					return errdefs.NotReady(fmt.Errorf("the change of %s is unfinished: run %s", handler, u.Command()))
 				}
 			}
 			return nil
@@ -235,6 +233,7 @@ when it does not.`,
 	f.BoolVar(&sandbox, "sandbox", false, "also start, stop and remove a pod sandbox with the handler (skipped where its VM cannot run)")
 	f.BoolVar(&snapshotter, "snapshotter", false, "also prove the handler's snapshotter over containerd's introspection and a probe snapshot")
 	f.DurationVar(&sandboxTimeout, "sandbox-timeout", 2*time.Minute, "how long the sandbox may take to start")
+	cli.Positive(cmd, "timeout", "sandbox-timeout")
 	return cmd
 }
 

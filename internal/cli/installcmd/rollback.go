@@ -24,10 +24,16 @@ running sandboxes to pick up the binaries.`,
   sudo berth rollback --prefix /opt/berth`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := &install.Installer{Layout: layout(g, fl.prefix)}
+			target, err := fl.target()
+			if err != nil {
+				return err
+			}
+			in := &install.Installer{Layout: layout(g, target.Prefix)}
 			from, to, err := in.Rollback(cmd.Context())
 			if err != nil {
-				return cli.ExitErr(cli.ExitNotReady, err)
+				// A refusal (a prefix leaving --root) or a failure:
+				// exit 1 either way (errdefs.ExitCode).
+				return err
 			}
 			r, err := in.Layout.ReadRecord(to)
 			if err != nil {

@@ -48,6 +48,9 @@ type Paths struct {
 	// Suffix is the install suffix (suffix.go): it names the handler, the
 	// files and the Kata configuration of a side-by-side install.
 	Suffix Suffix
+	// checked is set when the Paths come from an Install NewInstall
+	// validated (Install.Paths): Render does not check them again.
+	checked bool
 }
 
 // Shim is the containerd shim v2 binary of p's Kata runtime: the Go

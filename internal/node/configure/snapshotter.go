@@ -72,10 +72,7 @@ type NydusNames struct {
 
 // NydusNamesFor are the names of berth's nydus-snapshotter for paths ps.
 func NydusNamesFor(ps Paths) NydusNames {
-	prefix := ps.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
+	prefix := ps.DefaultedPrefix()
 	// Each suffixed install runs its own snapshotter from its own
 	// prefix: with the suffix, NydusProxy, NydusSocket and NydusUnit
 	// become berth-nydus-<suffix>, /run/berth-nydus-<suffix>/... and

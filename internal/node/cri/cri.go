@@ -15,22 +15,22 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/node/runtimectl"
 )
 
-// Handler is a runtime handler as the running runtime reports it.
+// Handler is a runtime handler as the running runtime reports it:
+// facts.Handler, the one type of what a runtime declares for a handler.
+// RuntimeType, RuntimePath, Snapshotter, PodAnnotations,
+// PrivilegedWithoutHostDevices and Options come from containerd's verbose
+// CRI config; they are empty when the runtime only listed the handler in
+// runtime_handlers. RuntimeRoot, ConfigPath and Source stay empty: the CRI
+// does not report them.
 type Handler struct {
-	Name string `json:"name"`
-	// RuntimeType, RuntimePath, Snapshotter, PodAnnotations,
-	// PrivilegedWithoutHostDevices and Options come from containerd's
-	// verbose CRI config; they are empty when the runtime only listed the
-	// handler in runtime_handlers.
-	RuntimeType                  string         `json:"runtimeType,omitempty"`
-	RuntimePath                  string         `json:"runtimePath,omitempty"`
-	Snapshotter                  string         `json:"snapshotter,omitempty"`
-	PodAnnotations               []string       `json:"podAnnotations,omitempty"`
-	PrivilegedWithoutHostDevices bool           `json:"privilegedWithoutHostDevices,omitempty"`
-	Options                      map[string]any `json:"options,omitempty"`
+	facts.Handler
+	// Options is containerd's options table as the runtime reports it
+	// (typed, as JSON decodes it); it stands in for facts.Handler's text.
+	Options map[string]any `json:"options,omitempty"`
 	// Listed is true when the runtime also named it in
 	// StatusResponse.runtime_handlers (containerd 2.x, CRI-O).
 	Listed bool `json:"listed,omitempty"`
@@ -108,8 +108,8 @@ func ParseContainerdConfig(data []byte) (map[string]Handler, error) {
 	}
 	out := map[string]Handler{}
 	for name, r := range doc.Containerd.Runtimes {
-		out[name] = Handler{Name: name, RuntimeType: r.Type, RuntimePath: r.Path, Snapshotter: r.Snapshotter,
-			PodAnnotations: r.PodAnnotations, PrivilegedWithoutHostDevices: r.PrivilegedWithoutHostDevices, Options: r.Options}
+		out[name] = Handler{Handler: facts.Handler{Name: name, RuntimeType: r.Type, RuntimePath: r.Path, Snapshotter: r.Snapshotter,
+			PodAnnotations: r.PodAnnotations, PrivilegedWithoutHostDevices: r.PrivilegedWithoutHostDevices}, Options: r.Options}
 	}
 	return out, nil
 }
