@@ -378,6 +378,9 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	if !filepath.IsAbs(fl.prefix) {
 		return cli.UsageErr(fmt.Errorf("--prefix %s: expected an absolute path: the runtime configuration names it", fl.prefix))
 	}
+	if err := (configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}).Check(); err != nil {
+		return cli.UsageErr(err)
+	}
 	ls, bundles, err := install.Locators(fl.from)
 	if err != nil {
 		return cli.UsageErr(err)

@@ -158,6 +158,9 @@ func (o Options) Check() (*Settings, error) {
 	if o.KataConfigDir != "" && !filepath.IsAbs(o.KataConfigDir) {
 		return nil, usage(fmt.Errorf("--kata-config-dir %s: expected an absolute path on the host", o.KataConfigDir))
 	}
+	if err := (configure.Paths{Prefix: o.Prefix, KataConfigDir: o.KataConfigDir}).Check(); err != nil {
+		return nil, usage(err)
+	}
 	if mode == ModeInstall {
 		if len(o.Platforms) == 0 {
 			return nil, usage(errors.New("--platform is required: berth never picks a platform for you"))

@@ -149,11 +149,8 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 	if err := opt.Paths.Suffix.Check(p); err != nil {
 		return nil, err
 	}
-	if !path.IsAbs(opt.Paths.Prefix) {
-		return nil, fmt.Errorf("prefix %q: expected an absolute path", opt.Paths.Prefix)
-	}
-	if d := opt.Paths.KataConfigDir; d != "" && !path.IsAbs(d) {
-		return nil, fmt.Errorf("Kata configuration directory %q: expected an absolute path", d)
+	if err := opt.Paths.Check(); err != nil {
+		return nil, err
 	}
 	r := &Rendered{Platform: p, Handler: opt.Paths.Suffix.Handler(p), Suffix: opt.Paths.Suffix}
 	if p.Distribution().UserLayout() {
