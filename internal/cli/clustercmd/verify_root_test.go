@@ -1,13 +1,13 @@
 package clustercmd
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"berth.dev/berth/internal/cli"
+	"berth.dev/berth/internal/testkit/unixsock"
 )
 
 // TestVerifyRootSocket: `berth verify --root R` (with --sandbox) reaches
@@ -16,30 +16,8 @@ import (
 // it (the kernel would resolve the link on this machine), but the
 // listener at that path inside R, as a chroot into R resolves the link.
 func TestVerifyRootSocket(t *testing.T) {
-	accepts := func(p string) <-chan struct{} {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("unix", p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		got := make(chan struct{}, 64)
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				got <- struct{}{}
-				c.Close()
-			}
-		}()
-		return got
-	}
 	hostSock := filepath.Join(t.TempDir(), "host.sock")
-	outside := accepts(hostSock)
+	outside := unixsock.Accepts(t, hostSock)
 	root := t.TempDir()
 	link := filepath.Join(root, "run/containerd/containerd.sock")
 	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
@@ -63,7 +41,7 @@ func TestVerifyRootSocket(t *testing.T) {
 	}
 	// A listener where the link leads inside the root gets the call
 	// (it speaks no CRI, so verify still exits 1).
-	inside := accepts(filepath.Join(root, hostSock))
+	inside := unixsock.Accepts(t, filepath.Join(root, hostSock))
 	if code, out := verify(); code != cli.ExitNotReady {
 		t.Errorf("exit %d, want %d\n%s", code, cli.ExitNotReady, out)
 	}

@@ -3,7 +3,6 @@ package hostfs_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,33 +11,8 @@ import (
 	"time"
 
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit/unixsock"
 )
-
-// listen serves a unix socket at p and reports each connection on the
-// returned channel.
-func listen(t *testing.T, p string) <-chan struct{} {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("unix", p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	got := make(chan struct{}, 16)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			got <- struct{}{}
-			c.Close()
-		}
-	}()
-	return got
-}
 
 // TestDialUnixConfined: a socket path in a root reaches a listener in
 // the root, through absolute and relative links taken as a chroot would,
@@ -46,12 +20,12 @@ func listen(t *testing.T, p string) <-chan struct{} {
 // Both resolvers (openat2, the userspace walk) are held to it.
 func TestDialUnixConfined(t *testing.T) {
 	outsideDir := t.TempDir()
-	outside := listen(t, filepath.Join(outsideDir, "host.sock"))
+	outside := unixsock.Accepts(t, filepath.Join(outsideDir, "host.sock"))
 	root := t.TempDir()
-	inside := listen(t, filepath.Join(root, "run/k3s/containerd/containerd.sock"))
+	inside := unixsock.Accepts(t, filepath.Join(root, "run/k3s/containerd/containerd.sock"))
 	// A deep directory: the socket's path is longer than sun_path, so it
 	// is bound at a short path and moved there (the inode keeps serving).
-	deepGot := listen(t, filepath.Join(root, "short.sock"))
+	deepGot := unixsock.Accepts(t, filepath.Join(root, "short.sock"))
 	deep := filepath.Join(root, strings.Repeat("d/", 80), "deep.sock")
 	if err := os.MkdirAll(filepath.Dir(deep), 0o755); err != nil {
 		t.Fatal(err)
