@@ -72,33 +72,22 @@ func TestHostileComponents(t *testing.T) {
 			}
 			for _, tee := range []string{"snp", "tdx"} {
 				t.Run(tee+"/"+role+"/"+name, func(t *testing.T) {
-					bad := File(path)
+					// put gives the hostile file as the role's component.
+					put := func(firmware, kernel, initrd *Component) {
+						*map[string]*Component{"firmware": firmware, "kernel": kernel, "initrd": initrd}[role] = File(path)
+					}
 					var run func() error
 					switch tee {
 					case "snp":
 						r := SNPRequest{Firmware: File("testdata/OVMF.amdsev.fd"), Kernel: File("testdata/kernel-synthetic.bin"),
 							VCPUs: VCPURange{1, 1}, GuestFeatures: 1, GuestPolicy: DefaultGuestPolicy}
-						switch role {
-						case "firmware":
-							r.Firmware = bad
-						case "kernel":
-							r.Kernel = bad
-						case "initrd":
-							r.Initrd = bad
-						}
+						put(&r.Firmware, &r.Kernel, &r.Initrd)
 						run = func() error { _, err := SNP(r); return err }
 					case "tdx":
 						rt := &TDXRTMRRequest{Kernel: File("testdata/kernel-synthetic.bin"), Cmdline: &cmdline, MemoryMiB: 2048,
 							ACPI: acpi, QEMU: [3]int{10, 0, 0}}
 						r := TDXRequest{Firmware: File("testdata/OVMF.debian12u1.fd"), RTMR: rt}
-						switch role {
-						case "firmware":
-							r.Firmware = bad
-						case "kernel":
-							rt.Kernel = bad
-						case "initrd":
-							rt.Initrd = bad
-						}
+						put(&r.Firmware, &rt.Kernel, &rt.Initrd)
 						run = func() error { _, err := TDX(r); return err }
 					}
 					done := make(chan error, 1)
