@@ -231,6 +231,9 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	if fl.hypervisor != "" && (!strings.HasPrefix(fl.hypervisor, "/") || p.HypervisorBinary() == "") {
 		return nil, UsageErr(fmt.Errorf("--hypervisor-path %q: expected an absolute path of the platform's hypervisor binary (%s has none of its own)", fl.hypervisor, p))
 	}
+	if err := (configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir}).Check(); err != nil {
+		return nil, UsageErr(err)
+	}
 	r, nr, err := configure.Plan(ctx, root, configure.PlanRequest{
 		Platform: p, Custom: custom, ConfigVersion: fl.configVersion, Discover: g.DiscoverOptions(false),
 		Options: configure.Options{Paths: in.Paths(fl.hypervisor), TEELabels: fl.teeLabels},

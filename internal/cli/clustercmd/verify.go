@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -151,15 +150,19 @@ when it does not.`,
 				return err
 			}
 			handler := suffix.Handler(p)
+			// --socket is a path on this machine; the distribution's
+			// socket is the root's, resolved inside it (a link there
+			// never reaches a runtime outside the root).
+			ep := cri.Endpoint{Path: socket}
 			if socket == "" {
 				l, ok := p.Distribution().Layout()
 				if !ok {
 					return cli.UsageErr(fmt.Errorf("distribution %s has no known socket: pass --socket", p.Distribution()))
 				}
-				socket = filepath.Join(g.Root(), filepath.FromSlash(l.Socket))
+				ep = cri.Endpoint{Root: g.Root(), Path: l.Socket}
 			}
-			res := verifyResult{Platform: p.String(), Handler: handler, Socket: socket, Handlers: []string{}, Unfinished: unfinishedChanges(g.Root())}
-			st, qerr := cri.Query(cmd.Context(), socket, timeout)
+			res := verifyResult{Platform: p.String(), Handler: handler, Socket: ep.String(), Handlers: []string{}, Unfinished: unfinishedChanges(g.Root())}
+			st, qerr := ep.Query(cmd.Context(), timeout)
 			if qerr == nil {
 				res.RuntimeName, res.RuntimeVersion = st.RuntimeName, st.RuntimeVersion
 				res.Handlers = st.Names()
@@ -185,7 +188,7 @@ when it does not.`,
 				res.Node = nr
 			}
 			if sandbox && res.Live {
-				sb, err := proveSandbox(cmd.Context(), g, p, res, sandboxTimeout)
+				sb, err := proveSandbox(cmd.Context(), g, p, ep, res, sandboxTimeout)
 				if err != nil {
 					return errdefs.Failed(err)
 				}
@@ -193,7 +196,7 @@ when it does not.`,
 			}
 			if snapshotter && res.Live && res.Found.Snapshotter != "" {
 				sr := &snapshotterResult{Name: res.Found.Snapshotter, Live: true}
-				if err := cri.ProveSnapshotter(cmd.Context(), socket, sr.Name, timeout); err != nil {
+				if err := ep.ProveSnapshotter(cmd.Context(), sr.Name, timeout); err != nil {
 					sr.Live, sr.Error = false, err.Error()
 				}
 				res.Snapshotter = sr
@@ -239,7 +242,7 @@ when it does not.`,
 
 // proveSandbox decides from the host's facts (discovered once, here)
 // whether the handler's sandbox can run on this node, and if so starts it.
-func proveSandbox(ctx context.Context, g *cli.Globals, p platform.Platform, res verifyResult, timeout time.Duration) (*cri.SandboxResult, error) {
+func proveSandbox(ctx context.Context, g *cli.Globals, p platform.Platform, ep cri.Endpoint, res verifyResult, timeout time.Duration) (*cri.SandboxResult, error) {
 	root, cleanup, err := g.OpenRoot()
 	defer cleanup()
 	if err != nil {
@@ -254,7 +257,7 @@ func proveSandbox(ctx context.Context, g *cli.Globals, p platform.Platform, res 
 		return nil, err
 	}
 	defer os.RemoveAll(logs)
-	sb, err := cri.ProveSandbox(ctx, res.Socket, res.Handler, logs, timeout)
+	sb, err := ep.ProveSandbox(ctx, res.Handler, logs, timeout)
 	if err != nil {
 		return nil, err
 	}

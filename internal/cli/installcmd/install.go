@@ -365,6 +365,9 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := (configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}).Check(); err != nil {
+		return cli.UsageErr(err)
+	}
 	ls, bundles, err := install.Locators(fl.from)
 	if err != nil {
 		return cli.UsageErr(err)

@@ -860,8 +860,8 @@ type criVerifier struct {
 // SandboxCheck is how the installer reaches the runtime to prove a
 // handler with a pod sandbox.
 type SandboxCheck struct {
-	// Socket is a layout's CRI socket on this machine.
-	Socket func(l platform.Layout) string
+	// Socket is a layout's CRI socket (inside the host's root).
+	Socket func(l platform.Layout) cri.Endpoint
 	// Timeout bounds the sandbox's start (0: 2 min).
 	Timeout time.Duration
 }
@@ -875,7 +875,7 @@ func (v criVerifier) prove(ctx context.Context, p platform.Platform, res *config
 	}
 	sock := v.sandbox.Socket(l)
 	typ := ""
-	if st, err := cri.Query(ctx, sock, 10*time.Second); err == nil {
+	if st, err := sock.Query(ctx, 10*time.Second); err == nil {
 		typ = st.Handlers[v.suffix.Handler(p)].RuntimeType
 	}
 	if reason := cri.SkipReason(p, typ, v.facts); reason != "" {
@@ -889,7 +889,7 @@ func (v criVerifier) prove(ctx context.Context, p platform.Platform, res *config
 	}
 	// No log directory: the sandbox has no containers, and a path in
 	// this pod would not be the host's.
-	sb, err := cri.ProveSandbox(ctx, sock, v.suffix.Handler(p), "", timeout)
+	sb, err := sock.ProveSandbox(ctx, v.suffix.Handler(p), "", timeout)
 	if err != nil {
 		sb.Outcome, sb.Error = cri.SandboxFail, err.Error()
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -274,15 +273,14 @@ func (s *Settings) Config(h Host) (Config, error) {
 				log.Info("waiting for another node's runtime restart", "lease", lease, "holder", holder)
 			}}
 	}
-	onHost := func(p string) string { return filepath.Join(h.Dir, filepath.FromSlash(strings.TrimPrefix(p, "/"))) }
 	finder := runtimectl.Finder{
-		Units: systemdbus.Systemd{Socket: onHost(o.SystemdSocket)},
+		Units: systemdbus.Systemd{Root: h.Dir, Socket: o.SystemdSocket},
 		Ask: func(l platform.Layout) runtimectl.Ask {
 			sock := l.Socket
 			if o.RuntimeSocket != "" {
 				sock = o.RuntimeSocket
 			}
-			return cri.Ask(onHost(sock))
+			return cri.Endpoint{Root: h.Dir, Path: sock}.Ask()
 		},
 		Snapshotter: func(l platform.Layout) func(context.Context, string) error {
 			sock := l.Socket
@@ -290,7 +288,7 @@ func (s *Settings) Config(h Host) (Config, error) {
 				sock = o.RuntimeSocket
 			}
 			return func(ctx context.Context, name string) error {
-				return cri.ProveSnapshotter(ctx, onHost(sock), name, 5*time.Second)
+				return cri.Endpoint{Root: h.Dir, Path: sock}.ProveSnapshotter(ctx, name, 5*time.Second)
 			}
 		},
 		Journal: runtimectl.Journal{Run: runtimectl.OnHost(h.Root, 10*time.Second)}.Log,
@@ -302,11 +300,11 @@ func (s *Settings) Config(h Host) (Config, error) {
 	}
 	cfg.Runtime = finder.Find
 	if o.VerifySandbox {
-		cfg.Sandbox = &SandboxCheck{Timeout: o.SandboxTimeout, Socket: func(l platform.Layout) string {
+		cfg.Sandbox = &SandboxCheck{Timeout: o.SandboxTimeout, Socket: func(l platform.Layout) cri.Endpoint {
 			if o.RuntimeSocket != "" {
-				return onHost(o.RuntimeSocket)
+				return cri.Endpoint{Root: h.Dir, Path: o.RuntimeSocket}
 			}
-			return onHost(l.Socket)
+			return cri.Endpoint{Root: h.Dir, Path: l.Socket}
 		}}
 	}
 	return cfg, nil

@@ -148,6 +148,11 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 		return nil, err
 	}
 	opt.Paths.Prefix = in.Prefix
+	// The prefix and the Kata directory were checked with the install;
+	// the hypervisor path is the render's own.
+	if err := (Paths{Hypervisor: opt.Paths.Hypervisor}).Check(); err != nil {
+		return nil, err
+	}
 	r := &Rendered{Platform: p, Handler: opt.Paths.Suffix.Handler(p), Suffix: opt.Paths.Suffix}
 	if p.Distribution().UserLayout() {
 		l := t.Layout

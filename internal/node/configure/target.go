@@ -2,7 +2,6 @@ package configure
 
 import (
 	"fmt"
-	"path"
 
 	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/platform"
@@ -69,13 +68,7 @@ func (in Install) check(plats []platform.Platform) error {
 			return fmt.Errorf("--install-suffix: %w", err)
 		}
 	}
-	if in.Prefix != "" && !path.IsAbs(in.Prefix) {
-		return fmt.Errorf("--prefix %q: expected an absolute path on the host", in.Prefix)
-	}
-	if in.KataConfigDir != "" && !path.IsAbs(in.KataConfigDir) {
-		return fmt.Errorf("--kata-config-dir %q: expected an absolute path on the host", in.KataConfigDir)
-	}
-	return nil
+	return Paths{Prefix: in.Prefix, KataConfigDir: in.KataConfigDir}.Check()
 }
 
 // Paths are the host paths of the install, for rendering; hypervisor is

@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -16,6 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/runtimectl"
 )
 
@@ -46,12 +50,51 @@ type Status struct {
 // Names lists the handlers, sorted.
 func (s *Status) Names() []string { return slices.Sorted(maps.Keys(s.Handlers)) }
 
-// Query dials the CRI socket (a path; "unix://" is added) and returns the
+// Endpoint is where a runtime's gRPC API (CRI, and containerd's own
+// services) is reached: Path, a unix socket on this machine, or, with
+// Root set, the socket at Path inside the host root Root, resolved as a
+// process chrooted into Root would and connected through its handle
+// (hostfs.DialUnix). A link in the root therefore never leads berth to a
+// runtime outside it: `berth verify --root` asks, and with --sandbox
+// starts a pod on, the root's runtime or none.
+type Endpoint struct {
+	Root, Path string
+}
+
+// String is the socket's path on this machine, for messages.
+func (e Endpoint) String() string {
+	if e.Root == "" {
+		return e.Path
+	}
+	return filepath.Join(e.Root, filepath.FromSlash(strings.TrimPrefix(e.Path, "/")))
+}
+
+// client is a gRPC client of e; every connection it makes goes through
+// e's dial.
+func (e Endpoint) client() (*grpc.ClientConn, error) {
+	return grpc.NewClient("passthrough:///localhost", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			if e.Root == "" {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", e.Path)
+			}
+			return hostfs.DialUnix(ctx, e.Root, e.Path)
+		}))
+}
+
+// Query dials the CRI socket (a path on this machine) and returns the
 // runtime's handlers from Version and verbose Status.
 func Query(ctx context.Context, socket string, timeout time.Duration) (*Status, error) {
+	return Endpoint{Path: socket}.Query(ctx, timeout)
+}
+
+// Query asks the runtime at e for its handlers (Version and verbose
+// Status).
+func (e Endpoint) Query(ctx context.Context, timeout time.Duration) (*Status, error) {
+	socket := e.String()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := e.client()
 	if err != nil {
 		return nil, fmt.Errorf("CRI socket %s: %w", socket, err)
 	}
@@ -117,9 +160,13 @@ func ParseContainerdConfig(data []byte) (map[string]Handler, error) {
 // Ask is runtimectl's question over the CRI socket (a path on this
 // machine): the handlers, name and version the runtime reports. Each
 // question waits at most 5 s: runtimectl asks again until its own limit.
-func Ask(socket string) runtimectl.Ask {
+func Ask(socket string) runtimectl.Ask { return Endpoint{Path: socket}.Ask() }
+
+// Ask is Ask of the runtime at e.
+func (e Endpoint) Ask() runtimectl.Ask {
+	socket := e.String()
 	return func(ctx context.Context) (runtimectl.Status, error) {
-		st, err := Query(ctx, socket, 5*time.Second)
+		st, err := e.Query(ctx, 5*time.Second)
 		if err != nil {
 			return runtimectl.Status{}, fmt.Errorf("asking over CRI at %s: %w", socket, err)
 		}
