@@ -9,6 +9,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/platform"
 )
 
@@ -246,15 +247,17 @@ func writeProxy(d *doc, pp *ProxyPlugin) {
 // quoted by systemd's rules (systemdArg): a prefix with a space stays one
 // argument, and one with a newline is refused.
 func nydusUnit(n NydusNames) ([]byte, error) {
+	// A flag value berth cannot write faithfully is the user's to change:
+	// a usage error (exit 2), like the other checks of --prefix.
 	exe, err := systemdExec(n.Binary)
 	if err != nil {
-		return nil, fmt.Errorf("--prefix: %w", err)
+		return nil, errdefs.Usagef("--prefix: %w", err)
 	}
 	args := []string{exe}
 	for _, a := range []string{"--config", n.Config, "--address", n.Socket, "--log-to-stdout"} {
 		q, err := systemdArg(a)
 		if err != nil {
-			return nil, fmt.Errorf("--prefix: %w", err)
+			return nil, errdefs.Usagef("--prefix: %w", err)
 		}
 		args = append(args, q)
 	}
