@@ -119,6 +119,8 @@ func runPCI(_ context.Context, s *session, f *facts.Facts) {
 		f.PCI = devs
 	}
 	f.GPUs = gpus(devs)
+	f.NVSwitches = nvswitches(devs)
+	s.gpuCC(f)
 }
 
 // forEachDevice calls fn for 0..n-1 on a few workers: big hosts have
