@@ -10,6 +10,7 @@ import (
 
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/platform"
 )
 
 // The confidential-computing state of NVIDIA GPUs and NVSwitches is held
@@ -176,7 +177,11 @@ func (s *session) gpuCC(f *facts.Facts) {
 		if k == ccNone {
 			continue
 		}
-		s.gpuVBIOS(g)
+		// The VBIOS is only in the nvidia driver's information file;
+		// on other drivers it is not unknown but absent, as Facts says.
+		if g.Driver == "nvidia" {
+			s.gpuVBIOS(g)
+		}
 		field := "gpus[" + g.Address + "].ccMode"
 		if k == ccUnknownGen {
 			s.unknownf(field, "%s: no known CC register layout for NVIDIA device 10de:%s (neither Hopper nor Blackwell)", facts.ReasonUnparseable, g.DeviceID)
@@ -327,15 +332,11 @@ func onOff(b bool) string {
 // nvidiaProcGPUs is where the nvidia driver describes each GPU it drives.
 const nvidiaProcGPUs = "proc/driver/nvidia/gpus"
 
-// gpuVBIOS reads the VBIOS version of g from the nvidia driver's
-// information file. The kernel shows it nowhere else: a GPU on vfio-pci
+// gpuVBIOS reads the VBIOS version of g, a GPU on the nvidia driver, from
+// the driver's information file. The kernel shows it nowhere else: a GPU on vfio-pci
 // has it only in its option ROM, which sysfs exposes only after a write.
 func (s *session) gpuVBIOS(g *facts.GPU) {
 	field := "gpus[" + g.Address + "].vbios"
-	if g.Driver != "nvidia" {
-		s.unknownf(field, "%s: only the nvidia driver reports the VBIOS version (the GPU is on %s)", facts.ReasonMissing, orNone(g.Driver))
-		return
-	}
 	p := path.Join(nvidiaProcGPUs, g.Address, "information")
 	b, ok := s.readFile(field, p)
 	if !ok {
@@ -347,13 +348,6 @@ func (s *session) gpuVBIOS(g *facts.GPU) {
 		return
 	}
 	g.VBIOS = v
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "no driver"
-	}
-	return s
 }
 
 // parseVBIOS returns the "Video BIOS:" value of the nvidia driver's
@@ -391,4 +385,15 @@ func vbiosShape(v string) bool {
 		}
 	}
 	return true
+}
+
+// podResources records the distribution's kubelet pod-resources socket
+// and whether it exists (a fixture's socket is an empty file).
+func podResources(s *session, d *facts.Distribution) {
+	dist, err := platform.ParseDistribution(d.Name)
+	if d.Name == "" || err != nil {
+		return
+	}
+	d.PodResourcesSocket = dist.PodResourcesSocket()
+	d.PodResourcesPresent = s.exists(strings.TrimPrefix(d.PodResourcesSocket, "/"))
 }

@@ -43,6 +43,7 @@ func runPCI(_ context.Context, s *session, f *facts.Facts) {
 		if !(errors.Is(err, fs.ErrNotExist) && s.exists("sys/bus")) {
 			s.unknownf("pci", "%s", ReadReason(pciDevicesDir, err))
 			s.unknownf("gpus", "%s", ReadReason(pciDevicesDir, err))
+			s.unknownf("nvswitches", "%s", ReadReason(pciDevicesDir, err))
 		}
 		return
 	}

@@ -95,7 +95,7 @@ func TestPCIVirtualFunctionNUMA(t *testing.T) {
 	for _, m := range s.unknown {
 		// The GPUs' CC modes and VBIOS versions are unknown offline
 		// (gpucc_test.go); nothing else may be.
-		if !strings.HasPrefix(m.Field, "gpus[") {
+		if !strings.HasPrefix(m.Field, "gpus") {
 			unknown = append(unknown, m)
 		}
 	}

@@ -518,6 +518,12 @@ type Distribution struct {
 	// when no distribution was recognised.
 	Name     string   `json:"name,omitempty"`
 	Evidence []string `json:"evidence,omitempty"`
+	// PodResourcesSocket is the kubelet's pod-resources socket of the
+	// distribution (its kubelet root + /pod-resources/kubelet.sock), which
+	// Kata's cold plug of GPUs asks; PodResourcesPresent says whether it
+	// exists. Both are set only when a distribution was recognised.
+	PodResourcesSocket  string `json:"podResourcesSocket,omitempty"`
+	PodResourcesPresent bool   `json:"podResourcesPresent,omitempty"`
 }
 
 // Binary is one hypervisor or helper found on the host.

@@ -453,6 +453,14 @@ func (e *jsonEnc) encDistribution(v *Distribution) {
 		e.key(start, "\"evidence\":")
 		e.strs(v.Evidence)
 	}
+	if len(v.PodResourcesSocket) != 0 {
+		e.key(start, "\"podResourcesSocket\":")
+		e.str(string(v.PodResourcesSocket))
+	}
+	if v.PodResourcesPresent {
+		e.key(start, "\"podResourcesPresent\":")
+		e.bool(bool(v.PodResourcesPresent))
+	}
 	e.close(start)
 }
 
