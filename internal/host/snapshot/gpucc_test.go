@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
 )
 
@@ -61,8 +62,18 @@ func TestGPUCCModeRoundTrip(t *testing.T) {
 	if !recorded {
 		t.Fatalf("manifest probes %v: no nvidia-bar0", m.Probes)
 	}
+	after := rediscover(t, buf.Bytes())
+	if len(after.GPUs) != 1 || after.GPUs[0].CCMode != "on" || after.GPUs[0].PPCIeMode != "off" {
+		t.Fatalf("offline GPUs %+v, want the recorded CC on, PPCIe off", after.GPUs)
+	}
+}
+
+// rediscover writes a snapshot to a file, opens it as an offline root and
+// discovers it.
+func rediscover(t *testing.T, snapshot []byte) *facts.Facts {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), "snap.tar.gz")
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(file, snapshot, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	snap, cleanup, err := hostfs.Open(file, false)
@@ -70,8 +81,5 @@ func TestGPUCCModeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := discover.Run(context.Background(), snap, discover.Options{Now: fixedNow})
-	if len(after.GPUs) != 1 || after.GPUs[0].CCMode != "on" || after.GPUs[0].PPCIeMode != "off" {
-		t.Fatalf("offline GPUs %+v, want the recorded CC on, PPCIe off", after.GPUs)
-	}
+	return discover.Run(context.Background(), snap, discover.Options{Now: fixedNow})
 }
