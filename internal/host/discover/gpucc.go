@@ -46,6 +46,11 @@ const (
 	// allOnes is what a read returns from a device that does not answer
 	// (powered down to D3cold by vfio-pci's idle handling, or gone).
 	allOnes = 0xffffffff
+	// badf is the upper half of what an NVIDIA GPU returns for a register
+	// it refuses to show (0xbadf....). gpu-admin-tools counts it, like
+	// all ones, as a failed MMIO sanity check of PMC_BOOT_0, and polls
+	// past it on Blackwell while the BAR0 firewall is up (wait_for_boot).
+	badf = 0xbadf
 )
 
 // bar0ProbeName is the recorded probe holding the raw BAR0 values.
@@ -296,6 +301,9 @@ func decodeBAR0(k ccKind, d bar0Device) (cc, ppcie string, err error) {
 		}
 		if v == allOnes {
 			return "", "", fmt.Errorf("register %s reads 0xffffffff: the device does not answer (powered down by vfio-pci while idle, or in reset)", key)
+		}
+		if v>>16 == badf {
+			return "", "", fmt.Errorf("register %s reads %#x: the GPU refuses the access (0xbadf...: as while a Blackwell GPU's BAR0 firewall is up, before its firmware lifts it)", key, v)
 		}
 		vals[i] = uint32(v)
 	}

@@ -100,6 +100,7 @@ func TestDecodeBAR0(t *testing.T) {
 		{"hopper invalid", ccHopper, regs("0x200bc", "0x000000ff", "0x1182cc", "0x00000002"), "", "", "devtools without CC"},
 		{"not booted", ccHopper, regs("0x200bc", "0x00000000", "0x1182cc", "0x00000001"), "", "", "not finished booting"},
 		{"powered down", ccHopper, regs("0x200bc", "0xffffffff", "0x1182cc", "0xffffffff"), "", "", "does not answer"},
+		{"firewall up", ccBlackwell, regs("0x200bc", "0x000000ff", "0x590", "0xbadf5040"), "", "", "refuses the access"},
 		{"register missing", ccHopper, regs("0x200bc", "0x000000ff"), "", "", "0x1182cc was not read"},
 		{"not hex", ccHopper, regs("0x200bc", "0x000000ff", "0x1182cc", "on"), "", "", "not a 32-bit hex value"},
 		{"too wide", ccHopper, regs("0x200bc", "0x000000ff", "0x1182cc", "0x100000000"), "", "", "not a 32-bit hex value"},
