@@ -110,6 +110,7 @@ ReferenceValues of a Contrast manifest.`,
 	fl.StringVar(&f.factsFile, "facts", "", "facts JSON (berth facts -o json) whose SNP TCB fills the minimum TCB")
 	fl.BoolVar(&f.node, "node", false, "discover the host named by --root and fill the SNP minimum TCB from its TCB")
 	Positive(cmd, "memory")
+	cmd.AddCommand(newRefvaluesExplainCmd(g))
 	return cmd
 }
 

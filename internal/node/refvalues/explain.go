@@ -1,9 +1,12 @@
 package refvalues
 
 import (
+	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Explanation compares a guest's event log with the events berth expects,
@@ -135,6 +138,25 @@ func likelyCause(event string) string {
 	case event == "initrd":
 		return "another initrd, or none loaded"
 	}
+	// A reference taken from another guest's log names events by their
+	// TCG type and data.
+	for _, c := range []struct{ prefix, cause string }{
+		{"EV_EFI_PLATFORM_FIRMWARE_BLOB", "another firmware build or configuration volume"},
+		{"EV_EFI_HANDOFF_TABLES", "other hand-off tables: another guest memory size (TD HOB) or QEMU's ACPI tables"},
+		{"EV_PLATFORM_CONFIG_FLAGS", "another QEMU version or machine arguments: QEMU's fw_cfg items (ACPI tables, loader) differ"},
+		{"EV_EFI_VARIABLE_DRIVER_CONFIG", "another Secure Boot configuration (enrolled keys)"},
+		{"EV_EFI_VARIABLE", "other UEFI variables: another firmware build or boot configuration"},
+		{"EV_SEPARATOR", "the events are in another order: another edk2 release or boot path"},
+		{"EV_EFI_GPT_EVENT", "another boot disk (GPT partition table)"},
+		{"EV_EFI_BOOT_SERVICES_APPLICATION", "another kernel or boot loader binary"},
+		{"EV_EFI_ACTION", "another boot path or edk2 release"},
+		{"EV_IPL", "another boot loader configuration or kernel command line"},
+		{"EV_EVENT_TAG", "another kernel command line or initrd"},
+	} {
+		if strings.HasPrefix(event, c.prefix) {
+			return c.cause
+		}
+	}
 	return "the event differs from the reference"
 }
 
@@ -182,4 +204,46 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// UnmarshalText reads the lowercase (or uppercase) hex MarshalText writes.
+func (d *Digest384) UnmarshalText(b []byte) error {
+	if len(b) != 2*len(d) {
+		return fmt.Errorf("digest %q: %d hex digits, expected %d", b, len(b), 2*len(d))
+	}
+	if _, err := hex.Decode(d[:], b); err != nil {
+		return fmt.Errorf("digest %q: %w", b, err)
+	}
+	return nil
+}
+
+// ReferenceRTMRs reads RTMR0-2 and their events from a berth refvalues
+// document (-o json or -o yaml, schema SchemaVersion). RVPS and Contrast
+// exports carry the register values only, without the events an
+// explanation needs; they are refused with that reason.
+func ReferenceRTMRs(name string, b []byte) (*RTMRValues, error) {
+	var doc struct {
+		SchemaVersion string `json:"schemaVersion"`
+		TDX           *struct {
+			RTMR *RTMRValues `json:"rtmr"`
+		} `json:"tdx"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: not a berth refvalues document (-o json or -o yaml): %w", name, err)
+	}
+	if doc.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("%s: schemaVersion %q, expected %q (berth refvalues -o json; RVPS and Contrast exports hold register values without the events to compare)", name, doc.SchemaVersion, SchemaVersion)
+	}
+	if doc.TDX == nil || doc.TDX.RTMR == nil {
+		return nil, fmt.Errorf("%s: no tdx.rtmr: compute it with berth refvalues --platform <tdx platform> --kernel ... -o json", name)
+	}
+	for i, e := range doc.TDX.RTMR.Events {
+		if e.RTMR < 0 || e.RTMR > 2 {
+			return nil, fmt.Errorf("%s: tdx.rtmr.events[%d].rtmr: %d, expected 0-2", name, i, e.RTMR)
+		}
+	}
+	if got := replay(doc.TDX.RTMR.Events); got != doc.TDX.RTMR.RTMR {
+		return nil, fmt.Errorf("%s: tdx.rtmr.events do not replay to tdx.rtmr.rtmr: the document was edited", name)
+	}
+	return doc.TDX.RTMR, nil
 }
