@@ -75,3 +75,45 @@ func TestInitDataRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestInitDataExports: RVPS registers the field of the document's TEE;
+// Contrast has no field for it and says so.
+func TestInitDataExports(t *testing.T) {
+	iv := &InitDataValues{HostData: "aa", Digest: "aa"}
+	d := &Document{TEE: "snp", SNP: &SNPValues{}, InitData: iv}
+	_, rv, notes, err := d.RVPS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := rv["snp_host_data"].([]string); len(got) != 1 || got[0] != "aa" || rv["tdx_mr_config_id"] != nil {
+		t.Errorf("rvps values %v", rv)
+	}
+	if !strings.Contains(strings.Join(notes, "\n"), "snp_host_data") {
+		t.Errorf("notes %q", notes)
+	}
+	d = &Document{TEE: "tdx", TDX: &TDXValues{}, InitData: &InitDataValues{MRConfigID: "bb"}}
+	if _, rv, _, err = d.RVPS(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := rv["tdx_mr_config_id"].([]string); len(got) != 1 || got[0] != "bb" {
+		t.Errorf("rvps values %v", rv)
+	}
+	if _, notes, err := d.Contrast(); err != nil || !strings.Contains(strings.Join(notes, "\n"), "init data") {
+		t.Errorf("contrast notes %q, %v", notes, err)
+	}
+}
+
+// The seeds live in testdata/fuzz/FuzzInitData: the real Kata documents.
+func FuzzInitData(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, tee := range []string{"snp", "tdx"} {
+			v, err := InitData("fuzz", b, tee)
+			if err != nil {
+				continue
+			}
+			if len(v.HostData)+len(v.MRConfigID) != map[string]int{"snp": 64, "tdx": 96}[tee] {
+				t.Fatalf("%s binding %+v", tee, v)
+			}
+		}
+	})
+}
