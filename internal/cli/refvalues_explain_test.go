@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"berth.dev/berth/internal/node/refvalues"
@@ -28,13 +27,7 @@ func TestRefvaluesExplain(t *testing.T) {
 	if err := os.WriteFile(notBerth, []byte(`{"version":"0.1.0","type":"sample","payload":"e30="}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name     string
-		args     []string
-		wantCode int
-		wantOut  []string
-		wantErr  string
-	}{
+	tests := []cliCase{
 		{name: "log against itself", args: []string{"--log", rvLogs + "cos-113-intel-tdx.bin", "--table", rvLogs + "cos-113-intel-tdx.table.bin", "--reference-log", rvLogs + "cos-113-intel-tdx.bin"},
 			wantOut: []string{"RTMR0  match", "RTMR2  match", good}},
 		{name: "another guest's log", args: []string{"--log", rvLogs + "cos-113-intel-tdx.bin", "--reference-log", rvLogs + "cos-113-intel-tdx-dupe-separator-unpadded.bin"},
@@ -51,21 +44,7 @@ func TestRefvaluesExplain(t *testing.T) {
 		{name: "rvps export refused", args: []string{"--log", rvLogs + "cos-113-intel-tdx.bin", "--reference", notBerth}, wantCode: ExitUsage, wantErr: "without the events"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := run(append([]string{"refvalues", "explain"}, tt.args...), strings.NewReader(""), &out, &errb, func(string) string { return "" })
-			if code != tt.wantCode {
-				t.Fatalf("exit code %d, want %d; stderr: %s\nstdout: %s", code, tt.wantCode, errb.String(), out.String())
-			}
-			for _, s := range tt.wantOut {
-				if !strings.Contains(out.String(), s) {
-					t.Errorf("stdout lacks %q:\n%s", s, out.String())
-				}
-			}
-			if tt.wantErr != "" && !strings.Contains(errb.String(), tt.wantErr) {
-				t.Errorf("stderr lacks %q: %s", tt.wantErr, errb.String())
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { runCLICase(t, append([]string{"refvalues", "explain"}, tt.args...), tt) })
 	}
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 )
@@ -15,13 +14,7 @@ func TestRefvaluesInitData(t *testing.T) {
 	const kata = "c6694bb7a29d6f37ec72a15582e004b9f3142159682db8509a304407419a49e5"
 	snp := []string{"refvalues", "--platform", "k3s-qemu-snp-genoa", "--firmware", rvData + "OVMF.amdsev.fd", "--vcpus", "1", "--initdata", rvInitData + "kata-oci-utils-test.annotation"}
 	tdx := []string{"refvalues", "--platform", "kata-qemu-tdx", "--firmware", rvData + "OVMF.inteltdx.ms.fd", "--initdata", rvInitData + "kata-oci-utils-test.annotation"}
-	tests := []struct {
-		name     string
-		args     []string
-		wantCode int
-		wantOut  []string
-		wantErr  string
-	}{
+	tests := []cliCase{
 		{name: "snp table", args: snp, wantOut: []string{"Init data:", "annotation, version 0.1.0, sha256", "HOST_DATA  " + kata}},
 		{name: "snp json", args: append(snp, "-o", "json"), wantOut: []string{`"initData": {`, `"snpHostData": "` + kata + `"`, `"form": "annotation"`}},
 		{name: "snp rvps", args: append(snp, "-o", "rvps"), wantOut: []string{`"type": "sample"`}, wantErr: "snp_host_data / tdx_mr_config_id"},
@@ -32,20 +25,6 @@ func TestRefvaluesInitData(t *testing.T) {
 		{name: "missing file", args: []string{"refvalues", "--platform", "kata-qemu-tdx", "--firmware", rvData + "OVMF.inteltdx.ms.fd", "--initdata", rvInitData + "nope.toml"}, wantCode: ExitUsage, wantErr: "--initdata"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := run(tt.args, strings.NewReader(""), &out, &errb, func(string) string { return "" })
-			if code != tt.wantCode {
-				t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.wantCode, errb.String())
-			}
-			for _, s := range tt.wantOut {
-				if !strings.Contains(out.String(), s) {
-					t.Errorf("stdout lacks %q:\n%s", s, out.String())
-				}
-			}
-			if tt.wantErr != "" && !strings.Contains(errb.String(), tt.wantErr) {
-				t.Errorf("stderr lacks %q: %s", tt.wantErr, errb.String())
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { runCLICase(t, tt.args, tt) })
 	}
 }
