@@ -16,6 +16,8 @@ type Explanation struct {
 	Registers []RegisterExplanation `json:"registers"`
 	// Events is the number of records in the log, header included.
 	Events int `json:"events"`
+	// Quote is the TDX quote the log was checked against, if any.
+	Quote *TDXQuote `json:"quote,omitempty"`
 }
 
 // RegisterExplanation is one RTMR: the value the log replays to, the
@@ -29,6 +31,10 @@ type RegisterExplanation struct {
 	LogEvents      int        `json:"logEvents"`
 	ExpectedEvents int        `json:"expectedEvents"`
 	First          *EventDiff `json:"firstDifference,omitempty"`
+	// Quote is the register in the quote (CheckQuote); QuoteMatch says
+	// whether the log replays to it.
+	Quote      *Digest384 `json:"quote,omitempty"`
+	QuoteMatch bool       `json:"quoteMatch,omitempty"`
 }
 
 // EventDiff is the first event of a register where the log and the
@@ -184,6 +190,13 @@ func (x *Explanation) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "%s  %s  (%d events in the log, %d expected)\n", r.Register, state, r.LogEvents, r.ExpectedEvents)
 		fmt.Fprintf(&b, "  log       %s\n  expected  %s\n", r.Log, r.Expected)
+		if r.Quote != nil {
+			state := "the log replays to it"
+			if !r.QuoteMatch {
+				state = "THE LOG DOES NOT REPLAY TO IT: not this TD's log, or a changed one"
+			}
+			fmt.Fprintf(&b, "  quote     %s  (%s)\n", *r.Quote, state)
+		}
 		if d := r.First; d != nil {
 			fmt.Fprintf(&b, "  first difference: event %d of %s", d.Position, r.Register)
 			if d.Seq >= 0 {
