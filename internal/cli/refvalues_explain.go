@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -17,11 +18,12 @@ const (
 	maxEventLogFile  = 64 << 20
 	maxCCELTableFile = 4 << 10
 	maxReferenceFile = 16 << 20
+	maxQuoteFile     = 64 << 10
 )
 
 // explainFlags are the options of berth refvalues explain.
 type explainFlags struct {
-	log, table, reference, referenceLog string
+	log, table, reference, referenceLog, quote string
 }
 
 // newRefvaluesExplainCmd is `berth refvalues explain`: a subcommand of
@@ -47,6 +49,11 @@ the likely cause: another memory size or firmware, another QEMU version or
 machine arguments, another kernel, command line or initrd, another edk2
 release.
 
+--quote checks that the log replays to the RTMR0-2 of the guest's TDX quote
+(DCAP v4 or v5; the signature is a verifier's business): a log that does not
+is not that TD's log and is refused (exit 1). --log also reads dstack's JSON
+event log (a JSON array of {imr, event_type, digest, event, event_payload}).
+
 --table checks the CCEL ACPI table (/sys/firmware/acpi/tables/CCEL): TDX CC
 type and a log no longer than its log area. A malformed log or table is refused
 with the byte offset and field.
@@ -66,6 +73,7 @@ reference: give the -o json document they were exported from.`,
 	fl.StringVar(&f.table, "table", "", "the guest's CCEL ACPI table (/sys/firmware/acpi/tables/CCEL), checked against the log")
 	fl.StringVar(&f.reference, "reference", "", "berth refvalues -o json/yaml document with tdx.rtmr (the expected events)")
 	fl.StringVar(&f.referenceLog, "reference-log", "", "a known-good guest's event log to compare with instead of --reference")
+	fl.StringVar(&f.quote, "quote", "", "the guest's TDX quote (DCAP v4/v5, binary): the log must replay to its RTMR0-2")
 	return cmd
 }
 
@@ -114,8 +122,22 @@ func runExplain(g *Globals, f *explainFlags) error {
 		want = refvalues.LogRTMRs(good)
 	}
 	x := refvalues.Explain(log, want)
+	if f.quote != "" {
+		b, err := readLimited(f.quote, maxQuoteFile)
+		if err != nil {
+			return UsageErr(err)
+		}
+		q, err := refvalues.ParseTDXQuote(b)
+		if err != nil {
+			return UsageErr(fmt.Errorf("%s: %w", f.quote, err))
+		}
+		x.CheckQuote(q)
+	}
 	if err := output.Render(g.stdout, format, x, func(w io.Writer) error { return x.WriteTable(w) }); err != nil {
 		return err
+	}
+	if x.QuoteMismatch() {
+		return ExitErr(ExitNotReady, fmt.Errorf("%s does not replay to the RTMRs of quote %s: it is not that TD's log, or it was changed; its events explain nothing", f.log, f.quote))
 	}
 	if x.Any() {
 		// The table or document said which register and why.
@@ -129,7 +151,12 @@ func readEventLog(name string) (*refvalues.EventLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	log, err := refvalues.ParseEventLog(b)
+	parse := refvalues.ParseEventLog
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+		// dstack's guest agent returns the log as JSON.
+		parse = refvalues.ParseDstackEventLog
+	}
+	log, err := parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

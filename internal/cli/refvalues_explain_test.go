@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"crypto/sha512"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ func TestRefvaluesExplain(t *testing.T) {
 	// what berth would call the initrd: explain must name it.
 	good := "3fa2f61f395b7f5feefb4ec2df61297f109ad8abcd6410c1b7df60f21f37b19297fc35e544039c7e1edece752afd17f6"
 	ref := writeExplainRef(t, dir)
+	dstackQuote, dstackLog := writeDstackSample(t, dir)
 	notBerth := filepath.Join(dir, "rvps.json")
 	if err := os.WriteFile(notBerth, []byte(`{"version":"0.1.0","type":"sample","payload":"e30="}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -36,6 +38,11 @@ func TestRefvaluesExplain(t *testing.T) {
 			wantCode: ExitNotReady, wantOut: []string{"RTMR0  match", "RTMR1  match", "RTMR2  DIFFERS", "first difference: event 1 of RTMR2", "initrd", "likely cause: another initrd"}},
 		{name: "json", args: []string{"--log", rvLogs + "cos-113-intel-tdx.bin", "--reference", ref, "-o", "json"},
 			wantCode: ExitNotReady, wantOut: []string{`"register": "RTMR2"`, `"expectedEvent": "initrd"`, `"likelyCause": "another initrd`}},
+		{name: "dstack log against its own quote", args: []string{"--log", dstackLog, "--reference-log", dstackLog, "--quote", dstackQuote},
+			wantOut: []string{"RTMR1  match", "(the log replays to it)"}},
+		{name: "another TD's log against the quote", args: []string{"--log", rvLogs + "cos-113-intel-tdx.bin", "--reference-log", dstackLog, "--quote", dstackQuote},
+			wantCode: ExitNotReady, wantOut: []string{"THE LOG DOES NOT REPLAY TO IT"}, wantErr: "is not that TD's log"},
+		{name: "not a quote", args: []string{"--log", dstackLog, "--reference-log", dstackLog, "--quote", rvLogs + "CCEL.bin"}, wantCode: ExitUsage, wantErr: "TDX quote: offset 0x4: tee_type"},
 		{name: "no log", args: []string{"--reference", ref}, wantCode: ExitUsage, wantErr: "--log is required"},
 		{name: "both references", args: []string{"--log", rvLogs + "CCEL.bin", "--reference", ref, "--reference-log", ref}, wantCode: ExitUsage, wantErr: "give one of --reference"},
 		{name: "table is not a log", args: []string{"--log", rvLogs + "CCEL.bin", "--reference", ref}, wantCode: ExitUsage, wantErr: "offset 0x4: header eventType"},
@@ -109,4 +116,33 @@ func writeSmallCCEL(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// writeDstackSample writes the quote (binary) and event log (JSON) of
+// dstack's verifier fixture, the way a guest hands them over.
+func writeDstackSample(t *testing.T, dir string) (quote, log string) {
+	t.Helper()
+	b, err := os.ReadFile(rvLogs + "dstack-quote-report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Quote    string `json:"quote"`
+		EventLog string `json:"event_log"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	q, err := hex.DecodeString(f.Quote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quote, log = filepath.Join(dir, "quote.bin"), filepath.Join(dir, "eventlog.json")
+	if err := os.WriteFile(quote, q, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(log, []byte(f.EventLog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return quote, log
 }

@@ -17,20 +17,21 @@ import (
 // MdePkg/Include/Protocol/CcMeasurement.h, TDX_MR_INDEX_*; CC_EVENT is
 // "similar with TCG_PCR_EVENT2 except the field of MrIndex and PCRIndex").
 
-// EventLogError is a malformed event log or CCEL table: Offset is the byte
-// offset of Field in the input.
+// EventLogError is a malformed event log, CCEL table or quote (Input):
+// Offset is the byte offset of Field in it.
 type EventLogError struct {
+	Input  string
 	Offset int
 	Field  string
 	Msg    string
 }
 
 func (e *EventLogError) Error() string {
-	return fmt.Sprintf("event log: offset %#x: %s: %s", e.Offset, e.Field, e.Msg)
+	return fmt.Sprintf("%s: offset %#x: %s: %s", e.Input, e.Offset, e.Field, e.Msg)
 }
 
 func logErr(off int, field, format string, a ...any) error {
-	return &EventLogError{Offset: off, Field: field, Msg: fmt.Sprintf(format, a...)}
+	return &EventLogError{Input: "event log", Offset: off, Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
 // TCG algorithm identifiers (TCG Algorithm Registry) of the digests a log

@@ -27,7 +27,7 @@ type TDXQuote struct {
 
 // quoteErr is a malformed quote: the offset and field at fault.
 func quoteErr(off int, field, format string, a ...any) error {
-	return &EventLogError{Offset: off, Field: "quote " + field, Msg: fmt.Sprintf(format, a...)}
+	return &EventLogError{Input: "TDX quote", Offset: off, Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
 // ParseTDXQuote reads the header and TD report body of a v4 or v5 quote.

@@ -81,11 +81,11 @@ func TestQuoteRefusesMalformed(t *testing.T) {
 		in    []byte
 		field string
 	}{
-		{"short", raw[:20], "quote header"},
-		{"tee", mut(func(b []byte) { b[4] = 0 }), "quote tee_type"},
-		{"version", mut(func(b []byte) { b[0] = 3 }), "quote version"},
-		{"v5 body type", mut(func(b []byte) { b[0] = 5; b[48] = 9 }), "quote body type"},
-		{"truncated body", raw[:48+100], "quote TD report body"},
+		{"short", raw[:20], "header"},
+		{"tee", mut(func(b []byte) { b[4] = 0 }), "tee_type"},
+		{"version", mut(func(b []byte) { b[0] = 3 }), "version"},
+		{"v5 body type", mut(func(b []byte) { b[0] = 5; b[48] = 9 }), "body type"},
+		{"truncated body", raw[:48+100], "TD report body"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseTDXQuote(tc.in)
