@@ -27,6 +27,8 @@ type refvaluesFlags struct {
 	factsFile string
 	node      bool
 	rtmr      rtmrFlags
+	// initdata is the CoCo init-data document (--initdata).
+	initdata string
 }
 
 // bootInputs are the measured components, from flags or from a manifest;
@@ -109,7 +111,9 @@ ReferenceValues of a Contrast manifest.`,
 	fl.StringVar(&f.prefix, "prefix", configure.DefaultPrefix, "installation prefix (with --installed; a path on the host named by --root)")
 	fl.StringVar(&f.factsFile, "facts", "", "facts JSON (berth facts -o json) whose SNP TCB fills the minimum TCB")
 	fl.BoolVar(&f.node, "node", false, "discover the host named by --root and fill the SNP minimum TCB from its TCB")
+	fl.StringVar(&f.initdata, "initdata", "", "CoCo init-data document (TOML, or the cc_init_data annotation value): adds the expected SNP HOST_DATA / TDX MRCONFIGID")
 	Positive(cmd, "memory")
+	cmd.AddCommand(newRefvaluesExplainCmd(g))
 	return cmd
 }
 
@@ -211,6 +215,11 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 	}
 	if err := in.check(doc); err != nil {
 		return UsageErr(err)
+	}
+	if f.initdata != "" {
+		if doc.InitData, err = initDataValues(f.initdata, doc.TEE); err != nil {
+			return UsageErr(err)
+		}
 	}
 	doc.Platform = p.String()
 	switch format {

@@ -9,14 +9,36 @@ import (
 
 const rvData = "../../internal/node/refvalues/testdata/"
 
+// cliCase is one berth invocation and what it must print.
+type cliCase struct {
+	name     string
+	args     []string
+	wantCode int
+	wantOut  []string // substrings of stdout
+	wantErr  string   // substring of stderr
+}
+
+// runCLICase runs berth with args and checks c's exit code, stdout and
+// stderr.
+func runCLICase(t *testing.T, args []string, c cliCase) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(""), &out, &errb, func(string) string { return "" })
+	if code != c.wantCode {
+		t.Fatalf("exit code %d, want %d; stderr: %s\nstdout: %s", code, c.wantCode, errb.String(), out.String())
+	}
+	for _, s := range c.wantOut {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("stdout lacks %q:\n%s", s, out.String())
+		}
+	}
+	if c.wantErr != "" && !strings.Contains(errb.String(), c.wantErr) {
+		t.Errorf("stderr lacks %q: %s", c.wantErr, errb.String())
+	}
+}
+
 func TestRefvaluesCmd(t *testing.T) {
-	tests := []struct {
-		name     string
-		args     []string
-		wantCode int
-		wantOut  []string // substrings of stdout
-		wantErr  string   // substring of stderr
-	}{
+	tests := []cliCase{
 		{
 			name: "snp genoa json matches vector D2",
 			args: []string{"refvalues", "--platform", "k3s-qemu-snp-genoa", "--firmware", rvData + "OVMF.amdsev.fd",
@@ -64,21 +86,7 @@ func TestRefvaluesCmd(t *testing.T) {
 		{name: "from without manifest", args: []string{"refvalues", "--platform", "kata-qemu-snp", "--from", rvData}, wantCode: ExitUsage, wantErr: "--from and --cache apply with --manifest only"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := run(tt.args, strings.NewReader(""), &out, &errb, func(string) string { return "" })
-			if code != tt.wantCode {
-				t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.wantCode, errb.String())
-			}
-			for _, s := range tt.wantOut {
-				if !strings.Contains(out.String(), s) {
-					t.Errorf("stdout lacks %q:\n%s", s, out.String())
-				}
-			}
-			if tt.wantErr != "" && !strings.Contains(errb.String(), tt.wantErr) {
-				t.Errorf("stderr lacks %q: %s", tt.wantErr, errb.String())
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { runCLICase(t, tt.args, tt) })
 	}
 }
 

@@ -147,5 +147,8 @@ func (d *Document) Contrast() (*ContrastReferenceValues, []string, error) {
 	default:
 		return nil, nil, fmt.Errorf("document has neither snp nor tdx values: nothing to export")
 	}
+	if d.InitData != nil {
+		notes = append(notes, d.InitData.contrastNote())
+	}
 	return &out, notes, nil
 }

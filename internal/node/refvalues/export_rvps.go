@@ -81,6 +81,7 @@ func (d *Document) RVPS() (*RVPSMessage, map[string]any, []string, error) {
 	default:
 		return nil, nil, nil, fmt.Errorf("document has neither snp nor tdx values: nothing to export")
 	}
+	notes = d.InitData.rvps(rv, notes)
 	payload, err := json.Marshal(rv)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("encoding the RVPS sample provenance: %w", err)

@@ -208,6 +208,8 @@ type Document struct {
 	Inputs        Inputs     `json:"inputs"`
 	SNP           *SNPValues `json:"snp,omitempty"`
 	TDX           *TDXValues `json:"tdx,omitempty"`
+	// InitData is the init-data binding (--initdata), when asked for.
+	InitData *InitDataValues `json:"initData,omitempty"`
 }
 
 // Inputs lists the components the values were computed from.
@@ -453,6 +455,7 @@ func (d *Document) WriteTable(w io.Writer) error {
 			}
 		}
 	}
+	d.InitData.writeTable(&b)
 	_, err := w.Write(b.Bytes())
 	return err
 }
