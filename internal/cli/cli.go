@@ -101,13 +101,13 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	defer cancel(nil)
 	life := newLifecycle(ctx, testForceAfter(getenv, w.ForceAfter))
 	life.sigs = sigs
-	cmd := newRootCmd(&env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, args: args, life: life}, w)
+	cmd, g := newRootCmd(&env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, args: args, life: life}, w)
 	cmd.SetArgs(args)
 	var c guard
 	if target, _, err := cmd.Find(args); err == nil {
 		c = guard{ownSignals: target.Annotations[AnnotationOwnSignals] != "", early: target.Annotations[AnnotationEarlyStart] != ""}
 	}
-	err, sig, forced := runGuarded(life, cancel, c, sigs, w.Exits, func() error { return cmd.ExecuteContext(ctx) })
+	err, sig, forced := runGuarded(life, cancel, c, sigs, w.Exits, func() error { defer g.closeWritable(); return cmd.ExecuteContext(ctx) })
 	switch {
 	case sig != 0 && (forced || err != nil):
 		return 128 + int(sig)

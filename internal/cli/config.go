@@ -353,14 +353,28 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 	return write(rcName, r.RuntimeClass)
 }
 
-// WritableRoot opens --root for writing, refusing a snapshot: its files
+// Writable opens --root for writing, once per command (a second call
+// returns the same root; it is closed when the command ends). A snapshot,
+// or anything else that is not a directory, is a usage error: its files
 // are a copy, and writing them would configure no node.
-func (g *Globals) WritableRoot() (*configure.OSRoot, error) {
-	fi, err := os.Stat(g.root)
-	if err != nil || !fi.IsDir() {
-		return nil, UsageErr(fmt.Errorf("--root %s: apply and remove need a directory (a snapshot cannot be written)", g.root))
+func (g *Globals) Writable() (*hostfs.Writable, error) {
+	if g.writable != nil {
+		return g.writable, nil
 	}
-	return configure.OpenOSRoot(g.root)
+	w, err := hostfs.OpenWritable(g.root)
+	if err != nil {
+		return nil, UsageErr(fmt.Errorf("--root: %w", err))
+	}
+	g.writable = w
+	return w, nil
+}
+
+// closeWritable closes what Writable opened.
+func (g *Globals) closeWritable() {
+	if g.writable != nil {
+		g.writable.Close()
+		g.writable = nil
+	}
 }
 
 func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
@@ -373,11 +387,10 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 	if err != nil {
 		return err
 	}
-	w, err := g.WritableRoot()
+	w, err := g.Writable()
 	if err != nil {
 		return err
 	}
-	defer w.Close()
 	return configErr(g.RuntimeChange(root, w, fl.restart, r.Suffix).Apply(ctx, r))
 }
 
@@ -447,14 +460,11 @@ func (g *Globals) openRemoval(restart bool, suffix configure.Suffix) (runtimectl
 	if err != nil {
 		return runtimectl.Change{}, nil, cleanup, err
 	}
-	w, err := g.WritableRoot()
+	w, err := g.Writable()
 	if err != nil {
 		return runtimectl.Change{}, nil, cleanup, err
 	}
-	closeAll := func() {
-		w.Close()
-		cleanup()
-	}
+	closeAll := cleanup
 	st, err := configure.LoadState(w)
 	if err != nil {
 		return runtimectl.Change{}, nil, closeAll, err

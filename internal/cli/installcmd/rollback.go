@@ -24,7 +24,11 @@ running sandboxes to pick up the binaries.`,
   sudo berth rollback --prefix /opt/berth`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := &install.Installer{Layout: layout(g, fl.prefix)}
+			l, err := layout(g, fl.prefix)
+			if err != nil {
+				return err
+			}
+			in := &install.Installer{Layout: l}
 			from, to, err := in.Rollback(cmd.Context())
 			if err != nil {
 				return cli.ExitErr(cli.ExitNotReady, err)

@@ -243,8 +243,9 @@ func knownCheck(id string) bool {
 type Host struct {
 	// Root is the host root (--root, live).
 	Root hostfs.Root
-	// Dir is the host root's directory on this machine (/host).
-	Dir string
+	// Writable is the same root opened for writing (/host; nil when
+	// --root is not a directory).
+	Writable *hostfs.Writable
 	// Client is the Kubernetes client (the restart Lease's).
 	Client dynamic.Interface
 	// Discover are the discovery options.
@@ -255,18 +256,18 @@ type Host struct {
 
 // Config is the installer's configuration on h, without the manifest and
 // fetcher (install mode adds them: LoadPinnedManifest). The runtime is
-// restarted through systemd's D-Bus API on its private socket under h.Dir
+// restarted through systemd's D-Bus API on its private socket under h's root
 // and asked over its CRI socket there; its log is read with the host's
 // journalctl.
 func (s *Settings) Config(h Host) (Config, error) {
 	o := s.opt
-	if fi, err := os.Stat(h.Dir); err != nil || !fi.IsDir() {
-		return Config{}, usage(fmt.Errorf("--root %s: node-installer writes the host and needs its root directory", h.Dir))
+	if h.Writable == nil {
+		return Config{}, usage(fmt.Errorf("--root %s: node-installer writes the host and needs its root directory", h.Root.Path()))
 	}
 	cfg := Config{
 		NodeName:         s.NodeName,
 		Root:             h.Root,
-		HostDir:          h.Dir,
+		Writable:         h.Writable,
 		Platforms:        o.Platforms,
 		Prefix:           o.Prefix,
 		Suffix:           s.Suffix,
@@ -290,7 +291,9 @@ func (s *Settings) Config(h Host) (Config, error) {
 				log.Info("waiting for another node's runtime restart", "lease", lease, "holder", holder)
 			}}
 	}
-	onHost := func(p string) string { return filepath.Join(h.Dir, filepath.FromSlash(strings.TrimPrefix(p, "/"))) }
+	onHost := func(p string) string {
+		return filepath.Join(h.Writable.Name(), filepath.FromSlash(strings.TrimPrefix(p, "/")))
+	}
 	finder := runtimectl.Finder{
 		Units: systemdbus.Systemd{Socket: onHost(o.SystemdSocket)},
 		Ask: func(l platform.Layout) runtimectl.Ask {

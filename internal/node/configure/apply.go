@@ -2,18 +2,16 @@ package configure
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/host/runtimecfg"
 )
 
@@ -417,11 +415,8 @@ func commit(fsys FS, ops []op) error {
 			cleanup()
 			return fmt.Errorf("creating %s: %w", dir, err)
 		}
-		// Unique per process and attempt: the lock serialises berth's own
-		// runs, but a name shared between runs is what an interrupted one
-		// leaves behind for the next to trip over.
-		tmp := path.Join(dir, fmt.Sprintf(".berth-%s.%d-%s.tmp", path.Base(o.path), os.Getpid(), randSuffix()))
-		if err := writeSynced(fsys, tmp, o.data, o.mode); err != nil {
+		tmp := hostfs.TempName(o.path)
+		if err := hostfs.WriteSynced(fsys, tmp, o.data, o.mode); err != nil {
 			_ = fsys.Remove(tmp)
 			cleanup()
 			return fmt.Errorf("writing %s: %w (nothing was changed)", o.path, err)
@@ -444,34 +439,9 @@ func commit(fsys FS, ops []op) error {
 			cleanup()
 			return fmt.Errorf("replacing %s: %w (earlier changes were rolled back)", o.path, err)
 		}
-		syncDir(fsys, path.Dir(o.path))
+		hostfs.SyncDir(fsys, path.Dir(o.path))
 	}
 	return nil
-}
-
-func writeSynced(fsys FS, name string, data []byte, mode fs.FileMode) error {
-	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir makes a rename durable; failure to sync a directory is not
-// worth failing an otherwise complete change for.
-func syncDir(fsys FS, dir string) {
-	if f, err := fsys.OpenFile(dir, os.O_RDONLY, 0); err == nil {
-		_ = f.Sync()
-		_ = f.Close()
-	}
 }
 
 // rollback restores what ops replaced, best effort.
@@ -483,16 +453,9 @@ func rollback(fsys FS, done []op) {
 			}
 			continue
 		}
-		tmp := fmt.Sprintf("%s.berth-rollback.%d-%s", o.path, os.Getpid(), randSuffix())
-		if writeSynced(fsys, tmp, o.orig, o.mode|0o600) == nil {
+		tmp := hostfs.TempName(o.path)
+		if hostfs.WriteSynced(fsys, tmp, o.orig, o.mode|0o600) == nil {
 			_ = fsys.Rename(tmp, o.path)
 		}
 	}
-}
-
-// randSuffix is 8 random hex digits for temporary names.
-func randSuffix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

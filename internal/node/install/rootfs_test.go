@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/testkit/treetest"
 )
@@ -40,7 +41,7 @@ func TestResolveIn(t *testing.T) {
 	ln("/abs", "chain")            // a link to a link
 	ln("/nowhere", "dangling")     // dangling
 	os.WriteFile(filepath.Join(root, "file"), nil, 0o644)
-	r, err := os.OpenRoot(root)
+	r, err := hostfs.OpenWritable(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestResolveIn(t *testing.T) {
 			rel, exists, err := ResolveIn(r, tc.in)
 			if tc.refuse != "" {
 				var re *RefusedError
-				if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.refuse) || errors.Is(err, ErrOutsideRoot) != tc.outside || !configure.IsRefused(err) {
+				if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.refuse) || errors.Is(err, hostfs.ErrOutsideRoot) != tc.outside || !configure.IsRefused(err) {
 					t.Fatalf("ResolveIn(%s) = %q, %v, %v; want a refusal with %q (outside %v)", tc.in, rel, exists, err, tc.refuse, tc.outside)
 				}
 				return

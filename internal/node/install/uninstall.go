@@ -157,7 +157,6 @@ func (in *Installer) Uninstall(ctx context.Context) (*Removal, error) {
 			if exists && rel != "." {
 				host.Remove(rel)
 			}
-			host.Close()
 		}
 	}
 	return rm, nil
