@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -334,15 +335,26 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 		fmt.Fprintf(g.stdout, "==> %s (RuntimeClass) <==\n%s", rcName, r.RuntimeClass)
 		return nil
 	}
+	// Every file goes through an os.Root at --out: no symlink inside it
+	// leads a write out of it, and each file is replaced by a rename
+	// (hostfs.WriteAtomic), so a link planted at a file's name is
+	// replaced, never written through.
+	if err := os.MkdirAll(fl.out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	out, err := os.OpenRoot(fl.out)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	defer out.Close()
 	write := func(rel string, data []byte) error {
-		p := filepath.Join(fl.out, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := out.MkdirAll(path.Dir(rel), 0o755); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		if err := hostfs.WriteAtomic(hostfs.RootFS(out), rel, data, 0o644); err != nil {
+			return fmt.Errorf("--out %s: %w", fl.out, err)
 		}
-		fmt.Fprintln(g.stdout, p)
+		fmt.Fprintln(g.stdout, filepath.Join(fl.out, filepath.FromSlash(rel)))
 		return nil
 	}
 	for _, f := range files {

@@ -21,12 +21,12 @@ import (
 var ErrOutsideRoot = errors.New("resolves outside the host root")
 
 // MaxConfigFile caps a runtime configuration file berth edits or imports
-// (containerd's or CRI-O's config.toml, a drop-in, a Kata configuration).
-// The largest real ones are about 50 KiB. go-toml v2 tracks duplicate keys
-// in time quadratic in a table's size (upstream pelletier/go-toml PR
-// #1100), and an apply parses the file several times: 1 MiB of keys in
-// tables of at most runtimecfg's key cap parses in well under a second.
-const MaxConfigFile = 1 << 20
+// (containerd's or CRI-O's config.toml, a drop-in, a Kata configuration):
+// the cap discovery reads with. The largest real ones are about 50 KiB.
+// What makes decoding slow is the number of keys, which runtimecfg
+// bounds (MaxEntries); 15 MiB of one string or of comments takes about a
+// second for a whole apply.
+const MaxConfigFile = DefaultMaxFile
 
 // UnsafePathError is a path the resolver (Resolve) refuses: its resolution
 // leaves the host root, meets a dangling or looping symlink, or passes
@@ -173,7 +173,7 @@ func Resolve(fsys LinkFS, p string) (rel string, exists bool, err error) {
 			// The last component: a file (what a write replaces).
 			done = append(done, c)
 		default:
-			return "", false, &UnsafePathError{Path: shown, Why: fmt.Sprintf("/%s is not a directory (%s)", cur, typeName(fi.Mode()))}
+			return "", false, &UnsafePathError{Path: shown, Why: fmt.Sprintf("/%s is not a directory (%s)", cur, TypeName(fi.Mode()))}
 		}
 	}
 	return path.Join(append([]string{"."}, done...)...), true, nil
@@ -200,8 +200,9 @@ func climbs(dir []string, t string) bool {
 	return false
 }
 
-// typeName names a file's type for messages.
-func typeName(m fs.FileMode) string {
+// TypeName names a file's type for messages ("FIFO", "character
+// device", "symlink").
+func TypeName(m fs.FileMode) string {
 	switch {
 	case m.IsRegular():
 		return "regular file"
@@ -324,7 +325,7 @@ func OpenWritable(dir string) (*Writable, error) {
 		if fi.Mode().IsRegular() {
 			return nil, fmt.Errorf("host root %s: writing needs a directory (a snapshot cannot be written)", dir)
 		}
-		return nil, fmt.Errorf("host root %s: writing needs a directory, not a %s", dir, typeName(fi.Mode()))
+		return nil, fmt.Errorf("host root %s: writing needs a directory, not a %s", dir, TypeName(fi.Mode()))
 	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
@@ -407,7 +408,7 @@ func (w *Writable) ReadFileMax(name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: &NotRegularError{Kind: typeName(fi.Mode())}}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: &NotRegularError{Kind: TypeName(fi.Mode())}}
 	}
 	if fi.Size() > max {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: &TooLargeError{Limit: max}}
@@ -422,7 +423,7 @@ func (w *Writable) ReadFileMax(name string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: &NotRegularError{Kind: typeName(ofi.Mode())}}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: &NotRegularError{Kind: TypeName(ofi.Mode())}}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {

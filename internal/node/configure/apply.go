@@ -45,7 +45,7 @@ func readCurrent(fsys FS, name string) (data []byte, mode fs.FileMode, exists bo
 		return nil, 0, false, fmt.Errorf("reading %s: %w", name, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, 0, false, fmt.Errorf("%s: not a regular file (%s)", name, fi.Mode().Type())
+		return nil, 0, false, fmt.Errorf("%s: not a regular file (%s)", name, hostfs.TypeName(fi.Mode()))
 	}
 	data, err = fsys.ReadFile(name)
 	if err != nil {
@@ -58,6 +58,9 @@ func readCurrent(fsys FS, name string) (data []byte, mode fs.FileMode, exists bo
 // line and column.
 func validate(f File, name string, data []byte) error {
 	if f.Format == "nydus" {
+		if err := runtimecfg.CheckBounds(name, data); err != nil {
+			return err
+		}
 		return toml.Unmarshal(data, new(map[string]any))
 	}
 	if f.Format != "toml" {

@@ -33,7 +33,14 @@ type WFile = hostfs.WFile
 func resolve(fsys FS, name string) (string, error) {
 	rel, _, err := hostfs.Resolve(fsys, name)
 	if err != nil {
-		return "", refused("%w (nothing was changed)", err)
+		return "", pathRefusal{err}
 	}
 	return rel, nil
 }
+
+// pathRefusal is a path the resolver refused: an ErrRefused (exit 1),
+// and hostfs.ErrOutsideRoot when the path leaves the root.
+type pathRefusal struct{ err error }
+
+func (r pathRefusal) Error() string   { return r.err.Error() + " (nothing was changed)" }
+func (r pathRefusal) Unwrap() []error { return []error{ErrRefused, r.err} }
