@@ -179,7 +179,16 @@ func Resolve(fsys LinkFS, p string) (rel string, exists bool, err error) {
 	return path.Join(append([]string{"."}, done...)...), true, nil
 }
 
-func splitPath(p string) []string { return strings.Split(strings.Trim(p, "/"), "/") }
+// splitPath splits p into components. A trailing "/" (p names a
+// directory) becomes a last "." component, so that a file there is "not a
+// directory", as the kernel has it.
+func splitPath(p string) []string {
+	c := strings.Split(strings.Trim(p, "/"), "/")
+	if strings.HasSuffix(p, "/") && c[0] != "" {
+		c = append(c, ".")
+	}
+	return c
+}
 
 // climbs reports whether relative link target t, read in directory dir
 // (resolved components), goes above the root.
