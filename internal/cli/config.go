@@ -348,10 +348,15 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 	}
 	defer out.Close()
 	write := func(rel string, data []byte) error {
-		if err := out.MkdirAll(path.Dir(rel), 0o755); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		err := out.MkdirAll(path.Dir(rel), 0o755)
+		if err == nil {
+			err = hostfs.WriteAtomic(hostfs.RootFS(out), rel, data, 0o644)
 		}
-		if err := hostfs.WriteAtomic(hostfs.RootFS(out), rel, data, 0o644); err != nil {
+		if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
+			// os.Root's refusal: a symlink on the way leaves the directory.
+			return fmt.Errorf("--out %s: refusing to write %s: a symlink on its way leads out of %s (%w)", fl.out, rel, fl.out, err)
+		}
+		if err != nil {
 			return fmt.Errorf("--out %s: %w", fl.out, err)
 		}
 		fmt.Fprintln(g.stdout, filepath.Join(fl.out, filepath.FromSlash(rel)))
