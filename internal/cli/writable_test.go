@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestEmptyRootIsUsage: --root '' (an unset variable in a script) is a
+// TestEmptyRootIsUsage: --root ” (an unset variable in a script) is a
 // usage error for every command, never this machine's /.
 func TestEmptyRootIsUsage(t *testing.T) {
 	for _, args := range [][]string{
