@@ -309,6 +309,9 @@ func SyncDir(fsys WriteFS, dir string) {
 	}
 }
 
+// errEmptyRoot is the error of both doors (Open, OpenWritable) for "".
+var errEmptyRoot = errors.New("host root: an empty path (name / for this machine's root)")
+
 // Writable is a host root opened for writing: the one door through which
 // berth changes a host (apply, remove, install, uninstall, the
 // node-installer, the download cache inside the root). It is an os.Root,
@@ -324,7 +327,7 @@ type Writable struct{ r *os.Root }
 // (an unset variable in a script must not mean this machine's /).
 func OpenWritable(dir string) (*Writable, error) {
 	if dir == "" {
-		return nil, errors.New("host root: an empty path (name / for this machine's root)")
+		return nil, errEmptyRoot
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // delete: it leaves the host root, or berth's entry there is not what
 // berth made. It is returned before anything was changed. It matches
 // configure.ErrRefused (the CLI exits 1 for it) and, when the path leaves
-// the root, ErrOutsideRoot.
+// the root, hostfs.ErrOutsideRoot.
 type RefusedError struct {
 	// Path is the path refused, as the host names it (or on this machine).
 	Path string
