@@ -230,7 +230,7 @@ func (p *prefixDir) preflight(pl *Plan) error {
 		return err
 	}
 	if fi, err := p.r.Lstat(lockFile); err == nil && !fi.Mode().IsRegular() {
-		return &RefusedError{Path: p.path(lockFile), Why: fmt.Sprintf("it is a %s, not berth's lock file (move it away)", typeName(fi.Mode()))}
+		return &RefusedError{Path: p.path(lockFile), Why: fmt.Sprintf("it is a %s, not berth's lock file (move it away)", hostfs.TypeName(fi.Mode()))}
 	}
 	for _, l := range []string{currentLink, prevLink} {
 		fi, err := p.r.Lstat(l)
@@ -238,7 +238,7 @@ func (p *prefixDir) preflight(pl *Plan) error {
 			continue
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			return &RefusedError{Path: p.path(l), Why: fmt.Sprintf("it is a %s, not berth's link into %s/ (move it away)", typeName(fi.Mode()), versionsDir)}
+			return &RefusedError{Path: p.path(l), Why: fmt.Sprintf("it is a %s, not berth's link into %s/ (move it away)", hostfs.TypeName(fi.Mode()), versionsDir)}
 		}
 		if _, err := p.link(l); err != nil {
 			return &RefusedError{Path: p.path(l), Why: err.Error()}

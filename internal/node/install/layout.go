@@ -348,7 +348,7 @@ var ErrLocked = errors.New("another berth install, rollback or uninstall is runn
 // lock takes the prefix's lock without waiting.
 func (p *prefixDir) lock() (*Lock, error) {
 	if fi, err := p.r.Lstat(lockFile); err == nil && !fi.Mode().IsRegular() {
-		return nil, &RefusedError{Path: p.path(lockFile), Why: fmt.Sprintf("it is a %s, not berth's lock file (move it away)", typeName(fi.Mode()))}
+		return nil, &RefusedError{Path: p.path(lockFile), Why: fmt.Sprintf("it is a %s, not berth's lock file (move it away)", hostfs.TypeName(fi.Mode()))}
 	}
 	f, err := p.r.OpenFile(lockFile, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
@@ -401,7 +401,7 @@ func (p *prefixDir) topConflicts(r *Record) error {
 		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
 			continue
 		}
-		return &RefusedError{Path: p.path(top), Why: fmt.Sprintf("it is a %s, not berth's link to %s/%s (move it away)", typeName(fi.Mode()), currentLink, top)}
+		return &RefusedError{Path: p.path(top), Why: fmt.Sprintf("it is a %s, not berth's link to %s/%s (move it away)", hostfs.TypeName(fi.Mode()), currentLink, top)}
 	}
 	return nil
 }

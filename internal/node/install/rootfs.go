@@ -61,7 +61,7 @@ func ResolveIn(w *hostfs.Writable, p string) (rel string, exists bool, err error
 		return "", false, &RefusedError{Path: p, Why: fmt.Sprintf("cannot resolve /%s: %v", rel, err)}
 	}
 	if !fi.IsDir() {
-		return "", false, &RefusedError{Path: p, Why: fmt.Sprintf("/%s is not a directory (%s)", rel, typeName(fi.Mode()))}
+		return "", false, &RefusedError{Path: p, Why: fmt.Sprintf("/%s is not a directory (%s)", rel, hostfs.TypeName(fi.Mode()))}
 	}
 	return rel, true, nil
 }
@@ -102,26 +102,8 @@ func checkDirChain(dir *os.Root, display, rel string) error {
 			return &RefusedError{Path: p, Why: fmt.Sprintf("it is a symlink to %s, and berth never makes one there (move it away)", t)}
 		}
 		if !fi.IsDir() {
-			return &RefusedError{Path: p, Why: fmt.Sprintf("it is a %s, not berth's directory (move it away)", typeName(fi.Mode()))}
+			return &RefusedError{Path: p, Why: fmt.Sprintf("it is a %s, not berth's directory (move it away)", hostfs.TypeName(fi.Mode()))}
 		}
 	}
 	return nil
-}
-
-func typeName(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "regular file"
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return m.Type().String()
 }
