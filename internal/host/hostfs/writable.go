@@ -378,9 +378,6 @@ func (w *Writable) Readlink(name string) (string, error) { return w.r.Readlink(n
 // MkdirAll creates name and its missing parents.
 func (w *Writable) MkdirAll(name string, perm fs.FileMode) error { return w.r.MkdirAll(name, perm) }
 
-// Mkdir creates directory name.
-func (w *Writable) Mkdir(name string, perm fs.FileMode) error { return w.r.Mkdir(name, perm) }
-
 // Rename renames oldname to newname.
 func (w *Writable) Rename(oldname, newname string) error { return w.r.Rename(oldname, newname) }
 
