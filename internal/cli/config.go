@@ -149,19 +149,26 @@ backing up any file it must modify, recording what it owns in
 var/lib/berth/config-state.json, under an exclusive lock on the host root. A
 second run changes nothing and says so.
 
-With --restart (on a running system), if something changed, it restarts the
-runtime's unit, waits for its CRI socket and checks that the new handler and
-every handler that was live before are live; if not, it puts the previous
-files back, restarts again, checks the old handlers are back and exits 1
-naming what broke. Without --restart it prints the commands that load and
-verify the change.`,
+With --restart (on a running system), unless nothing changed and the
+handler is live already, it restarts the runtime's unit, waits for its CRI
+socket and checks that the new handler and every handler that was live
+before are live; if not, it puts the previous files back, restarts again,
+checks the old handlers are back and exits 1 naming what broke. Before any
+restart the runtime's own binary loads the whole configuration (containerd
+config dump): one that would not load is refused (exit 1) before anything
+changes, --force or not. Without --restart it prints the commands that load
+and verify the change.
+
+A run that was killed is completed first by the next one (its journal,
+var/lib/berth/config-intent.json): forward when all its files are in place,
+else back to the originals.`,
 		Example: `  sudo berth config apply --platform kubeadm-qemu-snp --restart`,
 		Args:    NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runConfigApply(cmd.Context(), g, fl) },
 	}
 	addPlatformFlags(cmd, &fl)
 	cmd.Flags().BoolVar(&fl.force, "force", false, "configure the platform even though its checks fail on this node")
-	cmd.Flags().BoolVar(&fl.restart, "restart", false, "restart the container runtime if anything changed, verify every handler, and roll back if one is lost")
+	cmd.Flags().BoolVar(&fl.restart, "restart", false, "restart the container runtime unless nothing changed and the handler is live, verify every handler, and roll back if one is lost")
 	return cmd
 }
 
@@ -172,8 +179,11 @@ func newConfigRemoveCmd(g *Globals) *cobra.Command {
 		Short: "Remove exactly what berth wrote for a platform, restoring backups",
 		Long: `remove takes out exactly what berth wrote for the platform (or --all),
 restores the files it modified byte for byte and removes the directories it
-created once they are empty. With --restart it restarts the runtime's unit
-and checks that every other handler is still live, rolling back if not.`,
+created once they are empty. With --restart, unless nothing changed and the
+handler is gone from the runtime already, it restarts the runtime's unit and
+checks that every other handler is still live, rolling back if not. A run
+that was killed is completed first, so --all restores the originals byte for
+byte after a kill at any step.`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runConfigRemove(cmd.Context(), g, fl) },
 	}
@@ -181,7 +191,7 @@ and checks that every other handler is still live, rolling back if not.`,
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to remove")
 	f.BoolVar(&fl.all, "all", false, "remove every platform berth configured on this node (for --install-suffix, of that install only)")
 	AddSuffixFlag(cmd, &fl.suffix)
-	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime if anything changed, verify every other handler, and roll back if one is lost")
+	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime unless nothing changed and the handler is gone, verify every other handler, and roll back if one is lost")
 	return cmd
 }
 
@@ -258,6 +268,9 @@ func planErr(err error, p platform.Platform, custom *platform.Layout) error {
 	var nr *configure.NotReadyError
 	var te *configure.TargetError
 	switch {
+	case errors.As(err, &nr) && nr.Unforceable():
+		return &exitError{code: ExitNotReady, err: errors.New(nr.Error() +
+			"\n(berth check --platform " + p.String() + " explains each; --force does not override a runtime configuration that does not parse: the runtime would not start on it)")}
 	case errors.As(err, &nr):
 		return &exitError{code: ExitNotReady, err: errors.New(nr.Error() +
 			"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")}
@@ -272,13 +285,14 @@ func planErr(err error, p platform.Platform, custom *platform.Layout) error {
 
 // RefuseNotReady refuses a platform whose checks fail on the node, unless
 // force: configuring it would give the node a handler that cannot run a
-// pod. The error lists the failing checks.
+// pod. force never overrides a runtime configuration that does not parse.
+// The error lists the failing checks.
 func RefuseNotReady(f *facts.Facts, p platform.Platform, force bool) error {
-	if force {
-		return nil
-	}
 	err := configure.Readiness(f, p)
 	if err == nil {
+		return nil
+	}
+	if nr := (*configure.NotReadyError)(nil); force && !(errors.As(err, &nr) && nr.Unforceable()) {
 		return nil
 	}
 	return planErr(err, p, nil)
@@ -417,12 +431,17 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 // verify, since berth links no gRPC. suffix is the side-by-side install
 // changed: verify then looks for its handlers, not the unsuffixed ones.
 func (g *Globals) RuntimeChange(root hostfs.Root, w configure.FS, restart bool, suffix configure.Suffix) runtimectl.Change {
-	return runtimectl.Change{Host: root, FS: w, Restart: restart, Suffix: suffix,
+	return runtimectl.Change{Host: root, FS: w, Restart: restart, Suffix: suffix, Options: g.ChangeOptions(),
 		Ask:         func(p platform.Platform) runtimectl.Ask { return g.askVerify(p, suffix) },
 		Snapshotter: func(p platform.Platform) func(context.Context, string) error { return g.proveSnapshotter(p, suffix) },
 		// Each question through verify may start a berth-cluster process.
 		Poll: 500 * time.Millisecond, Out: g.stdout, Err: g.stderr}
 }
+
+// ChangeOptions are the options of every runtime configuration change
+// (none in the shipped binary; the fault suite's kill points in a build
+// with -tags berthtest).
+func (g *Globals) ChangeOptions() []configure.Option { return changeOptions(g) }
 
 // askVerify asks the runtime through berth verify whether p's handler is
 // live.
@@ -482,9 +501,27 @@ func (g *Globals) openRemoval(restart bool, suffix configure.Suffix) (runtimectl
 		return runtimectl.Change{}, nil, cleanup, err
 	}
 	closeAll := cleanup
+	// A killed run is completed first: the state it left is what lists
+	// the handlers to remove.
+	said, err := configure.Recover(w)
+	if err != nil {
+		return runtimectl.Change{}, nil, closeAll, err
+	}
+	for _, s := range said {
+		fmt.Fprintln(g.stderr, "warning:", s)
+	}
 	st, err := configure.LoadState(w)
 	if err != nil {
 		return runtimectl.Change{}, nil, closeAll, err
+	}
+	if in, err := configure.ReadIntent(w); err == nil && in != nil && restart {
+		// A remove whose files are gone but whose restart is owed: its
+		// handler is removed (proven gone) again.
+		for _, p := range in.Pending {
+			if _, ok := st.Platforms[p.Handler]; !ok && p.Gone && p.Suffix == string(suffix) {
+				st.Platforms[p.Handler] = configure.PlatformState{Platform: p.Platform, Suffix: p.Suffix}
+			}
+		}
 	}
 	return g.RuntimeChange(root, w, restart, suffix), st, closeAll, nil
 }
@@ -511,7 +548,12 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 		if err != nil {
 			return err
 		}
-		handlers = []string{suffix.Handler(p)}
+		h := suffix.Handler(p)
+		handlers = []string{h}
+		if _, ok := st.Platforms[h]; !ok {
+			// Not berth's (any more): remove proves it gone with --restart.
+			st.Platforms[h] = configure.PlatformState{Platform: p.String(), Suffix: string(suffix)}
+		}
 	}
 	if len(handlers) == 0 {
 		fmt.Fprintln(g.stdout, "nothing to remove: berth has configured no platform on this node")

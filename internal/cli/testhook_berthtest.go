@@ -3,8 +3,12 @@
 package cli
 
 import (
+	"fmt"
 	"os"
+	"syscall"
 	"time"
+
+	"berth.dev/berth/internal/node/configure"
 )
 
 // afterOpenRoot holds a berth built with -tags berthtest once the host
@@ -40,4 +44,28 @@ func testForceAfter(getenv func(string) string, d time.Duration) time.Duration {
 		return e
 	}
 	return d
+}
+
+// changeOptions gives a berth built with -tags berthtest the fault
+// suite's kill points: with BERTH_TEST_STEPS=FILE each step of a runtime
+// configuration change is appended to FILE, and with
+// BERTH_TEST_KILL_AT=STEP berth SIGKILLs itself at that step, as a power
+// cut or the OOM killer would (no deferred cleanup runs).
+func changeOptions(g *Globals) []configure.Option {
+	steps, kill := g.getenv("BERTH_TEST_STEPS"), g.getenv("BERTH_TEST_KILL_AT")
+	if steps == "" && kill == "" {
+		return nil
+	}
+	return []configure.Option{configure.WithStep(func(s string) {
+		if steps != "" {
+			if f, err := os.OpenFile(steps, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+				fmt.Fprintln(f, s)
+				f.Close()
+			}
+		}
+		if s == kill {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			time.Sleep(time.Minute)
+		}
+	})}
 }

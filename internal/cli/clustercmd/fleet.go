@@ -2,7 +2,6 @@ package clustercmd
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -123,7 +122,7 @@ func writeFileAtomic(name string, write func(io.Writer) error) error {
 	}
 	defer dir.Close()
 	if err := hostfs.WriteAtomic(hostfs.RootFS(dir), filepath.Base(name), b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", name, errors.Unwrap(err))
+		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
@@ -43,6 +44,30 @@ type verifyResult struct {
 	// Snapshotter is set with --snapshotter when the live handler names
 	// a snapshotter: whether containerd has it loaded and it answers.
 	Snapshotter *snapshotterResult `json:"snapshotter,omitempty"`
+	// Unfinished are the changes of berth's runtime configuration a
+	// killed run left under --root (its journal), each with the command
+	// that completes it: a handler of one is not proven until it ran.
+	Unfinished []configure.Pending `json:"unfinished,omitempty"`
+}
+
+// unfinishedChanges reads the journal of an interrupted change under
+// root, confined to it; nil when there is none or it cannot be read
+// (a snapshot root holds no journal berth could complete).
+func unfinishedChanges(root string) []configure.Pending {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	data, err := r.ReadFile(configure.IntentPath)
+	if err != nil {
+		return nil
+	}
+	in, err := configure.ParseIntent(data)
+	if err != nil {
+		return []configure.Pending{{Handler: "?", Interrupted: true, NoRestart: true}}
+	}
+	return in.Owed()
 }
 
 // snapshotterResult is the live proof of the handler's snapshotter: a
@@ -135,7 +160,7 @@ when it does not.`,
 				}
 				socket = filepath.Join(g.Root(), filepath.FromSlash(l.Socket))
 			}
-			res := verifyResult{Platform: p.String(), Handler: handler, Socket: socket, Handlers: []string{}}
+			res := verifyResult{Platform: p.String(), Handler: handler, Socket: socket, Handlers: []string{}, Unfinished: unfinishedChanges(g.Root())}
 			st, qerr := cri.Query(cmd.Context(), socket, timeout)
 			if qerr == nil {
 				res.RuntimeName, res.RuntimeVersion = st.RuntimeName, st.RuntimeVersion
@@ -191,6 +216,11 @@ when it does not.`,
 				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
 			case res.Snapshotter != nil && !res.Snapshotter.Live:
 				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+			}
+			for _, u := range res.Unfinished {
+				if u.Handler == handler {
+					return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("the change of %s is unfinished: run %s", handler, u.Command()))
+				}
 			}
 			return nil
 		},
@@ -255,6 +285,9 @@ func writeVerify(w io.Writer, r verifyResult, qerr error) error {
 		} else {
 			fmt.Fprintf(w, "snapshotter %s: NOT proven: %s\n", sn.Name, sn.Error)
 		}
+	}
+	for _, u := range r.Unfinished {
+		fmt.Fprintf(w, "unfinished: %s\n  complete it: %s\n", u.Describe(), u.Command())
 	}
 	if n := r.Node; n != nil {
 		switch {

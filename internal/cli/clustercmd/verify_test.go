@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/cli"
+	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/testkit/critest"
 	"berth.dev/berth/internal/testkit/testnode"
 )
@@ -19,6 +20,25 @@ func TestVerifyWithoutRuntime(t *testing.T) {
 	code, out, _ := runCLI(t, "verify", "-p", "kubeadm-qemu-snp", "--socket", filepath.Join(t.TempDir(), "none.sock"), "--timeout", "300ms")
 	if code != cli.ExitNotReady || !strings.Contains(out, "could not be asked") {
 		t.Errorf("exit %d, out %s", code, out)
+	}
+}
+
+// TestVerifyNamesUnfinishedChange: a journal berth left under --root (a
+// run killed before its restart) is named with the command that
+// completes it, and verify exits 1 for its handler.
+func TestVerifyNamesUnfinishedChange(t *testing.T) {
+	root := t.TempDir()
+	in := `{"version": 1, "pending": [{"handler": "kata-qemu", "platform": "kubeadm-qemu-none"}]}`
+	if err := os.MkdirAll(filepath.Join(root, "var/lib/berth"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, configure.IntentPath), []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "--root", root, "verify", "-p", "kubeadm-qemu-none", "--socket", filepath.Join(t.TempDir(), "none.sock"), "--timeout", "300ms")
+	want := "unfinished: kata-qemu was applied but the runtime was not restarted and the handler not proven live (berth config apply --platform kubeadm-qemu-none --restart)\n  complete it: berth config apply --platform kubeadm-qemu-none --restart\n"
+	if code != cli.ExitNotReady || !strings.Contains(out, want) {
+		t.Errorf("exit %d, out %s, err %s", code, out, errOut)
 	}
 }
 

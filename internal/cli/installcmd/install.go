@@ -479,7 +479,7 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 		}
 		// The configuration names paths under the prefix as the host sees
 		// it, which the stable links resolve to the current installation.
-		wf.Applier = install.RuntimeConfig{FS: w, Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir, Suffix: fl.suffix}},
+		wf.Applier = install.RuntimeConfig{FS: w, Change: g.ChangeOptions(), Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir, Suffix: fl.suffix}},
 			Target: func(p platform.Platform) (configure.Target, error) {
 				return cli.TargetForLayout(node, p, layoutOf(p), fl.configVersion)
 			}}

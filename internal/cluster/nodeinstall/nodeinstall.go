@@ -406,6 +406,15 @@ func (c countingRuntime) ServiceLog(ctx context.Context, unit string) string {
 	return ""
 }
 
+// LoadConfig loads the wrapped runtime's configuration before a restart
+// (configure.ConfigLoader); nil when it cannot.
+func (c countingRuntime) LoadConfig(ctx context.Context) (string, error) {
+	if cl, ok := c.Runtime.(configure.ConfigLoader); ok {
+		return cl.LoadConfig(ctx)
+	}
+	return "", nil
+}
+
 // ProveSnapshotter proves a snapshotter through the wrapped runtime.
 func (c countingRuntime) ProveSnapshotter(ctx context.Context, name string) error {
 	sv, err := c.services()

@@ -313,6 +313,11 @@ func (s *Settings) Config(h Host) (Config, error) {
 			}
 		},
 		Journal: runtimectl.Journal{Run: runtimectl.OnHost(h.Root, 10*time.Second)}.Log,
+		// The host's own containerd loads its configuration before every
+		// restart (chrooted into the host root, which is live).
+		Config: func(l platform.Layout) *runtimectl.ContainerdConfig {
+			return runtimectl.ContainerdConfigFor(h.Root, runtimectl.OnHost(h.Root, time.Minute), l)
+		},
 	}
 	cfg.Runtime = finder.Find
 	if o.VerifySandbox {

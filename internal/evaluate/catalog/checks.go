@@ -1,4 +1,4 @@
-// Package checks is berth's catalogue of preflight checks, one file per
+// Package catalog is berth's catalogue of preflight checks, one file per
 // area. Every check is a small pure function over facts.Facts: it never
 // reads a file. See package check for the framework.
 package catalog

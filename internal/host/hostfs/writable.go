@@ -286,15 +286,16 @@ func WriteSynced(fsys WriteFS, name string, data []byte, mode fs.FileMode) error
 // does: a synced temporary file in the same directory, renamed over name,
 // then the directory synced. A reader sees the old file or the new one,
 // never half of one, and a symlink at name is replaced, not written
-// through. The directory must exist.
+// through. The directory must exist. Its errors name the files (an
+// *fs.PathError or *os.LinkError); callers say what was being written.
 func WriteAtomic(fsys WriteFS, name string, data []byte, mode fs.FileMode) error {
 	tmp := TempName(name)
 	if err := WriteSynced(fsys, tmp, data, mode); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
+		return err
 	}
 	if err := fsys.Rename(tmp, name); err != nil {
 		_ = fsys.Remove(tmp)
-		return fmt.Errorf("replacing %s: %w", name, err)
+		return err
 	}
 	SyncDir(fsys, path.Dir(name))
 	return nil

@@ -154,9 +154,10 @@ func importsBlock(name string, base []byte, f File) ([]byte, error) {
 // When everything is already in place it writes nothing at all. It holds
 // the host's configuration lock throughout, so concurrent runs (several
 // berth processes, an agent and an operator) apply one after the other.
-func Apply(fsys FS, r *Rendered) (*Result, error) {
+func Apply(fsys FS, r *Rendered, opts ...Option) (*Result, error) {
 	var res *Result
-	err := locked(fsys, func(st *State) ([]op, error) {
+	t := newTx("apply", r.Handler, r.Platform.String(), string(r.Suffix), nil, opts)
+	err := locked(fsys, t, func(st *State) ([]op, error) {
 		var ops []op
 		var err error
 		res, ops, err = applyOps(fsys, st, r)
@@ -165,6 +166,7 @@ func Apply(fsys FS, r *Rendered) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res.Warnings = append(t.warnings, res.Warnings...)
 	return res, nil
 }
 
@@ -254,9 +256,11 @@ func applyOps(fsys FS, st *State, r *Rendered) (*Result, []op, error) {
 // Remove removes what berth wrote for handler: its own files, its blocks,
 // and, once the last block of a file is gone, restores the file's backup
 // byte for byte (or deletes a file berth created).
-func Remove(fsys FS, handler string) (*Result, error) {
+func Remove(fsys FS, handler string, opts ...Option) (*Result, error) {
 	var res *Result
-	err := locked(fsys, func(st *State) ([]op, error) {
+	t := newTx("remove", handler, "", "", nil, opts)
+	err := locked(fsys, t, func(st *State) ([]op, error) {
+		t.named(st)
 		var ops []op
 		var err error
 		res, ops, err = removeOps(fsys, st, handler)
@@ -265,6 +269,7 @@ func Remove(fsys FS, handler string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res.Warnings = append(t.warnings, res.Warnings...)
 	return res, nil
 }
 
@@ -400,8 +405,13 @@ func dedupe(ops []op) []op {
 // allows: every new content is written to a temporary file next to its
 // target and synced first (a full disk or read-only file system fails here,
 // before anything changed); then the renames and removals run, and a
-// failure among them puts back what was already replaced.
-func commit(fsys FS, ops []op) error {
+// failure among them puts back what was already replaced. step, when not
+// nil, is called after the staging ("staged") and after each rename or
+// removal ("renamed PATH"): the fault suite's kill points.
+func commit(fsys FS, ops []op, step func(string)) error {
+	if step == nil {
+		step = func(string) {}
+	}
 	var temps []string
 	cleanup := func() {
 		for _, t := range temps {
@@ -427,6 +437,7 @@ func commit(fsys FS, ops []op) error {
 		temps = append(temps, tmp)
 		tmpOf[i] = tmp
 	}
+	step("staged")
 	for i, o := range ops {
 		var err error
 		if o.remove {
@@ -443,6 +454,7 @@ func commit(fsys FS, ops []op) error {
 			return fmt.Errorf("replacing %s: %w (earlier changes were rolled back)", o.path, err)
 		}
 		hostfs.SyncDir(fsys, path.Dir(o.path))
+		step("renamed " + o.path)
 	}
 	return nil
 }
@@ -456,9 +468,6 @@ func rollback(fsys FS, done []op) {
 			}
 			continue
 		}
-		tmp := hostfs.TempName(o.path)
-		if hostfs.WriteSynced(fsys, tmp, o.orig, o.mode|0o600) == nil {
-			_ = fsys.Rename(tmp, o.path)
-		}
+		_ = hostfs.WriteAtomic(fsys, o.path, o.orig, o.mode|0o600)
 	}
 }

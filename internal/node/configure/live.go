@@ -149,16 +149,40 @@ type LiveResult struct {
 // handlers are back, and returns an ErrRefused error naming what broke
 // and what the runtime logged. The host's configuration lock is held
 // throughout, so no other berth run sees the intermediate state.
-func ApplyLive(ctx context.Context, fsys FS, r *Rendered, rt Runtime) (*LiveResult, error) {
+//
+// With nothing to change it still proves the handler (and the restarts a
+// killed run owes) and restarts rt when they are not live. Before any
+// restart the runtime loads its configuration (ConfigLoader): one that
+// would not load is refused, before anything changed when it is not
+// berth's change that breaks it.
+func ApplyLive(ctx context.Context, fsys FS, r *Rendered, rt Runtime, opts ...Option) (*LiveResult, error) {
 	out := &LiveResult{}
 	var units []string
 	var restartUnits bool
 	active := map[string]bool{}
 	sv, _ := rt.(Services)
-	err := locked(fsys, func(st *State) ([]op, error) {
+	t := newTx("apply", r.Handler, r.Platform.String(), string(r.Suffix), rt, opts)
+	proxy := r.proxySnapshotter()
+	proxyBroken := func() string {
+		if proxy == "" || sv == nil {
+			return ""
+		}
+		err := sv.ProveSnapshotter(ctx, proxy)
+		if err == nil {
+			return ""
+		}
+		why := "the snapshotter " + proxy + " is not live: " + err.Error()
+		for _, u := range units {
+			if log := strings.TrimSpace(tail(sv.ServiceLog(ctx, u), 15)); log != "" {
+				why += "\n" + u + " logged:\n" + indent(log)
+			}
+		}
+		return why
+	}
+	err := locked(fsys, t, func(st *State) ([]op, error) {
 		res, ops, err := applyOps(fsys, st, r)
 		out.Result = res
-		if err != nil || len(ops) == 0 {
+		if err != nil {
 			return ops, err
 		}
 		units, restartUnits = r.services(ops)
@@ -169,13 +193,36 @@ func ApplyLive(ctx context.Context, fsys FS, r *Rendered, rt Runtime) (*LiveResu
 			active[u] = sv.ServiceActive(ctx, u)
 		}
 		out.Before, _ = rt.Handlers(ctx) // a runtime that is down has nothing to lose
+		if len(ops) > 0 {
+			if err := t.loadCheck(ctx, false); err != nil {
+				return nil, err
+			}
+		}
 		return ops, nil
 	}, func(undo func() error) error {
+		if undo == nil {
+			// Nothing to change: done when the handler is live (a killed
+			// run may have left the files without the restart).
+			if slices.Contains(out.Before, r.Handler) && t.pendingBroken(out.Before) == "" && !t.reload() && proxyBroken() == "" {
+				return nil
+			}
+			if err := t.loadCheck(ctx, false); err != nil {
+				return err
+			}
+		} else if err := t.loadCheck(ctx, true); err != nil {
+			if uerr := undo(); uerr != nil {
+				return fmt.Errorf("%w\nputting the previous files back FAILED: %w: restore them from %s by hand", err, uerr, BackupDir)
+			}
+			return fmt.Errorf("%w\nberth put the previous files back; %s was not restarted", err, rt.Name())
+		}
 		if len(units) > 0 {
 			if broke := startServices(ctx, sv, units, restartUnits); broke != "" {
 				// The runtime was not restarted: the services and the
 				// files go back, and it still runs what it ran.
 				svcErr := stopNewServices(ctx, sv, units, active)
+				if undo == nil {
+					return fmt.Errorf("%w: %s\n%s was not restarted", ErrRefused, broke, rt.Name())
+				}
 				if err := undo(); err != nil {
 					return fmt.Errorf("%w: %s\nputting the previous files back FAILED: %w: restore them from %s by hand", ErrRefused, broke, err, BackupDir)
 				}
@@ -186,23 +233,14 @@ func ApplyLive(ctx context.Context, fsys FS, r *Rendered, rt Runtime) (*LiveResu
 			}
 		}
 		out.Restarted = true
-		proxy := r.proxySnapshotter()
-		return restartAndCheck(ctx, rt, out, func(after []string) string {
+		return t.restartAndCheck(ctx, rt, out, func(after []string) string {
 			if !slices.Contains(after, r.Handler) {
 				return "the new handler " + r.Handler + " is not live"
 			}
-			if proxy != "" && sv != nil {
-				if err := sv.ProveSnapshotter(ctx, proxy); err != nil {
-					why := "the snapshotter " + proxy + " is not live: " + err.Error()
-					for _, u := range units {
-						if log := strings.TrimSpace(tail(sv.ServiceLog(ctx, u), 15)); log != "" {
-							why += "\n" + u + " logged:\n" + indent(log)
-						}
-					}
-					return why
-				}
+			if why := t.pendingBroken(after); why != "" {
+				return why
 			}
-			return ""
+			return proxyBroken()
 		}, undo, func() error {
 			if len(units) == 0 {
 				return nil
@@ -215,6 +253,9 @@ func ApplyLive(ctx context.Context, fsys FS, r *Rendered, rt Runtime) (*LiveResu
 			return restartOldServices(ctx, sv, units, active)
 		})
 	})
+	if out.Result != nil {
+		out.Warnings = append(t.warnings, out.Warnings...)
+	}
 	if err != nil {
 		return out, err
 	}
@@ -223,15 +264,19 @@ func ApplyLive(ctx context.Context, fsys FS, r *Rendered, rt Runtime) (*LiveResu
 
 // RemoveLive is Remove, then a restart of rt and a check that every
 // handler live before, but the removed one, is still live; on failure it
-// restores as ApplyLive does.
-func RemoveLive(ctx context.Context, fsys FS, handler string, rt Runtime) (*LiveResult, error) {
+// restores as ApplyLive does. With nothing to remove it still proves the
+// handler gone (and the restarts a killed run owes), restarting rt when
+// it is not.
+func RemoveLive(ctx context.Context, fsys FS, handler string, rt Runtime, opts ...Option) (*LiveResult, error) {
 	out := &LiveResult{}
 	var units []string
 	sv, _ := rt.(Services)
-	err := locked(fsys, func(st *State) ([]op, error) {
+	t := newTx("remove", handler, "", "", rt, opts)
+	err := locked(fsys, t, func(st *State) ([]op, error) {
+		t.named(st)
 		res, ops, err := removeOps(fsys, st, handler)
 		out.Result = res
-		if err != nil || len(ops) == 0 {
+		if err != nil {
 			return ops, err
 		}
 		var gone []string
@@ -242,6 +287,12 @@ func RemoveLive(ctx context.Context, fsys FS, handler string, rt Runtime) (*Live
 		}
 		out.Before, _ = rt.Handlers(ctx)
 		out.Before = slices.DeleteFunc(out.Before, func(h string) bool { return h == handler })
+		if len(ops) == 0 {
+			return nil, nil
+		}
+		if err := t.loadCheck(ctx, false); err != nil {
+			return nil, err
+		}
 		// Stopped and disabled while their unit files are there to
 		// disable: systemd cannot disable a unit whose file is gone.
 		if units = ServiceUnits(gone); len(units) > 0 {
@@ -255,14 +306,43 @@ func RemoveLive(ctx context.Context, fsys FS, handler string, rt Runtime) (*Live
 		}
 		return ops, nil
 	}, func(undo func() error) error {
+		var live []string
+		if undo == nil {
+			// Nothing to remove: done when the handler is gone from the
+			// runtime too (a killed run may have left the files without
+			// the restart).
+			live, _ = rt.Handlers(ctx)
+			if !slices.Contains(live, handler) && t.pendingBroken(live) == "" && !t.reload() {
+				return nil
+			}
+			if err := t.loadCheck(ctx, false); err != nil {
+				return err
+			}
+		} else if err := t.loadCheck(ctx, true); err != nil {
+			if uerr := undo(); uerr != nil {
+				return fmt.Errorf("%w\nputting the previous files back FAILED: %w: restore them from %s by hand", err, uerr, BackupDir)
+			}
+			if len(units) > 0 {
+				_ = sv.StartServices(ctx, units, false)
+			}
+			return fmt.Errorf("%w\nberth put the previous files back; %s was not restarted", err, rt.Name())
+		}
 		out.Restarted = true
-		return restartAndCheck(ctx, rt, out, func([]string) string { return "" }, undo, func() error { return nil }, func() error {
+		return t.restartAndCheck(ctx, rt, out, func(after []string) string {
+			if slices.Contains(after, handler) {
+				return "the removed handler " + handler + " is still live"
+			}
+			return t.pendingBroken(after)
+		}, undo, func() error { return nil }, func() error {
 			if len(units) == 0 {
 				return nil
 			}
 			return sv.StartServices(ctx, units, false)
 		})
 	})
+	if out.Result != nil {
+		out.Warnings = append(t.warnings, out.Warnings...)
+	}
 	if err != nil {
 		return out, err
 	}
@@ -270,30 +350,41 @@ func RemoveLive(ctx context.Context, fsys FS, handler string, rt Runtime) (*Live
 }
 
 // restartAndCheck restarts rt, and rolls back through undo when the
-// runtime does not come back with out.Before and what want asks.
+// runtime does not come back with out.Before and what want asks. A nil
+// undo is a restart with nothing changed by this run: there is nothing
+// to put back, and the failure is reported as it is.
 //
 // beforeUndo and afterUndo put the services a change started or stopped
 // back as they were: those it started are stopped while their unit files
 // are there, those it stopped restarted once their files are back.
-func restartAndCheck(ctx context.Context, rt Runtime, out *LiveResult, want func([]string) string, undo, beforeUndo, afterUndo func() error) error {
+func (t *tx) restartAndCheck(ctx context.Context, rt Runtime, out *LiveResult, want func([]string) string, undo, beforeUndo, afterUndo func() error) error {
 	var broke string
+	t.restarting()
 	if err := rt.Restart(ctx); err != nil {
 		broke = fmt.Sprintf("restarting %s: %v", rt.Name(), err)
-	} else if after, err := rt.Handlers(ctx); err != nil {
-		broke = fmt.Sprintf("%s does not answer over CRI after the restart: %v", rt.Name(), err)
 	} else {
-		out.After = after
-		if lost := missing(out.Before, after); len(lost) > 0 {
+		t.at("restarted")
+		after, err := rt.Handlers(ctx)
+		switch lost := missing(out.Before, after); {
+		case err != nil:
+			broke = fmt.Sprintf("%s does not answer over CRI after the restart: %v", rt.Name(), err)
+		case len(lost) > 0:
+			out.After = after
 			broke = fmt.Sprintf("handlers live before are gone: %s", strings.Join(lost, ", "))
-		} else {
+		default:
+			out.After = after
 			broke = want(after)
 		}
 	}
 	if broke == "" {
+		t.at("proven")
 		return nil
 	}
 	if log := strings.TrimSpace(rt.Log(ctx)); log != "" {
 		broke += "\n" + rt.Name() + " logged:\n" + indent(log)
+	}
+	if undo == nil {
+		return fmt.Errorf("%w: %s\nthis run changed no file; %s runs on the files already in place", ErrRefused, broke, rt.Name())
 	}
 	svcErr := beforeUndo()
 	if err := undo(); err != nil {
@@ -302,6 +393,7 @@ func restartAndCheck(ctx context.Context, rt Runtime, out *LiveResult, want func
 	if err := errors.Join(svcErr, afterUndo()); err != nil {
 		broke += "\nputting the services back failed: " + err.Error()
 	}
+	t.reloadOwed = true
 	if err := rt.Restart(ctx); err != nil {
 		return fmt.Errorf("%w: %s\nberth put the previous files back, but restarting %s again failed: %w", ErrRefused, broke, rt.Name(), err)
 	}
@@ -312,6 +404,7 @@ func restartAndCheck(ctx context.Context, rt Runtime, out *LiveResult, want func
 	if lost := missing(out.Before, again); len(lost) > 0 {
 		return fmt.Errorf("%w: %s\nberth put the previous files back and restarted %s, but %s are still not live", ErrRefused, broke, rt.Name(), strings.Join(lost, ", "))
 	}
+	t.reloadOwed = false
 	out.After = again
 	return fmt.Errorf("%w: %s\nberth put the previous files back and restarted %s: its handlers are live again (%s)", ErrRefused, broke, rt.Name(), strings.Join(again, ", "))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"berth.dev/berth/internal/evaluate/catalog"
@@ -52,6 +53,22 @@ func Readiness(f *facts.Facts, p platform.Platform) error {
 	return nr
 }
 
+// unforceable are the checks --force never overrides: a runtime
+// configuration that does not load would keep the runtime down at its
+// next restart, whoever restarts it.
+var unforceable = [...]string{"runtime.config.parse"}
+
+// Unforceable reports whether a check --force cannot override fails:
+// the refusal then stands with --force too.
+func (e *NotReadyError) Unforceable() bool {
+	for _, fd := range e.Failing {
+		if slices.Contains(unforceable[:], fd.ID) {
+			return true
+		}
+	}
+	return false
+}
+
 // TargetError says that the node's facts and the request cannot tell
 // what to write (a containerd version unknown and no config version
 // given, a distribution whose runtime berth does not know): the request
@@ -83,7 +100,8 @@ type PlanRequest struct {
 
 // Plan discovers the node at root, evaluates the platform's checks there
 // and renders its files. A platform whose checks fail is a
-// *NotReadyError, unless Force: it is then rendered and the
+// *NotReadyError, unless Force (which never overrides a runtime
+// configuration that does not parse): it is then rendered and the
 // *NotReadyError returned beside it, for a warning. A request the facts
 // cannot complete is a *TargetError; a runtime config berth cannot read,
 // a refusal (IsRefused).
@@ -93,7 +111,7 @@ func Plan(ctx context.Context, root hostfs.Root, req PlanRequest) (*Rendered, *N
 	f := discover.Run(ctx, root, opt)
 	var nr *NotReadyError
 	if err := Readiness(f, req.Platform); errors.As(err, &nr) {
-		if !req.Force {
+		if !req.Force || nr.Unforceable() {
 			return nil, nil, nr
 		}
 	} else if err != nil {

@@ -3,6 +3,7 @@ package configure_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,5 +77,31 @@ func TestPlan(t *testing.T) {
 				t.Errorf("not ready: %v", nr)
 			}
 		})
+	}
+}
+
+// TestPlanForceKeepsConfigParse: --force overrides failing readiness
+// checks, never a runtime configuration that does not parse (the runtime
+// would not start on it at its next restart).
+func TestPlanForceKeepsConfigParse(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "..", "testdata", "hosts", "tdx-emr-kubeadm-ready"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "etc/containerd/config.toml"), []byte("version = 2\n[plugins\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := hostfs.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := platform.Parse("kubeadm-qemu-tdx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := configure.Plan(context.Background(), root, configure.PlanRequest{Platform: p, Force: true, Discover: discover.Options{Now: time.Now}})
+	var nr *configure.NotReadyError
+	if r != nil || !errors.As(err, &nr) || !nr.Unforceable() || !strings.Contains(err.Error(), "runtime.config.parse") {
+		t.Fatalf("forced plan on a config that does not parse: rendered %v, %v", r != nil, err)
 	}
 }

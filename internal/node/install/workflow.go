@@ -262,6 +262,9 @@ type RuntimeConfig struct {
 	// handler is lost (configure.ApplyLive); without it the files are only
 	// written.
 	Runtime func(ctx context.Context, p platform.Platform) (configure.Runtime, bool)
+	// Change are options of each apply (configure.WithStep: the fault
+	// suite's kill points); the shipped command passes none.
+	Change []configure.Option
 }
 
 // Preflight renders p's runtime configuration and refuses it when a path
@@ -318,12 +321,12 @@ func (c RuntimeConfig) Apply(ctx context.Context, p platform.Platform) (*configu
 	}
 	if c.Runtime != nil {
 		if rt, ok := c.Runtime(ctx, p); ok {
-			res, err := configure.ApplyLive(ctx, c.FS, r, rt)
+			res, err := configure.ApplyLive(ctx, c.FS, r, rt, c.Change...)
 			if res == nil || res.Result == nil {
 				return nil, err
 			}
 			return res.Result, err
 		}
 	}
-	return configure.Apply(c.FS, r)
+	return configure.Apply(c.FS, r, c.Change...)
 }

@@ -40,6 +40,9 @@ type Change struct {
 	// Suffix is the side-by-side install RemovePlatforms removes the
 	// handlers of (empty: the unsuffixed install).
 	Suffix configure.Suffix
+	// Options are passed to every apply and remove (configure.WithStep:
+	// the fault suite's kill points).
+	Options []configure.Option
 }
 
 // commandTimeout bounds each systemctl and journalctl run: a restart
@@ -60,6 +63,7 @@ func (c Change) Live(ctx context.Context, l platform.Layout, p platform.Platform
 		Ask:     func(platform.Layout) Ask { return c.Ask(p) },
 		Journal: Journal{Run: run, Path: c.Journalctl}.Log,
 		Poll:    c.Poll,
+		Config:  func(l platform.Layout) *ContainerdConfig { return ContainerdConfigFor(c.Host, run, l) },
 	}
 	if c.Snapshotter != nil {
 		f.Snapshotter = func(platform.Layout) func(context.Context, string) error { return c.Snapshotter(p) }
@@ -81,11 +85,11 @@ func (c Change) Apply(ctx context.Context, r *configure.Rendered) error {
 	}
 	if c.Restart {
 		if rt, ok := c.Live(ctx, l, r.Platform); ok {
-			res, err := configure.ApplyLive(ctx, c.FS, r, rt)
+			res, err := configure.ApplyLive(ctx, c.FS, r, rt, c.Options...)
 			return c.reportLive(res, err, "applied")
 		}
 	}
-	res, err := configure.Apply(c.FS, r)
+	res, err := configure.Apply(c.FS, r, c.Options...)
 	if err != nil {
 		return err
 	}
@@ -104,11 +108,11 @@ func (c Change) Remove(ctx context.Context, st *configure.State, handler string,
 	}
 	if c.Restart {
 		if rt, ok := c.Live(ctx, l, p); ok {
-			res, err := configure.RemoveLive(ctx, c.FS, handler, rt)
+			res, err := configure.RemoveLive(ctx, c.FS, handler, rt, c.Options...)
 			return c.reportLive(res, err, "removed")
 		}
 	}
-	res, err := configure.Remove(c.FS, handler)
+	res, err := configure.Remove(c.FS, handler, c.Options...)
 	if err != nil {
 		return err
 	}
@@ -161,7 +165,9 @@ func (c Change) reportLive(res *configure.LiveResult, err error, verb string) er
 		}
 		return err
 	}
-	if c.SayChanged(res.Result, verb) {
+	if c.SayChanged(res.Result, verb) || res.Restarted {
+		// With no file to change a restart still loads what a killed or
+		// restart-less run left in place.
 		fmt.Fprintf(c.Out, "restarted; live handlers: %s\n", strings.Join(res.After, ", "))
 	}
 	return nil

@@ -114,11 +114,15 @@ type Runtime struct {
 	Poll time.Duration
 	// Now is the clock of Wait; nil is time.Now.
 	Now func() time.Time
+	// Config, when set, loads the runtime's configuration as the
+	// runtime parses it before every restart (configure.ConfigLoader).
+	Config *ContainerdConfig
 }
 
 var (
-	_ configure.Runtime  = Runtime{}
-	_ configure.Services = Runtime{}
+	_ configure.Runtime      = Runtime{}
+	_ configure.Services     = Runtime{}
+	_ configure.ConfigLoader = Runtime{}
 )
 
 // Name is the unit: what a user restarts by hand.
@@ -309,6 +313,9 @@ type Finder struct {
 	Wait    time.Duration
 	Poll    time.Duration
 	Now     func() time.Time
+	// Config returns the configuration check of a layout's runtime (nil:
+	// none).
+	Config func(l platform.Layout) *ContainerdConfig
 }
 
 // Find returns the runtime of l: the first of its units that is active
@@ -321,6 +328,9 @@ func (f Finder) Find(ctx context.Context, l platform.Layout) (configure.Runtime,
 	rt := Runtime{Units: f.Units, Unit: unit, Ask: f.Ask(l), Journal: f.Journal, Wait: f.Wait, Poll: f.Poll, Now: f.Now}
 	if f.Snapshotter != nil {
 		rt.Snapshotter = f.Snapshotter(l)
+	}
+	if f.Config != nil {
+		rt.Config = f.Config(l)
 	}
 	return rt, nil
 }

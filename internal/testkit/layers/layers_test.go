@@ -89,6 +89,8 @@ func check(p pkg) []string {
 			bad = append(bad, imp+" is in internal/"+toWing+", which is not a wing of layers.Wings")
 		case fromOK && toOK && to > from:
 			bad = append(bad, p.ImportPath+" ("+fromWing+") imports "+imp+" ("+toWing+"), a higher layer")
+		case fromOK && toOK && slices.Contains(Beside()[fromWing], toWing):
+			bad = append(bad, p.ImportPath+" ("+fromWing+") imports "+imp+" ("+toWing+"), a wing it stands beside")
 		}
 	}
 	return bad
@@ -117,6 +119,9 @@ func TestCheckCatchesViolations(t *testing.T) {
 	}{
 		{"host imports evaluate", pkg{m("internal/host/discover"), []string{m("internal/evaluate/check")}}, 1},
 		{"node imports cluster", pkg{m("internal/node/configure"), []string{m("internal/cluster/agent")}}, 1},
+		{"present imports cluster", pkg{m("internal/present/report"), []string{m("internal/cluster/nodereport")}}, 1},
+		{"present imports node", pkg{m("internal/present/output"), []string{m("internal/node/configure")}}, 1},
+		{"present imports evaluate and host", pkg{m("internal/present/report"), []string{m("internal/evaluate/check"), m("internal/host/facts")}}, 0},
 		{"evaluate imports present", pkg{m("internal/evaluate/preflight"), []string{m("internal/present/report")}}, 1},
 		{"platform imports host", pkg{m("platform"), []string{m("internal/host/facts")}}, 1},
 		{"product imports testkit", pkg{m("internal/cli"), []string{m("internal/testkit/treetest")}}, 1},

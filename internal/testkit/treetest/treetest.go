@@ -120,3 +120,24 @@ func Copy(t testing.TB, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// Find lists the regular files under dir (relative, slash-separated) for
+// which match reports true: what a command must not leave behind.
+func Find(t testing.TB, dir string, match func(rel string) bool) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel = filepath.ToSlash(rel); match(rel) {
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
