@@ -26,6 +26,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/testkit/goldenfile"
 	"berth.dev/berth/internal/testkit/testenv"
@@ -177,8 +178,8 @@ func platformTable(t *testing.T) []byte {
 		if want := strings.ReplaceAll(p.String(), "+", "-"); p.Name() != want {
 			t.Fatalf("platform %s: Name() is %q, not %q as the chart derives it: store the label in the table", p, p.Name(), want)
 		}
-		if len("installed."+p.Name()) > 63 {
-			t.Fatalf("platform %s: label berth.dev/installed.%s is longer than a label name may be", p, p.Name())
+		if label := configure.Suffix("").InstalledLabel(p); len(strings.TrimPrefix(label, v1alpha1.LabelPrefix)) > 63 {
+			t.Fatalf("platform %s: label %s is longer than a label name may be", p, label)
 		}
 		class, row := p.KataRuntimeClass(), rowOf(p)
 		if prev, ok := rows[class]; ok && !reflect.DeepEqual(prev, row) {
@@ -271,6 +272,10 @@ var rcOptionSets = []rcOptions{
 	{"nfd", []string{"kataDeploy.nfd=true"}, configure.RuntimeClassOptions{NFD: true}},
 	{"all", []string{"kataDeploy.selectors=true", "kataDeploy.nfd=true", "runtimeClasses.teeLabels=true"},
 		configure.RuntimeClassOptions{KataDeploy: true, NFD: true, TEELabels: true}},
+	// A side-by-side release: its names are those of berth's one install
+	// target of that suffix (configure.Install), handler and installed
+	// label included.
+	{"suffix", []string{"installSuffix=blue"}, configure.RuntimeClassOptions{Suffix: "blue"}},
 }
 
 // classGroups partitions every platform into groups whose RuntimeClass
@@ -373,7 +378,7 @@ func TestChartRuntimeClasses(t *testing.T) {
 				want := specOf(t, &u)
 				if r.installer {
 					delete(want.Selector, configure.PlatformLabel(p))
-					want.Selector["berth.dev/installed."+p.Name()] = "true"
+					want.Selector[r.opts.opt.Suffix.InstalledLabel(p)] = "true"
 				}
 				if g := got[p.Name()]; !equalSpec(g, want) {
 					t.Errorf("%s: chart\n  %+v\nberth runtimeclasses\n  %+v", p, g, want)

@@ -128,6 +128,18 @@ func CustomLayout(rt Runtime, config, socket, unit string) (Layout, error) {
 	if unit == "" {
 		return Layout{}, fmt.Errorf("custom layout: the runtime's systemd unit is required (it is restarted to load the change)")
 	}
+	// The unit is restarted over D-Bus and printed in the command that
+	// loads the change; the paths go into files and messages: none may
+	// carry a line of its own.
+	if err := CheckServiceName(unit); err != nil {
+		return Layout{}, fmt.Errorf("custom layout: --runtime-unit: %w", err)
+	}
+	if err := CheckText(config); err != nil {
+		return Layout{}, fmt.Errorf("custom layout: --%s-config: %w", rt, err)
+	}
+	if err := CheckText(socket); err != nil {
+		return Layout{}, fmt.Errorf("custom layout: --runtime-socket: %w", err)
+	}
 	l := Layout{Runtime: rt, Config: config, Units: []string{unit}}
 	switch rt {
 	case Containerd:

@@ -15,6 +15,7 @@ import (
 	"berth.dev/berth/internal/evaluate/check"
 	"berth.dev/berth/internal/evaluate/preflight"
 	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/internal/present/report"
 	"berth.dev/berth/platform"
@@ -90,6 +91,7 @@ least one platform shown is ready), 1 otherwise, 2 usage or internal error.`,
 	f.StringArrayVar(&fl.registries, "registry", []string{defaultRegistry}, "with --network: registry host or URL whose /v2/ endpoint must answer; repeatable")
 	f.StringArrayVar(&fl.attestation, "attestation-url", nil, "with --network: URL of the attestation service (Trustee KBS, Contrast coordinator) confidential guests must reach; repeatable")
 	f.DurationVar(&fl.networkTimeout, "network-timeout", defaultNetworkTimeout, "with --network: how long to wait for each service")
+	NonNegative(cmd, "nfd-expiry")
 	cmd.AddCommand(newCheckExplainCmd(g))
 	return cmd
 }
@@ -284,7 +286,7 @@ func checkExit(rep *report.Report, mode string) error {
 	if mode == "matrix" && rep.Summary.Ready+rep.Summary.ReadyWithWarnings > 0 {
 		return nil
 	}
-	return &exitError{code: ExitNotReady, err: errors.New("")}
+	return errdefs.NotReady(errors.New(""))
 }
 
 func newCheckExplainCmd(g *Globals) *cobra.Command {

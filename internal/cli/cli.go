@@ -14,37 +14,75 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )
 
-// Exit codes, documented in the README.
+// Exit codes, documented in the README; errdefs.ExitCode maps errors to
+// them.
 const (
 	// ExitOK: success.
-	ExitOK = 0
-	// ExitNotReady: a platform or node is not ready.
-	ExitNotReady = 1
+	ExitOK = errdefs.ExitOK
+	// ExitNotReady: a platform or node is not ready, a change refused or
+	// failed: any error after the flags were validated.
+	ExitNotReady = errdefs.ExitFailure
 	// ExitUsage: a usage or input error.
-	ExitUsage = 2
+	ExitUsage = errdefs.ExitUsage
 )
 
-// exitError carries a specific exit code up to Run.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
 // UsageErr marks err as a usage or input error: Run exits 2.
-func UsageErr(err error) error { return &exitError{code: ExitUsage, err: err} }
+func UsageErr(err error) error { return errdefs.Usage(err) }
 
 // ExitErr makes Run exit with code after printing err (nothing when err's
-// text is empty: the command already said why).
-func ExitErr(code int, err error) error { return &exitError{code: code, err: err} }
+// text is empty: the command already said why). It is for a status
+// decided elsewhere (a delegated berth-cluster's); a command's own errors
+// take their code from their class (errdefs).
+func ExitErr(code int, err error) error { return &errdefs.StatusError{Code: code, Err: err} }
+
+// ranError is an error a command's RunE returned: one that was not
+// returned before the command ran, by cobra itself (an unknown command, a
+// flag cobra rejects), which is always a usage error.
+type ranError struct{ err error }
+
+func (e *ranError) Error() string { return e.err.Error() }
+func (e *ranError) Unwrap() error { return e.err }
+
+// markRun makes the errors cmd's RunE and its subcommands' return
+// ranErrors, so that Run can tell them from cobra's own, and checks the
+// numeric flags' bounds (Positive, NonNegative) before each runs: a bound
+// broken is cobra's kind of error, a usage error.
+func markRun(cmd *cobra.Command) {
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			if err := checkFlagBounds(c); err != nil {
+				return err
+			}
+			if err := run(c, args); err != nil {
+				return &ranError{err}
+			}
+			return nil
+		}
+	}
+	for _, c := range cmd.Commands() {
+		markRun(c)
+	}
+}
+
+// exitCode is the exit status of a command that returned err: an error
+// cobra returned before the command ran is a usage error; the command's
+// own take their status from their class (errdefs.ExitCode: 2 for usage,
+// 1 for anything else).
+func exitCode(err error) int {
+	if err != nil && !errors.As(err, new(*ranError)) && errdefs.Class(err) == nil {
+		return ExitUsage
+	}
+	return errdefs.ExitCode(err)
+}
 
 // Wiring is what a binary adds to the shared command tree.
 type Wiring struct {
@@ -101,13 +139,19 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	defer cancel(nil)
 	life := newLifecycle(ctx, testForceAfter(getenv, w.ForceAfter))
 	life.sigs = sigs
-	cmd, g := newRootCmd(&env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, args: args, life: life}, w)
+	// Every write to stdout is checked, those whose error a command
+	// drops included: a result not written fails the run.
+	out := output.NewChecked(stdout)
+	cmd, g := newRootCmd(&env{stdin: stdin, stdout: out, stderr: stderr, getenv: getenv, args: args, life: life}, w)
 	cmd.SetArgs(args)
 	var c guard
 	if target, _, err := cmd.Find(args); err == nil {
 		c = guard{ownSignals: target.Annotations[AnnotationOwnSignals] != "", early: target.Annotations[AnnotationEarlyStart] != ""}
 	}
 	err, sig, forced := runGuarded(life, cancel, c, sigs, w.Exits, func() error { defer g.closeWritable(); return cmd.ExecuteContext(ctx) })
+	if werr := out.Err(); err == nil && werr != nil {
+		err = &ranError{fmt.Errorf("writing the result to stdout: %w", werr)}
+	}
 	switch {
 	case sig != 0 && (forced || err != nil):
 		return 128 + int(sig)
@@ -116,15 +160,10 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	case isBrokenPipe(err):
 		return ExitBrokenPipe
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil && ee.err.Error() != "" {
-			fmt.Fprintln(stderr, "Error:", output.EscapeText(ee.err.Error()))
-		}
-		return ee.code
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(stderr, "Error:", output.EscapeText(msg))
 	}
-	fmt.Fprintln(stderr, "Error:", output.EscapeText(err.Error()))
-	return ExitUsage
+	return exitCode(err)
 }
 
 // interrupted is the error of a command whose context a signal cancelled

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
@@ -164,7 +166,9 @@ var/lib/berth/config-intent.json): forward when all its files are in place,
 else back to the originals.`,
 		Example: `  sudo berth config apply --platform kubeadm-qemu-snp --restart`,
 		Args:    NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runConfigApply(cmd.Context(), g, fl) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return outsideRoot(runConfigApply(cmd.Context(), g, fl), g.root)
+		},
 	}
 	addPlatformFlags(cmd, &fl)
 	cmd.Flags().BoolVar(&fl.force, "force", false, "configure the platform even though its checks fail on this node")
@@ -185,7 +189,9 @@ checks that every other handler is still live, rolling back if not. A run
 that was killed is completed first, so --all restores the originals byte for
 byte after a kill at any step.`,
 		Args: NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runConfigRemove(cmd.Context(), g, fl) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return outsideRoot(runConfigRemove(cmd.Context(), g, fl), g.root)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to remove")
@@ -215,29 +221,23 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	if err != nil {
 		return nil, err
 	}
-	suffix, err := ParseSuffixFlag(fl.suffix)
+	in, err := configure.NewInstall(configure.InstallFlags{Suffix: fl.suffix, Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}, p)
 	if err != nil {
 		return nil, err
-	}
-	if err := suffix.Check(p); err != nil {
-		return nil, UsageErr(fmt.Errorf("--install-suffix: %w", err))
-	}
-	if fl.prefix == "" {
-		fl.prefix = suffix.Prefix()
 	}
 	custom, err := fl.custom.Layout(p)
 	if err != nil {
 		return nil, err
 	}
-	if fl.kataConfigDir != "" && !strings.HasPrefix(fl.kataConfigDir, "/") {
-		return nil, UsageErr(fmt.Errorf("--kata-config-dir %q: expected an absolute path on the host", fl.kataConfigDir))
-	}
 	if fl.hypervisor != "" && (!strings.HasPrefix(fl.hypervisor, "/") || p.HypervisorBinary() == "") {
 		return nil, UsageErr(fmt.Errorf("--hypervisor-path %q: expected an absolute path of the platform's hypervisor binary (%s has none of its own)", fl.hypervisor, p))
 	}
+	if err := (configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir}).Check(); err != nil {
+		return nil, UsageErr(err)
+	}
 	r, nr, err := configure.Plan(ctx, root, configure.PlanRequest{
 		Platform: p, Custom: custom, ConfigVersion: fl.configVersion, Discover: g.DiscoverOptions(false),
-		Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir, Suffix: suffix}, TEELabels: fl.teeLabels},
+		Options: configure.Options{Paths: in.Paths(fl.hypervisor), TEELabels: fl.teeLabels},
 		Force:   fl.preview || fl.force,
 	})
 	switch {
@@ -252,16 +252,6 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	return r, nil
 }
 
-// configErr gives a refusal of configure (a file that does not parse, a
-// runtime that would break) exit 1: the node needs fixing, not the
-// command line.
-func configErr(err error) error {
-	if err != nil && configure.IsRefused(err) {
-		return ExitErr(ExitNotReady, err)
-	}
-	return err
-}
-
 // planErr gives configure's errors their exit codes: a platform not ready
 // and a refusal 1, what the facts cannot tell without a flag 2.
 func planErr(err error, p platform.Platform, custom *platform.Layout) error {
@@ -269,18 +259,18 @@ func planErr(err error, p platform.Platform, custom *platform.Layout) error {
 	var te *configure.TargetError
 	switch {
 	case errors.As(err, &nr) && nr.Unforceable():
-		return &exitError{code: ExitNotReady, err: errors.New(nr.Error() +
-			"\n(berth check --platform " + p.String() + " explains each; --force does not override a runtime configuration that does not parse: the runtime would not start on it)")}
+		return errdefs.NotReady(errors.New(nr.Error() +
+			"\n(berth check --platform " + p.String() + " explains each; --force does not override a runtime configuration that does not parse: the runtime would not start on it)"))
 	case errors.As(err, &nr):
-		return &exitError{code: ExitNotReady, err: errors.New(nr.Error() +
-			"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)")}
+		return errdefs.NotReady(errors.New(nr.Error() +
+			"\n(berth check --platform " + p.String() + " explains each; --force configures it anyway)"))
 	case errors.As(err, &te):
 		if _, ok := p.Distribution().Layout(); !ok && custom == nil {
 			err = fmt.Errorf("%w: berth config supports %s, and custom with --containerd-config or --crio-config and --runtime-unit", err, layoutNames())
 		}
 		return UsageErr(err)
 	}
-	return configErr(err)
+	return err
 }
 
 // RefuseNotReady refuses a platform whose checks fail on the node, unless
@@ -339,7 +329,7 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 	}
 	files, err := configure.Preview(root.FS(), r)
 	if err != nil {
-		return configErr(err)
+		return err
 	}
 	rcName := "runtimeclass-" + r.Handler + ".yaml"
 	if fl.out == "" {
@@ -368,7 +358,7 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 		}
 		if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
 			// os.Root's refusal: a symlink on the way leaves the directory.
-			return fmt.Errorf("--out %s: refusing to write %s: a symlink on its way leads out of %s (%w)", fl.out, rel, fl.out, err)
+			return errdefs.Refused(fmt.Errorf("--out %s: refusing to write %s: a symlink on its way leads out of %s (%w)", fl.out, rel, fl.out, err))
 		}
 		if err != nil {
 			return fmt.Errorf("--out %s: %w", fl.out, err)
@@ -422,7 +412,7 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 	if err != nil {
 		return err
 	}
-	return configErr(g.RuntimeChange(root, w, fl.restart, r.Suffix).Apply(ctx, r))
+	return g.RuntimeChange(root, w, fl.restart, r.Suffix).Apply(ctx, r)
 }
 
 // RuntimeChange is how berth changes the runtime configuration of the
@@ -485,7 +475,7 @@ func (g *Globals) RemovePlatformConfigs(ctx context.Context, plats []string, suf
 	if err != nil {
 		return err
 	}
-	return configErr(ch.RemovePlatforms(ctx, st, plats))
+	return ch.RemovePlatforms(ctx, st, plats)
 }
 
 // openRemoval opens --root for removing berth's runtime configuration and
@@ -559,7 +549,7 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 		fmt.Fprintln(g.stdout, "nothing to remove: berth has configured no platform on this node")
 		return nil
 	}
-	return configErr(ch.RemoveHandlers(ctx, st, handlers))
+	return ch.RemoveHandlers(ctx, st, handlers)
 }
 
 // AddSuffixFlag adds --install-suffix, the side-by-side install a command
@@ -568,11 +558,22 @@ func AddSuffixFlag(cmd *cobra.Command, s *string) {
 	cmd.Flags().StringVar(s, "install-suffix", "", "side-by-side install: appended to handler and RuntimeClass names, the default prefix and berth's files (a DNS label of at most "+fmt.Sprint(configure.MaxSuffixLen)+" characters; default none)")
 }
 
-// ParseSuffixFlag validates an --install-suffix value (exit 2 when bad).
-func ParseSuffixFlag(s string) (configure.Suffix, error) {
-	suffix, err := configure.ParseSuffix("--install-suffix", s)
-	if err != nil {
-		return "", UsageErr(err)
+// ParseSuffixFlag validates an --install-suffix value (exit 2 when bad),
+// for a command that works on an install's names but not its paths;
+// configure.NewInstall is the one check.
+func ParseSuffixFlag(s string, plats ...platform.Platform) (configure.Suffix, error) {
+	in, err := configure.NewInstall(configure.InstallFlags{Suffix: s}, plats...)
+	return in.Suffix, err
+}
+
+// outsideRoot names the refusal of a path os.Root would not follow: a
+// symlink on its way leads out of --root. os.Root says only "path escapes
+// from parent", which tells the user neither that berth refused nor why;
+// the refusal exits 1 (errdefs.ErrRefused) like every other.
+func outsideRoot(err error, root string) error {
+	var pe *fs.PathError
+	if err == nil || !errors.As(err, &pe) || pe.Err == nil || pe.Err.Error() != "path escapes from parent" {
+		return err
 	}
-	return suffix, nil
+	return errdefs.Refused(fmt.Errorf("refusing /%s: a symlink on its way leads outside the host root (--root %s), and berth reads and writes only inside it", strings.TrimPrefix(pe.Path, "/"), root))
 }

@@ -35,6 +35,11 @@ func TestConfigCustomDistribution(t *testing.T) {
 		{"no unit", []string{"--root", root, "config", "render", "-p", "custom-qemu-none", "--containerd-config", "/srv/ctr/config.toml"}, "systemd unit is required"},
 		{"known distribution", []string{"--root", root, "config", "render", "-p", "kubeadm-qemu-none", "--containerd-config", "/srv/ctr/config.toml"}, "for the custom distribution"},
 		{"both runtimes", []string{"--root", root, "config", "render", "-p", "custom-qemu-none", "--containerd-config", "a", "--crio-config", "b", "--runtime-unit", "u"}, "give one"},
+		{"unit with a newline", []string{"--root", root, "config", "render", "-p", "custom-qemu-none", "--containerd-config", "/srv/ctr/config.toml", "--runtime-unit", "ctr.service\nExecStartPre=/bin/sh"}, "--runtime-unit"},
+		{"unit with a space", []string{"--root", root, "config", "render", "-p", "custom-qemu-none", "--containerd-config", "/srv/ctr/config.toml", "--runtime-unit", "ctr.service; reboot"}, "--runtime-unit"},
+		{"unit without its type", []string{"--root", root, "config", "render", "-p", "custom-qemu-none", "--containerd-config", "/srv/ctr/config.toml", "--runtime-unit", "ctr"}, "--runtime-unit"},
+		{"prefix with a newline", []string{"--root", root, "config", "render", "-p", "kubeadm-qemu-snp", "--containerd-config-version", "3", "--prefix", "/opt/x\nExecStartPre=/bin/sh"}, "--prefix"},
+		{"prefix with a quote", []string{"--root", root, "config", "render", "-p", "kubeadm-qemu-snp", "--containerd-config-version", "3", "--prefix", "/opt/x\"y"}, "--prefix"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, errOut := runCheckCLI(t, tt.args...)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )
 
@@ -98,7 +99,7 @@ func (g *Globals) runDelegate(ctx context.Context, binary, name string, args []s
 	if err != nil {
 		return UsageErr(fmt.Errorf("berth %s: %w", name, err))
 	}
-	if g.stdin == os.Stdin && g.stdout == os.Stdout && g.stderr == os.Stderr {
+	if g.stdin == os.Stdin && output.Underlying(g.stdout) == os.Stdout && g.stderr == os.Stderr {
 		err := syscall.Exec(path, append([]string{path}, args...), os.Environ())
 		return fmt.Errorf("running %s: %w", path, err)
 	}

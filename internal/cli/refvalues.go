@@ -109,6 +109,7 @@ ReferenceValues of a Contrast manifest.`,
 	fl.StringVar(&f.prefix, "prefix", configure.DefaultPrefix, "installation prefix (with --installed; a path on the host named by --root)")
 	fl.StringVar(&f.factsFile, "facts", "", "facts JSON (berth facts -o json) whose SNP TCB fills the minimum TCB")
 	fl.BoolVar(&f.node, "node", false, "discover the host named by --root and fill the SNP minimum TCB from its TCB")
+	Positive(cmd, "memory")
 	return cmd
 }
 
@@ -269,18 +270,21 @@ func flagInputs(f *refvaluesFlags, changed func(string) bool) bootInputs {
 // each component's file locally, checking its digest. TDX needs only the
 // firmware: the kernel and initrd are not looked up.
 func manifestInputs(g *Globals, f *refvaluesFlags, p platform.Platform) (bootInputs, error) {
+	// The manifest is input the user named: a bad reference, a missing
+	// or malformed file, one that does not serve p are usage errors, as
+	// in berth manifest resolve.
 	ref, err := manifest.ParseRef(f.manifest)
 	if err != nil {
-		return bootInputs{}, fmt.Errorf("--manifest: %w", err)
+		return bootInputs{}, UsageErr(fmt.Errorf("--manifest: %w", err))
 	}
 	m, err := manifest.LoadRef(ref)
 	if err != nil {
-		return bootInputs{}, err
+		return bootInputs{}, UsageErr(err)
 	}
 	g.log.Info("manifest", "source", m.Source(), "name", m.Name, "version", m.Version, "digest", m.Digest())
 	boot, err := m.Boot(p)
 	if err != nil {
-		return bootInputs{}, err
+		return bootInputs{}, UsageErr(err)
 	}
 	store := manifest.Store{Dirs: f.from, Cache: f.cache}
 	in := bootInputs{want: map[string]manifest.Component{}}

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/internal/host/hostfs"
 
 	"berth.dev/berth/internal/node/refvalues"
 	"berth.dev/berth/internal/present/output"
@@ -151,9 +151,10 @@ func nodeTCB(cmd *cobra.Command, g *Globals, f *refvaluesFlags) (*refvalues.Node
 	return &refvalues.NodeTCB{Raw: raw, Kind: "reported", ProductLine: refvalues.ProductLineOf(line), Source: from + ": " + t.Source}, "", nil
 }
 
-// readLimited reads a whole file, refusing more than limit bytes.
+// readLimited reads a whole regular file, refusing more than limit bytes
+// (and a FIFO or device unopened).
 func readLimited(name string, limit int64) ([]byte, error) {
-	fl, err := os.Open(name)
+	fl, err := hostfs.OpenRegular(name, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -150,7 +150,9 @@ func addCommands(root *cobra.Command, g *Globals, cmds []Command, args []string)
 		if one && target != bare[i] {
 			continue
 		}
-		root.AddCommand(c.New(g))
+		sub := c.New(g)
+		markRun(sub)
+		root.AddCommand(sub)
 	}
 }
 

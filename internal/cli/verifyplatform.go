@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
@@ -56,14 +57,14 @@ func (g *Globals) VerifyPlatform(ctx context.Context, p platform.Platform, suffi
 		}
 		io.WriteString(g.stderr, line)
 	}
-	code := ExitUsage
-	if ee := (*exitError)(nil); errors.As(err, &ee) {
-		code = ee.code
-		if why == "" && ee.err != nil {
-			why = ee.err.Error()
+	// Verify's own status when it failed; a run that failed to report
+	// without saying why is a failure too.
+	code := errdefs.ExitFailure
+	if err != nil {
+		code = errdefs.ExitCode(err)
+		if why == "" {
+			why = err.Error()
 		}
-	} else if err != nil && why == "" {
-		why = err.Error()
 	}
 	var r verifyReport
 	if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil || r.Handler == "" {
@@ -72,7 +73,7 @@ func (g *Globals) VerifyPlatform(ctx context.Context, p platform.Platform, suffi
 		if why == "" {
 			why = fmt.Sprintf("verify printed no report: %q", out.String())
 		}
-		return configure.Verification{}, &exitError{code: code, err: errors.New(why)}
+		return configure.Verification{}, ExitErr(code, errors.New(why))
 	}
 	res := configure.Verification{Platform: p.String(), Handler: r.Handler, Live: r.Live, Socket: r.Socket, Handlers: r.Handlers}
 	if sn := r.Snapshotter; sn != nil {

@@ -100,6 +100,7 @@ run in the host's context.`,
 	f.BoolVar(&fl.probe, "probe", true, "run live probes that start processes (the QEMU probe)")
 	f.DurationVar(&fl.backoffMax, "backoff-max", 30*time.Second, "longest delay between retries while the API server is unreachable")
 	f.BoolVar(&fl.kataDeployLabels, "kata-deploy-labels", false, "also label the node with kata-deploy's TEE label (amd.feature.node.kubernetes.io/snp, intel.feature.node.kubernetes.io/tdx), which its RuntimeClasses select on, where NFD's kata-deploy rules do not run")
+	cli.Positive(cmd, "backoff-max")
 	return cmd
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/cluster/fleet"
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/present/output"
 )
@@ -103,7 +104,7 @@ func runFleet(cmd *cobra.Command, g *cli.Globals, fl fleetFlags) error {
 		}
 	}
 	if len(missing) > 0 {
-		return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("no node is ready for %s", strings.Join(missing, ", ")))
+		return errdefs.NotReady(fmt.Errorf("no node is ready for %s", strings.Join(missing, ", ")))
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/cluster/nodeinstall"
 	"berth.dev/berth/internal/cluster/serve"
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/install"
@@ -130,6 +131,7 @@ rollout waits on this node.`,
 	f.BoolVar(&fl.runOnce, "run-once", false, "exit after the run (job mode): 0 when every platform is installed and verified, 1 otherwise; no health server")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
 	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings, so that the platform installs anyway (comma-separated, case-insensitive; \"all\" only alone), as berth check --ignore")
+	cli.Positive(cmd, "parallel", "sandbox-timeout")
 	cmd.AddCommand(newTeardownCmd(g), newDispatchCmd(g))
 	return cmd
 }
@@ -150,14 +152,6 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 	}, nil
 }
 
-// usage gives nodeinstall's errors in the flags exit 2.
-func usage(err error) error {
-	if nodeinstall.IsUsage(err) {
-		return cli.UsageErr(err)
-	}
-	return err
-}
-
 func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags) error {
 	o, err := fl.options(g)
 	if err != nil {
@@ -165,7 +159,7 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	}
 	set, err := o.Check()
 	if err != nil {
-		return usage(err)
+		return err
 	}
 	mode := set.Mode
 	level := slog.LevelInfo
@@ -196,7 +190,7 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	}
 	ncfg, err := set.Config(nodeinstall.Host{Root: root, Writable: w, Client: dyn, Discover: g.DiscoverOptions(true), Log: log})
 	if err != nil {
-		return usage(err)
+		return err
 	}
 	if mode == nodeinstall.ModeInstall {
 		ls, _, err := install.Locators(fl.from)
@@ -210,7 +204,7 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 		defer fetcher.Close()
 		m, err := set.LoadPinnedManifest(ctx, fetcher, fl.mirror)
 		if err != nil {
-			return usage(err)
+			return err
 		}
 		ncfg.Manifest, ncfg.Fetcher = m, fetcher
 	}
@@ -235,12 +229,12 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	}
 	if err != nil {
 		stop()
-		return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("node-installer (%s) on %s: %w", mode, set.NodeName, err))
+		return errdefs.Failed(fmt.Errorf("node-installer (%s) on %s: %w", mode, set.NodeName, err))
 	}
 	if fl.runOnce {
 		stop()
 		if bad := notInstalled(rep); len(bad) > 0 {
-			return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("node-installer on %s: not installed: %s", set.NodeName, strings.Join(bad, ", ")))
+			return errdefs.Failed(fmt.Errorf("node-installer on %s: not installed: %s", set.NodeName, strings.Join(bad, ", ")))
 		}
 		log.Info("done", "node", set.NodeName, "mode", mode)
 		return nil
@@ -365,7 +359,7 @@ passed (the nodes are named), 2 usage error.`,
 				fmt.Fprintf(g.Stdout(), "%s\n", b)
 			}
 			if err != nil {
-				return cli.ExitErr(cli.ExitNotReady, err)
+				return errdefs.Failed(err)
 			}
 			return nil
 		},
@@ -377,6 +371,7 @@ passed (the nodes are named), 2 usage error.`,
 	f.Bool("delete", false, "delete the Jobs once every one succeeded")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "how long to wait for every node")
+	cli.Positive(cmd, "timeout")
 	return cmd
 }
 
@@ -420,7 +415,7 @@ pods left are named), 2 usage error.`,
 			}
 			err = nodeinstall.Teardown(cmd.Context(), dyn, nodeinstall.TeardownOptions{Namespace: namespace, DaemonSet: daemonset, AgentDaemonSet: agentDaemonset, Jobs: jobs, Suffix: s, Timeout: timeout, Log: log})
 			if err != nil {
-				return cli.ExitErr(cli.ExitNotReady, err)
+				return errdefs.Failed(err)
 			}
 			if jobs != nil {
 				fmt.Fprintf(g.Stdout(), "every node is clean: cleanup Jobs succeeded in %s\n", namespace)
@@ -438,5 +433,6 @@ pods left are named), 2 usage error.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for every node")
 	f.StringVar(&suffix, "install-suffix", "", "the release's install suffix: wait for the installed labels of that install only")
+	cli.Positive(cmd, "timeout")
 	return cmd
 }

@@ -47,7 +47,7 @@ it with kubectl apply -f -), -o json for a v1 List.`,
 			if len(ps) == 0 {
 				return cli.UsageErr(errors.New("--platform is required (repeatable); berth platforms lists them"))
 			}
-			sfx, err := cli.ParseSuffixFlag(suffix)
+			sfx, err := cli.ParseSuffixFlag(suffix, ps...)
 			if err != nil {
 				return err
 			}

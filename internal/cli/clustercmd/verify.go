@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/present/output"
@@ -145,23 +145,24 @@ when it does not.`,
 			if err != nil {
 				return err
 			}
-			suffix, err := cli.ParseSuffixFlag(suffixFlag)
+			suffix, err := cli.ParseSuffixFlag(suffixFlag, p)
 			if err != nil {
 				return err
 			}
-			if err := suffix.Check(p); err != nil {
-				return cli.UsageErr(fmt.Errorf("--install-suffix: %w", err))
-			}
 			handler := suffix.Handler(p)
+			// --socket is a path on this machine; the distribution's
+			// socket is the root's, resolved inside it (a link there
+			// never reaches a runtime outside the root).
+			ep := cri.Endpoint{Path: socket}
 			if socket == "" {
 				l, ok := p.Distribution().Layout()
 				if !ok {
 					return cli.UsageErr(fmt.Errorf("distribution %s has no known socket: pass --socket", p.Distribution()))
 				}
-				socket = filepath.Join(g.Root(), filepath.FromSlash(l.Socket))
+				ep = cri.Endpoint{Root: g.Root(), Path: l.Socket}
 			}
-			res := verifyResult{Platform: p.String(), Handler: handler, Socket: socket, Handlers: []string{}, Unfinished: unfinishedChanges(g.Root())}
-			st, qerr := cri.Query(cmd.Context(), socket, timeout)
+			res := verifyResult{Platform: p.String(), Handler: handler, Socket: ep.String(), Handlers: []string{}, Unfinished: unfinishedChanges(g.Root())}
+			st, qerr := ep.Query(cmd.Context(), timeout)
 			if qerr == nil {
 				res.RuntimeName, res.RuntimeVersion = st.RuntimeName, st.RuntimeVersion
 				res.Handlers = st.Names()
@@ -187,15 +188,15 @@ when it does not.`,
 				res.Node = nr
 			}
 			if sandbox && res.Live {
-				sb, err := proveSandbox(cmd.Context(), g, p, res, sandboxTimeout)
+				sb, err := proveSandbox(cmd.Context(), g, p, ep, res, sandboxTimeout)
 				if err != nil {
-					return cli.ExitErr(cli.ExitNotReady, err)
+					return errdefs.Failed(err)
 				}
 				res.Sandbox = sb
 			}
 			if snapshotter && res.Live && res.Found.Snapshotter != "" {
 				sr := &snapshotterResult{Name: res.Found.Snapshotter, Live: true}
-				if err := cri.ProveSnapshotter(cmd.Context(), socket, sr.Name, timeout); err != nil {
+				if err := ep.ProveSnapshotter(cmd.Context(), sr.Name, timeout); err != nil {
 					sr.Live, sr.Error = false, err.Error()
 				}
 				res.Snapshotter = sr
@@ -205,21 +206,21 @@ when it does not.`,
 			}
 			switch {
 			case qerr != nil:
-				return cli.ExitErr(cli.ExitNotReady, qerr)
+				return errdefs.Failed(qerr)
 			case !res.Live:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotFound(errors.New(""))
 			case res.Node != nil && res.Node.Error != "":
-				return cli.ExitErr(cli.ExitNotReady, errors.New(res.Node.Error))
+				return errdefs.NotReady(errors.New(res.Node.Error))
 			case res.Node != nil && !res.Node.Listed:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotReady(errors.New(""))
 			case res.Sandbox != nil && res.Sandbox.Outcome == cri.SandboxFail:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotReady(errors.New(""))
 			case res.Snapshotter != nil && !res.Snapshotter.Live:
-				return cli.ExitErr(cli.ExitNotReady, errors.New(""))
+				return errdefs.NotReady(errors.New(""))
 			}
 			for _, u := range res.Unfinished {
 				if u.Handler == handler {
-					return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("the change of %s is unfinished: run %s", handler, u.Command()))
+					return errdefs.NotReady(fmt.Errorf("the change of %s is unfinished: run %s", handler, u.Command()))
 				}
 			}
 			return nil
@@ -235,12 +236,13 @@ when it does not.`,
 	f.BoolVar(&sandbox, "sandbox", false, "also start, stop and remove a pod sandbox with the handler (skipped where its VM cannot run)")
 	f.BoolVar(&snapshotter, "snapshotter", false, "also prove the handler's snapshotter over containerd's introspection and a probe snapshot")
 	f.DurationVar(&sandboxTimeout, "sandbox-timeout", 2*time.Minute, "how long the sandbox may take to start")
+	cli.Positive(cmd, "timeout", "sandbox-timeout")
 	return cmd
 }
 
 // proveSandbox decides from the host's facts (discovered once, here)
 // whether the handler's sandbox can run on this node, and if so starts it.
-func proveSandbox(ctx context.Context, g *cli.Globals, p platform.Platform, res verifyResult, timeout time.Duration) (*cri.SandboxResult, error) {
+func proveSandbox(ctx context.Context, g *cli.Globals, p platform.Platform, ep cri.Endpoint, res verifyResult, timeout time.Duration) (*cri.SandboxResult, error) {
 	root, cleanup, err := g.OpenRoot()
 	defer cleanup()
 	if err != nil {
@@ -255,7 +257,7 @@ func proveSandbox(ctx context.Context, g *cli.Globals, p platform.Platform, res 
 		return nil, err
 	}
 	defer os.RemoveAll(logs)
-	sb, err := cri.ProveSandbox(ctx, res.Socket, res.Handler, logs, timeout)
+	sb, err := ep.ProveSandbox(ctx, res.Handler, logs, timeout)
 	if err != nil {
 		return nil, err
 	}

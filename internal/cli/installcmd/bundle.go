@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/install"
@@ -83,7 +84,7 @@ anything, bundle refuses a component declaring more than
 				}
 			}
 			if err := bundleFits(f, out, data, cs); err != nil {
-				return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("bundle %s: %w", out, err))
+				return errdefs.Failed(fmt.Errorf("bundle %s: %w", out, err))
 			}
 			f.Progress = newProgress(g, output.Table).event
 			if isTerminal(g.Stderr()) {
@@ -117,7 +118,7 @@ anything, bundle refuses a component declaring more than
 			}
 			if err != nil {
 				os.Remove(part)
-				return cli.ExitErr(cli.ExitNotReady, fmt.Errorf("bundle %s: %w", out, err))
+				return errdefs.Failed(fmt.Errorf("bundle %s: %w", out, err))
 			}
 			pct := float64(n) * 100 / float64(max(m.Bytes(), 1))
 			fmt.Fprintf(g.Stdout(), "wrote %s: %s %s, %d components, %s (%.0f%% of the manifest)\n", out, m.Name, m.Version, len(cs), human(n), pct)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,27 +46,21 @@ type installFlags struct {
 	maxSize       string
 	custom        cli.CustomFlags
 	kataConfigDir string
-	// suffix is --install-suffix, parsed: the side-by-side install the
-	// command works on.
-	suffix configure.Suffix
+	// suffix is --install-suffix as given.
+	suffix string
+}
+
+// target is the install the flags name (--install-suffix, --prefix,
+// --kata-config-dir), defaulted and validated for plats: the one value
+// every name of the install derives from (configure.NewInstall).
+func (fl installFlags) target(plats ...platform.Platform) (configure.Install, error) {
+	return configure.NewInstall(configure.InstallFlags{Suffix: fl.suffix, Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}, plats...)
 }
 
 func addInstallPathFlags(cmd *cobra.Command, fl *installFlags) {
 	f := cmd.Flags()
-	f.StringVar(&fl.prefix, "prefix", configure.DefaultPrefix, "installation prefix (a path on the host named by --root; default "+configure.DefaultPrefix+"-<suffix> with --install-suffix)")
-	var suffix string
-	cli.AddSuffixFlag(cmd, &suffix)
-	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
-		s, err := cli.ParseSuffixFlag(suffix)
-		if err != nil {
-			return err
-		}
-		fl.suffix = s
-		if !cmd.Flags().Changed("prefix") {
-			fl.prefix = s.Prefix()
-		}
-		return nil
-	}
+	f.StringVar(&fl.prefix, "prefix", "", "installation prefix, an absolute path on the host named by --root (default "+configure.DefaultPrefix+", "+configure.DefaultPrefix+"-<suffix> with --install-suffix)")
+	cli.AddSuffixFlag(cmd, &fl.suffix)
 }
 
 func addFetchFlags(cmd *cobra.Command, fl *installFlags) {
@@ -118,6 +111,7 @@ is not live (or the runtime could not be asked), 2 usage error.`,
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version (2 or 3) when the node's containerd version is unknown")
 	fl.custom.Add(cmd)
 	f.StringVar(&fl.kataConfigDir, "kata-config-dir", "", "directory for the Kata configuration files (default <prefix>/etc/kata)")
+	cli.Positive(cmd, "parallel")
 	return cmd
 }
 
@@ -129,16 +123,6 @@ func layout(g *cli.Globals, prefix string) (install.Layout, error) {
 		return install.Layout{}, err
 	}
 	return install.Layout{Root: w, Prefix: prefix}, nil
-}
-
-// installErr gives install's, rollback's and uninstall's refusals and
-// failures exit status 1: a path that leaves the root, a component above
-// the size limit, no room for the download, a failed install.
-func installErr(err error) error {
-	if err != nil && (install.IsFailure(err) || configure.IsRefused(err)) {
-		return cli.ExitErr(cli.ExitNotReady, err)
-	}
-	return err
 }
 
 // parseSize parses a byte count: a number, optionally followed by K, M, G
@@ -198,8 +182,9 @@ func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundle
 			if err != nil {
 				return nil, nil, fmt.Errorf("manifest: %w", err)
 			}
+			// A manifest that does not parse is bad input (exit 2).
 			m, err := manifest.Parse(data, ref.String())
-			return m, data, err
+			return m, data, cli.UsageErr(err)
 		}
 		m, err := manifest.LoadRef(ref)
 		if err != nil {
@@ -220,7 +205,7 @@ func loadManifest(ctx context.Context, f *fetch.Fetcher, fl installFlags, bundle
 		return nil, nil, err
 	}
 	m, err := manifest.Parse(data, bundles[0].Path()+"!"+install.BundleManifest)
-	return m, data, err
+	return m, data, cli.UsageErr(err)
 }
 
 // newFetcher builds the fetcher of install and bundle, with the cache
@@ -253,7 +238,7 @@ func newFetcher(g *cli.Globals, fl installFlags, ls []fetch.Locator, hostCache b
 		if re := (*install.RefusedError)(nil); errors.As(err, &re) {
 			re.Path = "cache " + re.Path
 		}
-		return nil, closeAll, installErr(err)
+		return nil, closeAll, err
 	}
 	f.Cache, f.CacheIn, f.CacheRel = host.Path(rel), host, rel
 	return f, closeAll, nil
@@ -379,8 +364,12 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	if err != nil {
 		return err
 	}
-	if !filepath.IsAbs(fl.prefix) {
-		return cli.UsageErr(fmt.Errorf("--prefix %s: expected an absolute path: the runtime configuration names it", fl.prefix))
+	target, err := fl.target(ps...)
+	if err != nil {
+		return err
+	}
+	if err := (configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}).Check(); err != nil {
+		return cli.UsageErr(err)
 	}
 	ls, bundles, err := install.Locators(fl.from)
 	if err != nil {
@@ -399,9 +388,6 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	defer cleanup()
 	if err != nil {
 		return err
-	}
-	if fl.kataConfigDir != "" && !strings.HasPrefix(fl.kataConfigDir, "/") {
-		return cli.UsageErr(fmt.Errorf("--kata-config-dir %q: expected an absolute path on the host", fl.kataConfigDir))
 	}
 	// One custom layout for the custom platforms among ps (a node runs one
 	// container runtime).
@@ -424,14 +410,14 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	dopt := g.DiscoverOptions(false)
 	dopt.Layout = custom
 	node := discover.Run(ctx, root, dopt)
-	l, err := layout(g, fl.prefix)
+	l, err := layout(g, target.Prefix)
 	if err != nil && !fl.dryRun {
 		return err
 	}
 	if err != nil {
 		// A dry run on a snapshot: what would be installed, and a warning
 		// that the install itself would be refused.
-		l = install.Layout{Prefix: fl.prefix}
+		l = install.Layout{Prefix: target.Prefix}
 	}
 	wf := &install.Workflow{
 		Installer: &install.Installer{
@@ -479,7 +465,7 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 		}
 		// The configuration names paths under the prefix as the host sees
 		// it, which the stable links resolve to the current installation.
-		wf.Applier = install.RuntimeConfig{FS: w, Change: g.ChangeOptions(), Options: configure.Options{Paths: configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir, Suffix: fl.suffix}},
+		wf.Applier = install.RuntimeConfig{FS: w, Change: g.ChangeOptions(), Options: configure.Options{Paths: target.Paths("")},
 			Target: func(p platform.Platform) (configure.Target, error) {
 				return cli.TargetForLayout(node, p, layoutOf(p), fl.configVersion)
 			}}
@@ -490,19 +476,19 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 				if c := layoutOf(p); c != nil {
 					l = *c
 				}
-				return g.RuntimeChange(root, w, true, fl.suffix).Live(ctx, l, p)
+				return g.RuntimeChange(root, w, true, target.Suffix).Live(ctx, l, p)
 			}
 			wf.Applier = ra
 		}
-		wf.Restarter = restarter{change: rep.prose().RuntimeChange(root, w, fl.restart, fl.suffix), custom: custom}
+		wf.Restarter = restarter{change: rep.prose().RuntimeChange(root, w, fl.restart, target.Suffix), custom: custom}
 		if root.Live() {
-			wf.Verifier = verifier{g: g, suffix: fl.suffix}
+			wf.Verifier = verifier{g: g, suffix: target.Suffix}
 		} else {
 			wf.NoVerify = fmt.Sprintf("--root %s is not a running system (berth verify asks the live runtime)", root.Path())
 		}
 	}
 	_, err = wf.Run(ctx, pl)
-	return installErr(err)
+	return err
 }
 
 // installChecker is install's install.Checker: the platform's checks on

@@ -24,14 +24,20 @@ running sandboxes to pick up the binaries.`,
   sudo berth rollback --prefix /opt/berth`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := layout(g, fl.prefix)
+			target, err := fl.target()
+			if err != nil {
+				return err
+			}
+			l, err := layout(g, target.Prefix)
 			if err != nil {
 				return err
 			}
 			in := &install.Installer{Layout: l}
 			from, to, err := in.Rollback(cmd.Context())
 			if err != nil {
-				return cli.ExitErr(cli.ExitNotReady, err)
+				// A refusal (a prefix leaving --root) or a failure:
+				// exit 1 either way (errdefs.ExitCode).
+				return err
 			}
 			r, err := in.Layout.ReadRecord(to)
 			if err != nil {

@@ -51,7 +51,11 @@ removes the files berth put there.`,
 }
 
 func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCache, keepConfig bool) error {
-	l, err := layout(g, fl.prefix)
+	target, err := fl.target()
+	if err != nil {
+		return err
+	}
+	l, err := layout(g, target.Prefix)
 	if err != nil {
 		return err
 	}
@@ -59,27 +63,27 @@ func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCac
 	// refused here, before the configuration or anything else is removed.
 	st, err := l.Status()
 	if err != nil {
-		return installErr(err)
+		return err
 	}
 	var cache *cacheDir
 	if purgeCache {
 		c, err := openCache(g, fl.cache)
 		if err != nil {
-			return installErr(err)
+			return err
 		}
 		defer c.Close()
 		cache = c
 	}
 	plats := st.Platforms()
 	if !keepConfig && len(plats) > 0 {
-		if err := g.RemovePlatformConfigs(ctx, plats, fl.suffix, fl.restart); err != nil {
+		if err := g.RemovePlatformConfigs(ctx, plats, target.Suffix, fl.restart); err != nil {
 			return err
 		}
 	}
 	in := &install.Installer{Layout: l}
 	rm, err := in.Uninstall(ctx)
 	if err != nil {
-		return installErr(err)
+		return err
 	}
 	if len(rm.Removed) == 0 && len(rm.Kept) == 0 {
 		fmt.Fprintf(g.Stdout(), "%s: nothing installed by berth\n", l.Dir())

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"berth.dev/berth/api/v1alpha1"
+	"berth.dev/berth/internal/host/decodeerr"
 )
 
 // Job mode: instead of a DaemonSet whose privileged pod stays on every
@@ -59,7 +60,9 @@ const (
 func ParseJobTemplate(data []byte, file string) (*batchv1.Job, error) {
 	job := &batchv1.Job{}
 	if err := yaml.UnmarshalStrict(data, job); err != nil {
-		return nil, fmt.Errorf("%s: expected a batch/v1 Job: %w", file, err)
+		// The decoder's text without what it quotes of the file
+		// (decodeerr): --job-template may name any file.
+		return nil, fmt.Errorf("%s: expected a batch/v1 Job: %s", file, decodeerr.Error(err))
 	}
 	if job.APIVersion != "batch/v1" || job.Kind != "Job" {
 		return nil, fmt.Errorf("%s: apiVersion %q, kind %q: expected batch/v1 Job", file, job.APIVersion, job.Kind)

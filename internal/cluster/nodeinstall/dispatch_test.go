@@ -56,6 +56,7 @@ func TestParseJobTemplate(t *testing.T) {
 	}{
 		{"not YAML", "kind: Job", "kind: [Job", "expected a batch/v1 Job"},
 		{"unknown field", "  backoffLimit: 2", "  backofLimit: 2", "unknown field"},
+		{"a secret for a key", "  backoffLimit: 2", "  \"root:$y$SECRETHASH:19000::\": 2", "unknown field"},
 		{"a DaemonSet", "kind: Job", "kind: DaemonSet", `kind "DaemonSet": expected batch/v1 Job`},
 		{"name too long", "name: berth-node-installer\n  labels", "name: " + strings.Repeat("n", 48) + "\n  labels", "at most 47 characters"},
 		{"no name", "name: berth-node-installer\n  labels", "labels", "metadata.name"},
@@ -73,6 +74,9 @@ func TestParseJobTemplate(t *testing.T) {
 			_, err := ParseJobTemplate([]byte(bad), "job.yaml")
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "job.yaml: ") {
 				t.Errorf("error %v, want one naming job.yaml and containing %q", err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "SECRETHASH") {
+				t.Errorf("the error quotes the file: %v", err)
 			}
 		})
 	}

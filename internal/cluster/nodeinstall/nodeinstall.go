@@ -80,13 +80,13 @@ const (
 	// InstalledLabelPrefix + platform name is "true" on a node where the
 	// platform was installed and its handler is live, "no" where its
 	// checks fail.
-	InstalledLabelPrefix = v1alpha1.LabelPrefix + "installed."
+	InstalledLabelPrefix = configure.InstalledLabelPrefix
 	// KataDeployLabel is the label kata-deploy puts on a node once Kata is
 	// installed; its RuntimeClasses and docs select on it.
 	KataDeployLabel = "katacontainers.io/kata-runtime"
 	// FieldManager owns the installer's labels (server-side apply), apart
 	// from the agent's berth-agent, so that neither removes the other's.
-	FieldManager = "berth-node-installer"
+	FieldManager = configure.NodeInstallerFieldManager
 	// ReasonNotReady is the Event reason on a Node where a chosen platform
 	// is not ready.
 	ReasonNotReady = "BerthPlatformNotReady"
@@ -108,14 +108,12 @@ func InstalledLabel(s configure.Suffix, p platform.Platform) (string, bool) {
 
 // fieldManager owns this install's labels and annotation: each suffix its
 // own, so that one release's apply never takes away another's labels.
-func (c Config) fieldManager() string { return c.Suffix.Of(FieldManager) }
+func (c Config) fieldManager() string { return c.Suffix.FieldManager() }
 
 // statusAnnotation is the install-status annotation of this install:
 // berth.dev/install-status, suffixed for a side-by-side install (the
 // agent reads the unsuffixed one).
-func (c Config) statusAnnotation() string {
-	return c.Suffix.Of(v1alpha1.InstallStatusAnnotation)
-}
+func (c Config) statusAnnotation() string { return c.Suffix.StatusAnnotation() }
 
 // Config is one node's installer.
 type Config struct {
@@ -129,15 +127,12 @@ type Config struct {
 	// Platforms are the platforms the operator chose; install mode needs
 	// at least one.
 	Platforms []platform.Platform
-	// Prefix is the installation prefix as the host names it (/opt/berth).
-	Prefix string
-	// KataConfigDir is where the Kata configuration goes ("" is
-	// <prefix>/etc/kata).
-	KataConfigDir string
-	// Suffix is the side-by-side install this installer runs: it names
-	// the handlers, the installed labels, the install-status annotation
-	// and the field manager (configure.Suffix).
-	Suffix configure.Suffix
+	// Install is the install this installer runs, as configure.NewInstall
+	// defaulted and validated it: its Prefix (as the host names it,
+	// /opt/berth), KataConfigDir and Suffix, which names the handlers, the
+	// installed labels, the install-status annotation and the field
+	// manager.
+	configure.Install
 	// Custom is the runtime layout of the custom distribution's platforms
 	// (their config file, unit and socket); nil when none is custom.
 	Custom *platform.Layout
@@ -698,7 +693,7 @@ func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready, dro
 		},
 		Applier: install.RuntimeConfig{
 			FS:      w,
-			Options: configure.Options{Paths: configure.Paths{Prefix: cfg.Prefix, KataConfigDir: cfg.KataConfigDir, Suffix: cfg.Suffix}},
+			Options: configure.Options{Paths: cfg.Install.Paths("")},
 			Target: func(p platform.Platform) (configure.Target, error) {
 				if p.Distribution().UserLayout() {
 					return configure.TargetForLayout(f, p, *cfg.Custom, cfg.ConfigVersion)
@@ -857,8 +852,8 @@ type criVerifier struct {
 // SandboxCheck is how the installer reaches the runtime to prove a
 // handler with a pod sandbox.
 type SandboxCheck struct {
-	// Socket is a layout's CRI socket on this machine.
-	Socket func(l platform.Layout) string
+	// Socket is a layout's CRI socket (inside the host's root).
+	Socket func(l platform.Layout) cri.Endpoint
 	// Timeout bounds the sandbox's start (0: 2 min).
 	Timeout time.Duration
 }
@@ -872,7 +867,7 @@ func (v criVerifier) prove(ctx context.Context, p platform.Platform, res *config
 	}
 	sock := v.sandbox.Socket(l)
 	typ := ""
-	if st, err := cri.Query(ctx, sock, 10*time.Second); err == nil {
+	if st, err := sock.Query(ctx, 10*time.Second); err == nil {
 		typ = st.Handlers[v.suffix.Handler(p)].RuntimeType
 	}
 	if reason := cri.SkipReason(p, typ, v.facts); reason != "" {
@@ -886,7 +881,7 @@ func (v criVerifier) prove(ctx context.Context, p platform.Platform, res *config
 	}
 	// No log directory: the sandbox has no containers, and a path in
 	// this pod would not be the host's.
-	sb, err := cri.ProveSandbox(ctx, sock, v.suffix.Handler(p), "", timeout)
+	sb, err := sock.ProveSandbox(ctx, v.suffix.Handler(p), "", timeout)
 	if err != nil {
 		sb.Outcome, sb.Error = cri.SandboxFail, err.Error()
 	}

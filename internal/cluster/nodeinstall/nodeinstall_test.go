@@ -153,7 +153,7 @@ func (n *node) installer(t *testing.T, plats []platform.Platform, kataDeploy boo
 		Root:             root,
 		Writable:         writable(t, n.root),
 		Platforms:        plats,
-		Prefix:           "/opt/berth",
+		Install:          configure.Install{Prefix: "/opt/berth"},
 		Manifest:         n.rel.Manifest,
 		Fetcher:          fetch.New(nil, ""),
 		Discover:         discover.Options{Now: time.Now},
@@ -430,7 +430,7 @@ func TestNotReadyNodeGetsNothing(t *testing.T) {
 	}
 	rel := newTestRelease(t)
 	in, err := New(Config{
-		NodeName: "ni-cloud", Root: hostRoot, Writable: writable(t, root), Prefix: "/opt/berth",
+		NodeName: "ni-cloud", Root: hostRoot, Writable: writable(t, root), Install: configure.Install{Prefix: "/opt/berth"},
 		Platforms: mustPlatforms(t, "kubeadm-qemu-none"),
 		Manifest:  rel.Manifest, Fetcher: fetch.New(nil, ""),
 		Discover: discover.Options{Now: time.Now},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"berth.dev/berth/internal/evaluate/catalog"
 	"berth.dev/berth/internal/evaluate/check"
 	"berth.dev/berth/internal/host/discover"
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
@@ -79,17 +79,13 @@ type Options struct {
 	Getenv func(string) string
 }
 
-// usageError is an error in the Options: the command line needs fixing.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
 // IsUsage reports whether err says the Options were wrong, as opposed to
-// the node, the cluster or the network.
-func IsUsage(err error) bool { return errors.As(err, new(usageError)) }
+// the node, the cluster or the network (errdefs.IsUsage).
+func IsUsage(err error) bool { return errdefs.IsUsage(err) }
 
-func usage(err error) error { return usageError{err} }
+// usage marks err as an error in the Options: the command line needs
+// fixing (exit 2).
+func usage(err error) error { return errdefs.Usage(err) }
 
 // Settings are checked Options.
 type Settings struct {
@@ -105,9 +101,12 @@ type Settings struct {
 	LeaseNamespace, LeaseName string
 	// StartupTaint is the startup taint (nil: none).
 	StartupTaint *StartupTaint
-	// Suffix is the install suffix, parsed.
+	// Target is the install, defaulted and validated once
+	// (configure.NewInstall).
+	Target configure.Install
+	// Suffix is Target's suffix.
 	Suffix configure.Suffix
-	// Prefix is the installation prefix, with its default filled in.
+	// Prefix is Target's prefix, with its default filled in.
 	Prefix string
 
 	opt Options
@@ -120,19 +119,11 @@ func (o Options) Check() (*Settings, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	suffix, err := configure.ParseSuffix("--install-suffix", o.Suffix)
+	target, err := configure.NewInstall(configure.InstallFlags{Suffix: o.Suffix, Prefix: o.Prefix, KataConfigDir: o.KataConfigDir}, o.Platforms...)
 	if err != nil {
-		return nil, usage(err)
+		return nil, err
 	}
-	for _, p := range o.Platforms {
-		if err := suffix.Check(p); err != nil {
-			return nil, usage(fmt.Errorf("--install-suffix: %w", err))
-		}
-	}
-	if o.Prefix == "" {
-		o.Prefix = suffix.Prefix()
-	}
-	s := &Settings{opt: o, NodeName: o.NodeName, Manifest: o.Manifest, Suffix: suffix}
+	s := &Settings{opt: o, NodeName: o.NodeName, Manifest: o.Manifest, Suffix: target.Suffix, Target: target}
 	m := o.Mode
 	if m == "" {
 		m = getenv(ModeEnv)
@@ -145,18 +136,12 @@ func (o Options) Check() (*Settings, error) {
 		return nil, usage(err)
 	}
 	s.Mode = mode
-	s.Prefix = o.Prefix
+	s.Prefix = target.Prefix
 	if s.NodeName == "" {
 		s.NodeName = getenv("NODE_NAME")
 	}
 	if s.NodeName == "" {
 		return nil, usage(errors.New("node-installer needs the node name: --node-name or NODE_NAME (the DaemonSet sets it from spec.nodeName)"))
-	}
-	if !filepath.IsAbs(o.Prefix) {
-		return nil, usage(fmt.Errorf("--prefix %s: expected an absolute path on the host", o.Prefix))
-	}
-	if o.KataConfigDir != "" && !filepath.IsAbs(o.KataConfigDir) {
-		return nil, usage(fmt.Errorf("--kata-config-dir %s: expected an absolute path on the host", o.KataConfigDir))
 	}
 	if mode == ModeInstall {
 		if len(o.Platforms) == 0 {
@@ -269,9 +254,7 @@ func (s *Settings) Config(h Host) (Config, error) {
 		Root:             h.Root,
 		Writable:         h.Writable,
 		Platforms:        o.Platforms,
-		Prefix:           o.Prefix,
-		Suffix:           s.Suffix,
-		KataConfigDir:    o.KataConfigDir,
+		Install:          s.Target,
 		Custom:           s.Custom,
 		ConfigVersion:    o.ConfigVersion,
 		Parallel:         o.Parallel,
@@ -291,17 +274,14 @@ func (s *Settings) Config(h Host) (Config, error) {
 				log.Info("waiting for another node's runtime restart", "lease", lease, "holder", holder)
 			}}
 	}
-	onHost := func(p string) string {
-		return filepath.Join(h.Writable.Name(), filepath.FromSlash(strings.TrimPrefix(p, "/")))
-	}
 	finder := runtimectl.Finder{
-		Units: systemdbus.Systemd{Socket: onHost(o.SystemdSocket)},
+		Units: systemdbus.Systemd{Root: h.Writable.Name(), Socket: o.SystemdSocket},
 		Ask: func(l platform.Layout) runtimectl.Ask {
 			sock := l.Socket
 			if o.RuntimeSocket != "" {
 				sock = o.RuntimeSocket
 			}
-			return cri.Ask(onHost(sock))
+			return cri.Endpoint{Root: h.Writable.Name(), Path: sock}.Ask()
 		},
 		Snapshotter: func(l platform.Layout) func(context.Context, string) error {
 			sock := l.Socket
@@ -309,7 +289,7 @@ func (s *Settings) Config(h Host) (Config, error) {
 				sock = o.RuntimeSocket
 			}
 			return func(ctx context.Context, name string) error {
-				return cri.ProveSnapshotter(ctx, onHost(sock), name, 5*time.Second)
+				return cri.Endpoint{Root: h.Writable.Name(), Path: sock}.ProveSnapshotter(ctx, name, 5*time.Second)
 			}
 		},
 		Journal: runtimectl.Journal{Run: runtimectl.OnHost(h.Root, 10*time.Second)}.Log,
@@ -321,11 +301,11 @@ func (s *Settings) Config(h Host) (Config, error) {
 	}
 	cfg.Runtime = finder.Find
 	if o.VerifySandbox {
-		cfg.Sandbox = &SandboxCheck{Timeout: o.SandboxTimeout, Socket: func(l platform.Layout) string {
+		cfg.Sandbox = &SandboxCheck{Timeout: o.SandboxTimeout, Socket: func(l platform.Layout) cri.Endpoint {
 			if o.RuntimeSocket != "" {
-				return onHost(o.RuntimeSocket)
+				return cri.Endpoint{Root: h.Writable.Name(), Path: o.RuntimeSocket}
 			}
-			return onHost(l.Socket)
+			return cri.Endpoint{Root: h.Writable.Name(), Path: l.Socket}
 		}}
 	}
 	return cfg, nil
@@ -366,5 +346,6 @@ func loadPinned(ctx context.Context, f *fetch.Fetcher, ref, mirror string) (*man
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	return manifest.Parse(data, r.String())
+	m, err := manifest.Parse(data, r.String())
+	return m, usage(err)
 }

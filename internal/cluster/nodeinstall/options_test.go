@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/node/runtimectl"
 	"berth.dev/berth/internal/node/runtimectl/systemdbus"
 	"berth.dev/berth/internal/testkit/testsystemd"
@@ -140,7 +141,7 @@ func TestSettingsConfig(t *testing.T) {
 		t.Errorf("config: %+v", cfg)
 	}
 	l, _ := mustPlatforms(t, "kubeadm-qemu-none")[0].Distribution().Layout()
-	if cfg.Sandbox == nil || cfg.Sandbox.Socket(l) != filepath.Join(dir, "run/test/c.sock") {
+	if cfg.Sandbox == nil || cfg.Sandbox.Socket(l) != (cri.Endpoint{Root: dir, Path: "/run/test/c.sock"}) {
 		t.Errorf("--verify-sandbox: %+v, want the sandbox proved over the --runtime-socket under the host directory", cfg.Sandbox)
 	}
 	rt, err := cfg.Runtime(context.Background(), l)

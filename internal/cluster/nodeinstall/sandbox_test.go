@@ -59,7 +59,7 @@ func TestVerifierProvesSandbox(t *testing.T) {
 			p := mustPlatforms(t, tc.platform)[0]
 			v := criVerifier{runtimes: map[string]configure.Runtime{p.String(): criRuntime{n.ContainerdSocket}}, handlers: map[string][]string{},
 				facts: noKVM, log: slog.New(slog.DiscardHandler),
-				sandbox: &SandboxCheck{Socket: func(platform.Layout) string { return n.ContainerdSocket }, Timeout: 2 * time.Minute},
+				sandbox: &SandboxCheck{Socket: func(platform.Layout) cri.Endpoint { return cri.Endpoint{Path: n.ContainerdSocket} }, Timeout: 2 * time.Minute},
 				layout:  func(platform.Platform) (platform.Layout, error) { return platform.Layout{}, nil }}
 			res, err := v.Verify(context.Background(), p)
 			if err != nil {

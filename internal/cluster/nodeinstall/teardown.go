@@ -243,7 +243,7 @@ func teardownState(ctx context.Context, dyn dynamic.Interface, opt TeardownOptio
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, node); err != nil {
 			return nil, fmt.Errorf("decoding node %s: %w", u.GetName(), err)
 		}
-		for k := range nodelabels.Owned(node, opt.Suffix.Of(FieldManager)) {
+		for k := range nodelabels.Owned(node, opt.Suffix.FieldManager()) {
 			if _, on := node.Labels[k]; on && strings.HasPrefix(k, InstalledLabelPrefix) {
 				st.Nodes = append(st.Nodes, node.Name)
 				break

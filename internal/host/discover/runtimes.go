@@ -3,7 +3,6 @@ package discover
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"slices"
@@ -137,27 +136,7 @@ func readErrorReason(err error) string {
 func handlerFacts(hs []runtimecfg.Handler) []facts.Handler {
 	out := make([]facts.Handler, 0, len(hs))
 	for _, h := range hs {
-		fh := facts.Handler{
-			Name:                         h.Name,
-			RuntimeType:                  h.RuntimeType,
-			RuntimePath:                  h.RuntimePath,
-			RuntimeRoot:                  h.RuntimeRoot,
-			ConfigPath:                   h.ConfigPath,
-			Snapshotter:                  h.Snapshotter,
-			PodAnnotations:               h.PodAnnotations,
-			PrivilegedWithoutHostDevices: h.PrivilegedWithoutHostDevices,
-			Source:                       h.Source,
-		}
-		for k, v := range h.Options {
-			if k == "ConfigPath" {
-				continue
-			}
-			if fh.Options == nil {
-				fh.Options = map[string]string{}
-			}
-			fh.Options[k] = fmt.Sprint(v)
-		}
-		out = append(out, fh)
+		out = append(out, h.Facts())
 	}
 	return out
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"syscall"
 )
 
 // SnapshotIndex is the index of a snapshot (the snapshot package writes
@@ -74,20 +73,13 @@ var ErrBadSnapshot = errors.New("not a valid berth snapshot")
 // is restored.
 func ExtractSnapshot(file, dest string, lim SnapshotLimits) error {
 	lim = lim.withDefaults()
-	if st, err := os.Stat(file); err == nil && !st.Mode().IsRegular() {
-		return fmt.Errorf("opening snapshot %s: %w: not a regular file but a %s", file, ErrBadSnapshot, kindOf(fileFormat(st.Mode())))
-	}
-	// Non-blocking: a FIFO put there since must not hang the open.
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
+	f, err := OpenRegular(file, 0)
+	if nr := (*NotRegularError)(nil); errors.As(err, &nr) {
+		return fmt.Errorf("opening snapshot %s: %w: not a regular file but a %s", file, ErrBadSnapshot, nr.Kind)
+	} else if err != nil {
 		return fmt.Errorf("opening snapshot: %w", err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return fmt.Errorf("opening snapshot: %w", err)
-	} else if !st.Mode().IsRegular() {
-		return fmt.Errorf("opening snapshot %s: %w: not a regular file but a %s", file, ErrBadSnapshot, kindOf(fileFormat(st.Mode())))
-	}
 	zr, err := gzip.NewReader(f)
 	if err != nil {
 		return fmt.Errorf("opening snapshot %s: %w: not a gzip-compressed tar archive (%v)", file, ErrBadSnapshot, err)

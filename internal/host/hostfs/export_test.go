@@ -1,5 +1,10 @@
 package hostfs
 
+import (
+	"context"
+	"net"
+)
+
 // Exported for the external test package (hostile_test.go).
 
 // Fallbacks are the mechanisms a machine without openat2 (walk: paths
@@ -37,3 +42,8 @@ func ResolverOf(r Root) string {
 
 // HaveOpenat2 reports whether this kernel has openat2 with RESOLVE_IN_ROOT.
 func HaveOpenat2() bool { return haveOpenat2() }
+
+// DialUnixWith is DialUnix with the fallbacks f.
+func DialUnixWith(ctx context.Context, dir, name string, f Fallbacks) (net.Conn, error) {
+	return dialUnixWith(ctx, dir, name, f.options())
+}

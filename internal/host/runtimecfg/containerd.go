@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/lazyre"
 )
 
@@ -215,7 +216,7 @@ func containerdHandlers(file string, runtimes map[string]containerdRuntimeTOML) 
 	out := make([]Handler, 0, len(runtimes))
 	for _, name := range slices.Sorted(maps.Keys(runtimes)) {
 		r := runtimes[name]
-		h := Handler{Name: name, Source: file}
+		h := Handler{Handler: facts.Handler{Name: name, Source: file}}
 		setKey(&h, "runtime_type", r.RuntimeType, &h.RuntimeType)
 		setKey(&h, "runtime_path", r.RuntimePath, &h.RuntimePath)
 		setKey(&h, "runtime_root", r.RuntimeRoot, &h.RuntimeRoot)

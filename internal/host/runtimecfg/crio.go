@@ -3,6 +3,8 @@ package runtimecfg
 import (
 	"maps"
 	"slices"
+
+	"berth.dev/berth/internal/host/facts"
 )
 
 // CRIO is what berth reads from one CRI-O config file (crio.conf or a
@@ -54,7 +56,7 @@ func ParseCRIO(file string, data []byte) (*CRIO, error) {
 	runtimes := doc.Crio.Runtime.Runtimes
 	for _, name := range slices.Sorted(maps.Keys(runtimes)) {
 		r := runtimes[name]
-		h := Handler{Name: name, Source: file}
+		h := Handler{Handler: facts.Handler{Name: name, Source: file}}
 		setKey(&h, "runtime_path", r.RuntimePath, &h.RuntimePath)
 		setKey(&h, "runtime_type", r.RuntimeType, &h.RuntimeType)
 		setKey(&h, "runtime_root", r.RuntimeRoot, &h.RuntimeRoot)

@@ -11,6 +11,7 @@
 package runtimecfg
 
 import (
+	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/lazyre"
 	"errors"
 	"fmt"
@@ -111,30 +112,37 @@ func friendlyMessage(msg string) string {
 	return fmt.Sprintf("expected %s, got a TOML %s", want, m[1])
 }
 
-// Handler is one runtime handler (a RuntimeClass handler) as configured.
+// Handler is one runtime handler (a RuntimeClass handler) as configured:
+// facts.Handler, the one type of what a runtime declares for a handler
+// (name, runtime type and path, runtime root, ConfigPath, snapshotter, pod
+// annotations, privileged_without_host_devices, source), with what a merge
+// of config files needs besides.
 type Handler struct {
-	Name        string `json:"name"`
-	RuntimeType string `json:"runtimeType,omitempty"`
-	RuntimePath string `json:"runtimePath,omitempty"`
-	RuntimeRoot string `json:"runtimeRoot,omitempty"`
-	// ConfigPath is the runtime's own config file: containerd's
-	// options.ConfigPath (Kata's configuration.toml) or CRI-O's
-	// runtime_config_path.
-	ConfigPath string `json:"configPath,omitempty"`
-	// Snapshotter is containerd's per-handler snapshotter (containerd >= 1.7).
-	Snapshotter string `json:"snapshotter,omitempty"`
-	// PodAnnotations are containerd's pod_annotations or CRI-O's
-	// allowed_annotations: the annotations passed through to the runtime.
-	PodAnnotations               []string `json:"podAnnotations,omitempty"`
-	PrivilegedWithoutHostDevices bool     `json:"privilegedWithoutHostDevices,omitempty"`
+	facts.Handler
 	// Options is containerd's options table (ConfigPath, BinaryName,
-	// SystemdCgroup, ...) as decoded.
+	// SystemdCgroup, ...) as decoded; it stands in for facts.Handler's
+	// Options, their text (Facts).
 	Options map[string]any `json:"options,omitempty"`
 	// Keys are the handler keys the file set, sorted, so that a merge can
 	// tell an explicit false or empty value from an absent one.
 	Keys []string `json:"keys,omitempty"`
-	// Source is the file that last set a key of this handler.
-	Source string `json:"source,omitempty"`
+}
+
+// Facts is h as discovery reports it: the options as text, without
+// ConfigPath, which facts.Handler holds in a field of its own.
+func (h Handler) Facts() facts.Handler {
+	fh := h.Handler
+	fh.Options = nil
+	for k, v := range h.Options {
+		if k == "ConfigPath" {
+			continue
+		}
+		if fh.Options == nil {
+			fh.Options = map[string]string{}
+		}
+		fh.Options[k] = fmt.Sprint(v)
+	}
+	return fh
 }
 
 // has reports whether the file set key.

@@ -374,6 +374,21 @@ func restoreOrWrite(fsys FS, st *State, name string, next []byte, mode fs.FileMo
 		return []op{{path: name, data: next, mode: mode, orig: cur, existed: true}}
 	}
 	orig, err := fsys.ReadFile(b.Path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Not "changed since": the backup could not be read, and one
+		// behind a link out of the root (the resolver's refusal, or
+		// os.Root's "path escapes from parent") is refused, never read.
+		why := fmt.Sprintf("cannot be read (%v)", err)
+		var ue *hostfs.UnsafePathError
+		switch {
+		case errors.As(err, &ue):
+			why = "is refused: " + ue.Why
+		case strings.Contains(err.Error(), "path escapes from parent"):
+			why = "is refused: it " + hostfs.ErrOutsideRoot.Error()
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s: kept without berth's blocks, not restored: its backup %s %s", name, b.Path, why))
+		return []op{{path: name, data: next, mode: mode, orig: cur, existed: true}}
+	}
 	if err != nil || !bytes.Equal(orig, next) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s was changed since berth backed it up: kept without berth's blocks; the original stays in %s", name, b.Path))
 		return []op{{path: name, data: next, mode: mode, orig: cur, existed: true}}

@@ -1,11 +1,11 @@
 package configure
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/runtimecfg"
 	"berth.dev/berth/platform"
@@ -90,9 +90,10 @@ func (d daemon) replacesBuiltinRuntimes() bool { return !d.known || d.major == 1
 
 // ErrRefused marks a change berth will not make because the node's files or
 // runtime would not survive it (a config that does not parse, a version
-// the runtime does not read, a restart that broke the runtime). The CLI
-// exits 1 for it: the node, not the command line, is what needs fixing.
-var ErrRefused = errors.New("refused")
+// the runtime does not read, a restart that broke the runtime). It is
+// errdefs.ErrRefused, the one refusal class: the CLI exits 1 for it, as the
+// node, not the command line, is what needs fixing.
+var ErrRefused = errdefs.ErrRefused
 
 // refused wraps err as ErrRefused.
 func refused(format string, a ...any) error {

@@ -1,6 +1,7 @@
 package configure
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"strconv"
@@ -48,6 +49,30 @@ type Paths struct {
 	// Suffix is the install suffix (suffix.go): it names the handler, the
 	// files and the Kata configuration of a side-by-side install.
 	Suffix Suffix
+	// checked is set when the Paths come from an Install NewInstall
+	// validated (Install.Paths): Render does not check them again.
+	checked bool
+}
+
+// Check refuses paths that berth cannot write into the files it renders
+// faithfully, naming the flag that gave each: a prefix or directory that
+// is not absolute, or any path with a control character (a newline in
+// --prefix would end the ExecStart= line of berth's systemd unit and add
+// a directive of its own; see systemdArg for the rest of systemd's
+// syntax).
+func (ps Paths) Check() error {
+	for _, f := range []struct{ flag, v string }{{"--prefix", ps.Prefix}, {"--kata-config-dir", ps.KataConfigDir}, {"--hypervisor-path", ps.Hypervisor}} {
+		if f.v == "" {
+			continue
+		}
+		if !path.IsAbs(f.v) {
+			return fmt.Errorf("%s %q: expected an absolute path on the host", f.flag, f.v)
+		}
+		if err := platform.CheckText(f.v); err != nil {
+			return fmt.Errorf("%s: %w", f.flag, err)
+		}
+	}
+	return nil
 }
 
 // Shim is the containerd shim v2 binary of p's Kata runtime: the Go

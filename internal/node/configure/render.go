@@ -143,17 +143,15 @@ var ErrUnknownVersion = errors.New("unknown containerd config version")
 
 // Render renders every file p needs on a node described by t.
 func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
-	if opt.Paths.Prefix == "" {
-		opt.Paths.Prefix = opt.Paths.Suffix.Prefix()
-	}
-	if err := opt.Paths.Suffix.Check(p); err != nil {
+	in, err := opt.Paths.install(p)
+	if err != nil {
 		return nil, err
 	}
-	if !path.IsAbs(opt.Paths.Prefix) {
-		return nil, fmt.Errorf("prefix %q: expected an absolute path", opt.Paths.Prefix)
-	}
-	if d := opt.Paths.KataConfigDir; d != "" && !path.IsAbs(d) {
-		return nil, fmt.Errorf("Kata configuration directory %q: expected an absolute path", d)
+	opt.Paths.Prefix = in.Prefix
+	// The prefix and the Kata directory were checked with the install;
+	// the hypervisor path is the render's own.
+	if err := (Paths{Hypervisor: opt.Paths.Hypervisor}).Check(); err != nil {
+		return nil, err
 	}
 	r := &Rendered{Platform: p, Handler: opt.Paths.Suffix.Handler(p), Suffix: opt.Paths.Suffix}
 	if p.Distribution().UserLayout() {
@@ -165,7 +163,6 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 		Content: KataConfig(p, opt.Paths), Purpose: "Kata configuration",
 	})
 	var rt []File
-	var err error
 	switch t.Layout.Runtime {
 	case platform.CRIO:
 		rt = []File{crioFile(p, t, opt.Paths)}

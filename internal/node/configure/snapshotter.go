@@ -9,6 +9,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/host/runtimecfg"
 	"berth.dev/berth/platform"
 )
@@ -73,10 +74,7 @@ type NydusNames struct {
 
 // NydusNamesFor are the names of berth's nydus-snapshotter for paths ps.
 func NydusNamesFor(ps Paths) NydusNames {
-	prefix := ps.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
+	prefix := ps.DefaultedPrefix()
 	// Each suffixed install runs its own snapshotter from its own
 	// prefix: with the suffix, NydusProxy, NydusSocket and NydusUnit
 	// become berth-nydus-<suffix>, /run/berth-nydus-<suffix>/... and
@@ -216,8 +214,12 @@ func nydusFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]File, err
 	cfg := File{Path: strings.TrimPrefix(n.Config, "/"), Kind: Owned, Format: "nydus",
 		Content: c.bytes(), Purpose: "nydus-snapshotter configuration"}
 
+	content, err := nydusUnit(n)
+	if err != nil {
+		return nil, err
+	}
 	unit := File{Path: n.UnitPath, Kind: Owned, Format: "systemd",
-		Content: nydusUnit(n), Purpose: "systemd unit of nydus-snapshotter"}
+		Content: content, Purpose: "systemd unit of nydus-snapshotter"}
 	return []File{cfg, unit, pf}, nil
 }
 
@@ -242,12 +244,31 @@ func writeProxy(d *doc, pp *ProxyPlugin) {
 
 // nydusUnit is the unit file: systemd makes the socket's directory
 // (RuntimeDirectory) and removes it when the service stops, so that no
-// stale socket outlives the snapshotter.
-func nydusUnit(n NydusNames) []byte {
+// stale socket outlives the snapshotter. The paths in ExecStart= are
+// quoted by systemd's rules (systemdArg): a prefix with a space stays one
+// argument, and one with a newline is refused.
+func nydusUnit(n NydusNames) ([]byte, error) {
+	// A flag value berth cannot write faithfully is the user's to change:
+	// a usage error (exit 2), like the other checks of --prefix.
+	exe, err := systemdExec(n.Binary)
+	if err != nil {
+		return nil, errdefs.Usagef("--prefix: %w", err)
+	}
+	args := []string{exe}
+	for _, a := range []string{"--config", n.Config, "--address", n.Socket, "--log-to-stdout"} {
+		q, err := systemdArg(a)
+		if err != nil {
+			return nil, errdefs.Usagef("--prefix: %w", err)
+		}
+		args = append(args, q)
+	}
 	var b strings.Builder
 	for _, l := range strings.Split(strings.TrimSuffix(sharedHeader("systemd unit of nydus-snapshotter", nil), "\n"), "\n") {
 		b.WriteString("# " + l + "\n")
 	}
+	// The proxy's name (and with it the runtime directory) is berth's
+	// name with a suffix of DNS-label characters: nothing in it is
+	// special to systemd.
 	fmt.Fprintf(&b, `[Unit]
 Description=nydus-snapshotter for Kata guest pull (containerd proxy plugin %s)
 Before=containerd.service
@@ -255,14 +276,52 @@ Before=containerd.service
 [Service]
 Type=simple
 RuntimeDirectory=%s
-ExecStart=%s --config %s --address %s --log-to-stdout
+ExecStart=%s
 Restart=always
 RestartSec=1
 
 [Install]
 WantedBy=multi-user.target containerd.service
-`, n.Proxy, path.Base(path.Dir(n.Socket)), n.Binary, n.Config, n.Socket)
-	return []byte(b.String())
+`, n.Proxy, path.Base(path.Dir(n.Socket)), strings.Join(args, " "))
+	return []byte(b.String()), nil
+}
+
+// systemdExec is the executable path p as the first word of a systemd
+// command line. Systemd takes that word literally, with no "$"
+// expansion (systemd.service(5)), and refuses one holding a quote or a
+// backslash ("Executable name contains special characters"); berth
+// refuses "$" too, so that the path means the same to every systemd
+// whether or not it expands variables there.
+func systemdExec(p string) (string, error) {
+	if !path.IsAbs(p) || path.Clean(p) != p {
+		return "", fmt.Errorf("%q: systemd runs only an absolute, clean executable path", p)
+	}
+	if i := strings.IndexAny(p, "\"'\\$"); i >= 0 {
+		return "", fmt.Errorf("%q: systemd cannot run an executable whose path holds %q", p, p[i])
+	}
+	return systemdArg(p)
+}
+
+// systemdArg is s as one argument of a systemd command line
+// (systemd.service(5) "COMMAND LINES", systemd.syntax(7) "QUOTING"): as is
+// when every byte is one systemd takes literally, else in double quotes
+// with backslash and quote escaped, "$" written "$$" (no variable
+// expansion) and "%" written "%%" (no specifier). A control character
+// cannot be quoted on a line-based format, so it is refused.
+func systemdArg(s string) (string, error) {
+	if err := platform.CheckText(s); err != nil {
+		return "", err
+	}
+	safe := s != ""
+	for i := 0; i < len(s) && safe; i++ {
+		c := s[i]
+		safe = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/._+:,=-", c) >= 0
+	}
+	if safe {
+		return s, nil
+	}
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", "$$", "%", "%%")
+	return `"` + r.Replace(s) + `"`, nil
 }
 
 // dirLister is the optional part of FS that lists a directory: the

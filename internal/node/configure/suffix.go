@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/platform"
 )
 
@@ -67,11 +68,31 @@ func (s Suffix) Prefix() string { return s.Of(DefaultPrefix) }
 // Block is the ID of p's handler block in a shared runtime config.
 func (s Suffix) Block(p platform.Platform) string { return s.Of(p.Name()) }
 
+// InstalledLabelPrefix + platform name (suffixed) is the label a
+// node-installer sets on a node: "true" where the platform was installed
+// and its handler is live, "no" where its checks fail.
+const InstalledLabelPrefix = v1alpha1.LabelPrefix + "installed."
+
 // InstalledLabel is the node label a node-installer of this install sets
 // where p is installed (berth.dev/installed.<name>[-<suffix>]).
 func (s Suffix) InstalledLabel(p platform.Platform) string {
-	return "berth.dev/installed." + s.Of(p.Name())
+	return InstalledLabelPrefix + s.Of(p.Name())
 }
+
+// NodeInstallerFieldManager owns the node-installer's labels (server-side
+// apply), apart from the agent's v1alpha1.FieldManager, so that neither
+// removes the other's.
+const NodeInstallerFieldManager = "berth-node-installer"
+
+// FieldManager owns this install's labels and annotation on a node: each
+// suffix its own, so that one release's apply never takes away another's
+// labels.
+func (s Suffix) FieldManager() string { return s.Of(NodeInstallerFieldManager) }
+
+// StatusAnnotation is this install's install-status annotation:
+// berth.dev/install-status, suffixed for a side-by-side install (the
+// agent reads the unsuffixed one).
+func (s Suffix) StatusAnnotation() string { return s.Of(v1alpha1.InstallStatusAnnotation) }
 
 // Check reports the first name derived for p that the suffix makes
 // invalid: a label key's name part (after the '/') longer than 63.

@@ -8,9 +8,7 @@ import (
 
 	introspection "github.com/containerd/containerd/api/services/introspection/v1"
 	snapshots "github.com/containerd/containerd/api/services/snapshots/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -36,9 +34,15 @@ const SnapshotterType = "io.containerd.snapshotter.v1"
 // introspection next to CRI) for its plugins: whether a snapshotter
 // berth configured is loaded is a question for the daemon, not the file.
 func Plugins(ctx context.Context, socket string, timeout time.Duration) ([]Plugin, error) {
+	return Endpoint{Path: socket}.Plugins(ctx, timeout)
+}
+
+// Plugins asks containerd at e for its plugins.
+func (e Endpoint) Plugins(ctx context.Context, timeout time.Duration) ([]Plugin, error) {
+	socket := e.String()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := e.client()
 	if err != nil {
 		return nil, fmt.Errorf("containerd socket %s: %w", socket, err)
 	}
@@ -71,7 +75,13 @@ func Plugins(ctx context.Context, socket string, timeout time.Duration) ([]Plugi
 // active snapshot in a namespace of berth's is the smallest call that
 // reaches the snapshotter behind the address.
 func ProveSnapshotter(ctx context.Context, socket, name string, timeout time.Duration) error {
-	ps, err := Plugins(ctx, socket, timeout)
+	return Endpoint{Path: socket}.ProveSnapshotter(ctx, name, timeout)
+}
+
+// ProveSnapshotter proves snapshotter name of containerd at e.
+func (e Endpoint) ProveSnapshotter(ctx context.Context, name string, timeout time.Duration) error {
+	socket := e.String()
+	ps, err := e.Plugins(ctx, timeout)
 	if err != nil {
 		return err
 	}
@@ -89,7 +99,7 @@ func ProveSnapshotter(ctx context.Context, socket, name string, timeout time.Dur
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := e.client()
 	if err != nil {
 		return fmt.Errorf("containerd socket %s: %w", socket, err)
 	}

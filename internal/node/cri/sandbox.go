@@ -10,9 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -125,14 +123,20 @@ const cleanupTimeout = 30 * time.Second
 // cancelled. logDir is the sandbox's log directory (the caller's
 // temporary directory). The returned error is for failures to ask at all
 // (the socket); a sandbox that does not start is a SandboxFail result.
-func ProveSandbox(ctx context.Context, socket, handler, logDir string, timeout time.Duration) (res SandboxResult, _ error) {
+func ProveSandbox(ctx context.Context, socket, handler, logDir string, timeout time.Duration) (SandboxResult, error) {
+	return Endpoint{Path: socket}.ProveSandbox(ctx, handler, logDir, timeout)
+}
+
+// ProveSandbox proves handler with a sandbox on the runtime at e.
+func (e Endpoint) ProveSandbox(ctx context.Context, handler, logDir string, timeout time.Duration) (res SandboxResult, _ error) {
+	socket := e.String()
 	res.Handler = handler
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("proving handler %s: %w", handler, err)
 	}
 	start := time.Now()
 	defer func() { res.Duration = time.Since(start).Round(time.Millisecond).Seconds() }()
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := e.client()
 	if err != nil {
 		return res, fmt.Errorf("CRI socket %s: %w", socket, err)
 	}

@@ -285,10 +285,7 @@ func (c RuntimeConfig) Preflight(ctx context.Context, p platform.Platform) error
 	for _, f := range r.Host {
 		names = append(names, f.Path)
 	}
-	prefix := strings.TrimPrefix(path.Clean("/"+c.Options.Paths.Prefix), "/")
-	if c.Options.Paths.Prefix == "" {
-		prefix = strings.TrimPrefix(configure.DefaultPrefix, "/")
-	}
+	prefix := strings.TrimPrefix(path.Clean("/"+c.Options.Paths.DefaultedPrefix()), "/")
 	for _, n := range names {
 		// The writer resolves each path so (configure's resolve): a path
 		// it would refuse is refused here, before anything is installed.

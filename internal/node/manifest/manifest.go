@@ -19,10 +19,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"berth.dev/berth/internal/host/decodeerr"
+	"berth.dev/berth/internal/host/hostfs"
 )
 
 // APIVersion is the apiVersion a manifest must declare. It changes only when
@@ -158,7 +161,18 @@ func (m *Manifest) Digest() string { return m.digest }
 
 // Load reads and parses the manifest file at path.
 func Load(path string) (*Manifest, error) {
-	f, err := os.Open(path)
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}
+
+// readFile reads a manifest file: a regular file only (a FIFO or device
+// is refused unopened, hostfs.OpenRegular), and no more than MaxSize
+// bytes and one, which Parse refuses by name.
+func readFile(path string) ([]byte, error) {
+	f, err := hostfs.OpenRegular(path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
@@ -167,7 +181,7 @@ func Load(path string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading manifest %s: %w", path, err)
 	}
-	return Parse(data, path)
+	return data, nil
 }
 
 // Parse parses and validates a manifest in YAML or JSON (JSON is YAML);
@@ -214,14 +228,16 @@ func parse(data []byte) (*Manifest, error) {
 	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, fmt.Errorf("not valid YAML or JSON: %w", err)
+		// The decoder's text, not its error: it quotes the document,
+		// which may be any file the user named (decodeerr).
+		return nil, fmt.Errorf("not valid YAML or JSON: %s", decodeerr.Error(err))
 	}
 	var w wireManifest
 	if err := decode(js, &w, ""); err != nil {
 		return nil, err
 	}
 	if w.APIVersion != APIVersion {
-		return nil, fmt.Errorf("apiVersion: got %q, expected %q", w.APIVersion, APIVersion)
+		return nil, fmt.Errorf("apiVersion: got %s, expected %q", decodeerr.Value(w.APIVersion), APIVersion)
 	}
 	if strings.TrimSpace(w.Name) == "" {
 		return nil, errors.New("name: missing: expected the release name, e.g. kata-static")
@@ -294,12 +310,13 @@ func decode(js []byte, v any, at string) error {
 		if where == "" {
 			where = "top level"
 		}
-		return fmt.Errorf("%s: unknown field %s", where, msg)
+		name, _ := strconv.Unquote(msg)
+		return fmt.Errorf("%s: unknown field %s", where, decodeerr.Field(name))
 	}
 	if at == "" {
-		return fmt.Errorf("expected a mapping with apiVersion, name, version and components: %w", err)
+		return fmt.Errorf("expected a mapping with apiVersion, name, version and components: %s", decodeerr.Error(err))
 	}
-	return fmt.Errorf("%s: %w", at, err)
+	return fmt.Errorf("%s: %s", at, decodeerr.Error(err))
 }
 
 func join(at, field string) string {

@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 )
 
@@ -75,14 +73,9 @@ func LoadRef(r Ref) (*Manifest, error) {
 	if r.Remote {
 		return nil, fmt.Errorf("fetching manifests by URL arrives with berth install: download %s, then pass its local path (pinned as PATH@sha256:%s if you like)", r.Location, r.SHA256)
 	}
-	f, err := os.Open(r.Location)
+	data, err := readFile(r.Location)
 	if err != nil {
-		return nil, fmt.Errorf("reading manifest: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading manifest %s: %w", r.Location, err)
+		return nil, err
 	}
 	if r.SHA256 != "" {
 		sum := sha256.Sum256(data)

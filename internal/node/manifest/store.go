@@ -9,6 +9,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"berth.dev/berth/internal/host/hostfs"
 )
 
 // DefaultCache is the root of berth's content-addressed download cache; a
@@ -77,8 +79,10 @@ func (s Store) Find(c Component) (string, error) {
 		c.Name, c.SHA256, strings.Join(append([]string{"<sha256>"}, names...), ", "), strings.Join(where, ", "))
 }
 
+// hashFile hashes the regular file p: a FIFO or device swapped in after
+// Find's stat is refused unopened (a regular file's read ends).
 func hashFile(p string) (string, int64, error) {
-	f, err := os.Open(p)
+	f, err := hostfs.OpenRegular(p, 0)
 	if err != nil {
 		return "", 0, err
 	}

@@ -158,6 +158,48 @@ const (
 	setupHdrS         = 0x202
 )
 
+// Linux x86 boot protocol fields that size a bzImage: the real-mode
+// setup's sectors beyond the boot sector (0 means 4) and the
+// protected-mode kernel in 16-byte units (16 bits before protocol 2.04).
+const (
+	setupSects   = 0x1f1
+	setupSysSize = 0x1f4
+)
+
+// kernelHead is how much of a kernel checkSetup reads: the setup header
+// ends well before 1 KiB.
+const kernelHead = 1024
+
+// checkSetup refuses a kernel whose Linux x86 setup header ("HdrS" at
+// 0x202; a file without one is left to the caller) describes more than
+// the size-byte file holds. QEMU's -kernel loader takes setup_sects+1
+// sectors of real-mode setup and then the protected-mode kernel, and
+// exits with "invalid kernel header" when the setup runs past the end
+// (hw/i386/x86.c): no guest boots such a file, so no value measured
+// from it can be right. syssize is allowed the up to 15 bytes its
+// rounding to 16-byte units adds (arch/x86/boot/tools/build.c).
+func checkSetup(head []byte, size int64) error {
+	if len(head) < setupVersion+2 || string(head[setupHdrS:setupHdrS+4]) != "HdrS" {
+		return nil
+	}
+	sects := int64(head[setupSects])
+	if sects == 0 {
+		sects = 4
+	}
+	setup := (sects + 1) * 512
+	if setup > size {
+		return fmt.Errorf("kernel setup area of %d bytes (setup_sects %d at offset %#x) runs past the end of the %d-byte file: not a whole bzImage (QEMU refuses it as an invalid kernel header)", setup, head[setupSects], setupSects, size)
+	}
+	sys := int64(binary.LittleEndian.Uint16(head[setupSysSize:]))
+	if binary.LittleEndian.Uint16(head[setupVersion:]) >= 0x204 {
+		sys = int64(binary.LittleEndian.Uint32(head[setupSysSize:]))
+	}
+	if sys == 0 || sys*16 > size-setup+15 {
+		return fmt.Errorf("kernel: protected-mode part of %d bytes (syssize %#x at offset %#x) does not fit the %d bytes after the %d-byte setup area: not a whole bzImage (truncated?)", sys*16, sys, setupSysSize, size-setup, setup)
+	}
+	return nil
+}
+
 // qemuSetupPatch is what QEMU before 10.0 writes into the kernel's setup
 // header when it loads a bzImage for -kernel (hw/i386/x86.c), and what the
 // firmware then measures because it receives that patched copy.

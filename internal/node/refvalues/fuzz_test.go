@@ -72,11 +72,13 @@ func FuzzTDVFMetadata(f *testing.F) {
 }
 
 // FuzzParsePE feeds PE/COFF images (seeds: a minimal PE32+ with a
-// certificate table, the Debian kernel's headers, a non-PE file) to the
-// Authenticode parser: it must reject or hash, never panic or read out of
+// certificate table, the Debian kernel's headers, a non-PE file, a
+// bzImage whose setup area runs past its end, an all-zero file) to the
+// setup-header bounds check and the Authenticode parser: it must reject or hash, never panic or read out of
 // bounds.
 func FuzzParsePE(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = checkSetup(b, int64(len(b)))
 		p, err := ParsePE(b)
 		if err != nil {
 			return

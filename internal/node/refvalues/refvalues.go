@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
+
+	"berth.dev/berth/internal/host/hostfs"
 )
 
 // SchemaVersion identifies the JSON layout of Document. It changes only
@@ -20,18 +22,22 @@ const SchemaVersion = "berth.dev/refvalues/v1"
 // The zero Component means "not given".
 type Component struct {
 	name string
-	open func() (io.ReadCloser, error)
+	// open opens the component; limit is the most bytes a component of
+	// its kind can have, which a file is held to before it is read.
+	open func(limit int64) (io.ReadCloser, error)
 }
 
-// File is a component read from a path on disk.
+// File is a component read from a path on disk: a regular file only (a
+// FIFO or device is refused unopened, hostfs.OpenRegular), of at most the
+// size its kind can have.
 func File(path string) Component {
-	return Component{name: path, open: func() (io.ReadCloser, error) { return os.Open(path) }}
+	return Component{name: path, open: func(limit int64) (io.ReadCloser, error) { return hostfs.OpenRegular(path, limit) }}
 }
 
 // Reader is a component read once from r; name is used in messages and in
 // the inputs section of the output.
 func Reader(name string, r io.Reader) Component {
-	return Component{name: name, open: func() (io.ReadCloser, error) { return io.NopCloser(r), nil }}
+	return Component{name: name, open: func(int64) (io.ReadCloser, error) { return io.NopCloser(r), nil }}
 }
 
 // Given reports whether the component was supplied.
@@ -50,37 +56,71 @@ type Input struct {
 
 // readAll reads the whole component, refusing more than limit bytes.
 func (c Component) readAll(what string, limit int64) ([]byte, Input, error) {
-	rc, err := c.open()
-	if err != nil {
-		return nil, Input{}, fmt.Errorf("opening %s %s: %w", what, c.name, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil {
-		return nil, Input{}, fmt.Errorf("reading %s %s: %w", what, c.name, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, Input{}, fmt.Errorf("%s %s is larger than %d bytes", what, c.name, limit)
-	}
-	sum := sha256.Sum256(b)
-	return b, Input{Name: c.name, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b))}, nil
+	var b []byte
+	_, in, err := c.read(what, limit, func(r io.Reader) (err error) {
+		b, err = io.ReadAll(r)
+		return err
+	})
+	return b, in, err
 }
 
-// hash streams the component through SHA-256 without keeping it.
-func (c Component) hash(what string) ([32]byte, Input, error) {
+// hash streams the component through SHA-256 without keeping it, refusing
+// more than limit bytes; it returns the first len(head) bytes (fewer in a
+// shorter file) for a header check.
+func (c Component) hash(what string, limit int64, head []byte) ([32]byte, Input, []byte, error) {
+	var n int
+	sum, in, err := c.read(what, limit, func(r io.Reader) error {
+		var err error
+		if n, err = io.ReadFull(r, head); err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, r)
+		return err
+	})
+	return sum, in, head[:n], err
+}
+
+// read opens the component and hands it to consume, which must read it
+// to the end; no more than limit bytes are given, and an empty component
+// is refused (no boot component is empty: a file cut short or a wrong
+// path). It returns the SHA-256 of what was read.
+func (c Component) read(what string, limit int64, consume func(io.Reader) error) ([32]byte, Input, error) {
 	var sum [32]byte
-	rc, err := c.open()
-	if err != nil {
+	tooLarge := func() error {
+		return fmt.Errorf("%s %s is larger than %d bytes, the most a %s can have", what, c.name, limit, what)
+	}
+	rc, err := c.open(limit)
+	if errors.Is(err, hostfs.ErrTooLarge) {
+		return sum, Input{}, tooLarge()
+	} else if err != nil {
 		return sum, Input{}, fmt.Errorf("opening %s %s: %w", what, c.name, err)
 	}
 	defer rc.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, rc)
-	if err != nil {
+	cr := &countingReader{r: io.TeeReader(hostfs.LimitedReader(rc, limit), h)}
+	if err := consume(cr); errors.Is(err, hostfs.ErrTooLarge) {
+		return sum, Input{}, tooLarge()
+	} else if err != nil {
 		return sum, Input{}, fmt.Errorf("reading %s %s: %w", what, c.name, err)
 	}
+	if cr.n == 0 {
+		return sum, Input{}, fmt.Errorf("%s %s is empty", what, c.name)
+	}
 	h.Sum(sum[:0])
-	return sum, Input{Name: c.name, SHA256: hex.EncodeToString(sum[:]), Size: n}, nil
+	return sum, Input{Name: c.name, SHA256: hex.EncodeToString(sum[:]), Size: cr.n}, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // Hex is an integer that JSON and YAML carry as a "0x..." string, the way
@@ -268,13 +308,17 @@ func SNP(req SNPRequest) (*Document, error) {
 	if req.Kernel.Given() {
 		h := SEVHashes{Initrd: sha256.Sum256(nil)}
 		var in Input
-		if h.Kernel, in, err = req.Kernel.hash("kernel"); err != nil {
+		var head []byte
+		if h.Kernel, in, head, err = req.Kernel.hash("kernel", maxKernelSize, make([]byte, kernelHead)); err != nil {
 			return nil, err
+		}
+		if err := checkSetup(head, in.Size); err != nil {
+			return nil, fmt.Errorf("kernel %s: %w", req.Kernel.Name(), err)
 		}
 		doc.Inputs.Kernel = &in
 		if req.Initrd.Given() {
 			var in Input
-			if h.Initrd, in, err = req.Initrd.hash("initrd"); err != nil {
+			if h.Initrd, in, _, err = req.Initrd.hash("initrd", maxInitrdSize, nil); err != nil {
 				return nil, err
 			}
 			doc.Inputs.Initrd = &in

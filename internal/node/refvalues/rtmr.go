@@ -246,6 +246,9 @@ func measuredKernel(req RTMRRequest) ([]byte, error) {
 	if len(req.Kernel) == 0 {
 		return nil, fmt.Errorf("no kernel given: RTMR1 measures the direct-boot kernel")
 	}
+	if err := checkSetup(req.Kernel, int64(len(req.Kernel))); err != nil {
+		return nil, err
+	}
 	if req.QEMUMajor >= 10 {
 		return req.Kernel, nil
 	}

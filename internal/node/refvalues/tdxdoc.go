@@ -27,8 +27,11 @@ type RTMRValues struct {
 	Events    []TDXEvent   `json:"events"`
 }
 
-// maxInitrdSize bounds an initrd: QEMU loads it below 4 GiB.
-const maxInitrdSize = 1 << 32
+// maxInitrdSize bounds an initrd: QEMU loads it whole below the kernel's
+// initrd_addr_max, which is 0x7fffffff for every kernel of boot protocol
+// 2.03 and later (0x37ffffff before), and refuses a larger one ("initrd
+// is too large"); real initrds are tens to a few hundred MiB.
+const maxInitrdSize = 2 << 30
 
 // tdxRTMRs reads the kernel and initrd and computes RTMR0-2 for t.
 func tdxRTMRs(t *TDVF, r *TDXRTMRRequest, in *Inputs) (*RTMRValues, error) {

@@ -191,7 +191,24 @@ func (c Change) ReportNoRestart(res *configure.Result, l platform.Layout, p plat
 			fmt.Fprintf(c.Out, "to start its services: systemctl daemon-reload && systemctl enable --now %s\n", strings.Join(units, " "))
 		}
 	}
-	fmt.Fprintf(c.Out, "to load it: systemctl restart %s && berth verify --platform %s\n(or run again with --restart, which also rolls back if a handler is lost)\n", l.Units[0], p)
+	fmt.Fprintf(c.Out, "to load it: systemctl restart %s && berth verify --platform %s\n(or run again with --restart, which also rolls back if a handler is lost)\n", ShellWord(l.Units[0]), p)
+}
+
+// ShellWord is s as one word of a POSIX shell command line: as is when
+// every byte is one the shell takes literally, else single-quoted. A
+// custom unit name may hold a backslash (systemd's \x2d escapes), which
+// the shell would otherwise eat, and the command printed must restart
+// the unit named, nothing more.
+func ShellWord(s string) string {
+	safe := s != ""
+	for i := 0; i < len(s) && safe; i++ {
+		c := s[i]
+		safe = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("@%+=:,./_-", c) >= 0
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (c Change) warn(res *configure.Result) {

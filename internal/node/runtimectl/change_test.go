@@ -5,6 +5,7 @@ package runtimectl_test
 import (
 	"bytes"
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -102,5 +103,21 @@ func TestChange(t *testing.T) {
 	}
 	if got := say(); !strings.Contains(got, "warning: none of containerd.service is active: nothing restarted") {
 		t.Errorf("remove without an active unit said:\n%s", got)
+	}
+}
+
+// TestShellWord runs each word through a real sh: the printed command
+// names exactly the unit given, whatever it holds, and a plain name
+// stays unquoted.
+func TestShellWord(t *testing.T) {
+	for _, s := range []string{"containerd.service", `containerd@node\x2d1.service`, "a b", "it's", "$(id)", "`id`", "a;b", "*", "~root", ""} {
+		w := runtimectl.ShellWord(s)
+		out, err := exec.Command("sh", "-c", "printf '%s' "+w).Output()
+		if err != nil || string(out) != s {
+			t.Errorf("ShellWord(%q) = %s: sh read %q, %v", s, w, out, err)
+		}
+	}
+	if w := runtimectl.ShellWord("k3s-agent.service"); w != "k3s-agent.service" {
+		t.Errorf("plain name quoted: %s", w)
 	}
 }

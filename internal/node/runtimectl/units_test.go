@@ -3,6 +3,7 @@ package runtimectl_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,6 +86,28 @@ var mechanisms = []mechanism{
 		},
 		broken: func(t *testing.T) runtimectl.Units {
 			return systemdbus.Systemd{Socket: filepath.Join(testsystemd.ShortDir(t), "none")}
+		},
+		unreachable: "connecting to systemd",
+		jobFailed:   "job failed",
+		unknown:     "NoSuchUnit",
+	},
+	{
+		// The node-installer's: the private socket inside the host's
+		// root, reached through a link there as a chroot resolves it.
+		name: "D-Bus in a root",
+		start: func(t *testing.T, units ...testsystemd.Unit) started {
+			root := testsystemd.ShortDir(t)
+			if err := os.MkdirAll(filepath.Join(root, "run/systemd"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			sup := testsystemd.Start(t, filepath.Join(root, "p"), units...)
+			if err := os.Symlink("/p", filepath.Join(root, "run/systemd/private")); err != nil {
+				t.Fatal(err)
+			}
+			return started{units: systemdbus.Systemd{Root: root, Socket: "/" + systemdbus.PrivateSocket}, restarts: sup.Restarts, enabled: sup.Enabled, state: sup.State}
+		},
+		broken: func(t *testing.T) runtimectl.Units {
+			return systemdbus.Systemd{Root: testsystemd.ShortDir(t), Socket: "/" + systemdbus.PrivateSocket}
 		},
 		unreachable: "connecting to systemd",
 		jobFailed:   "job failed",

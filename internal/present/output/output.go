@@ -200,7 +200,7 @@ func ColorEnabled(w io.Writer, noColorFlag bool, getenv func(string) string) boo
 	if noColorFlag || getenv("NO_COLOR") != "" {
 		return false
 	}
-	f, ok := w.(*os.File)
+	f, ok := Underlying(w).(*os.File)
 	if !ok {
 		return false
 	}

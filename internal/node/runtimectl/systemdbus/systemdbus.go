@@ -8,13 +8,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/godbus/dbus/v5"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/runtimectl"
 )
 
@@ -40,6 +43,11 @@ type Systemd struct {
 	// Socket is the path of the private socket on this machine
 	// (/host/run/systemd/private in the DaemonSet).
 	Socket string
+	// Root, when set, is the host root Socket is a path in: the socket
+	// is resolved there as a process chrooted into Root would
+	// (hostfs.DialUnix), so that a link in the host's /run never makes
+	// berth restart units of a systemd outside it.
+	Root string
 	// JobTimeout bounds how long Restart waits for the restart job; zero
 	// means 3 minutes (systemd's default start timeout is 90 s, twice
 	// over for the stop and the start).
@@ -50,13 +58,26 @@ type Systemd struct {
 // without a bus daemon, so there is no Hello and no match rule to add
 // (systemd sends its signals to every private connection).
 func (s Systemd) dial(ctx context.Context) (*dbus.Conn, error) {
-	conn, err := dbus.Dial("unix:path="+s.Socket, dbus.WithContext(ctx))
+	where := s.Socket
+	var conn *dbus.Conn
+	var err error
+	if s.Root == "" {
+		conn, err = dbus.Dial("unix:path="+s.Socket, dbus.WithContext(ctx))
+	} else {
+		where = filepath.Join(s.Root, filepath.FromSlash(strings.TrimPrefix(s.Socket, "/")))
+		var c net.Conn
+		if c, err = hostfs.DialUnix(ctx, s.Root, s.Socket); err == nil {
+			if conn, err = dbus.NewConn(c, dbus.WithContext(ctx)); err != nil {
+				c.Close()
+			}
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("connecting to systemd at %s: %w", s.Socket, err)
+		return nil, fmt.Errorf("connecting to systemd at %s: %w", where, err)
 	}
 	if err := conn.Auth([]dbus.Auth{dbus.AuthExternal(strconv.Itoa(os.Geteuid()))}); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("authenticating to systemd at %s: %w", s.Socket, err)
+		return nil, fmt.Errorf("authenticating to systemd at %s: %w", where, err)
 	}
 	return conn, nil
 }
