@@ -172,7 +172,7 @@ func fullReport(node string) v1alpha1.Report {
 				SNP: &v1alpha1.SNPSummary{Enabled: true, FirmwareVersion: "1.55", SNPASIDs: 99},
 				TDX: &v1alpha1.TDXSummary{ModuleInitialized: true, ModuleVersion: "1.5.06"},
 			},
-			GPUs:    []v1alpha1.GPUSummary{{Model: "NVIDIA H100 PCIe", VFIO: true, Isolated: true, ConfidentialCapable: true}},
+			GPUs:    []v1alpha1.GPUSummary{{Model: "NVIDIA H100 PCIe", VFIO: true, Isolated: true, ConfidentialCapable: true, CCMode: "on"}},
 			Modules: v1alpha1.ModuleSummary{KVM: true, VhostVsock: true, VhostNet: true, VFIOPCI: true},
 			Unknown: 2,
 		},

@@ -136,6 +136,10 @@ type classRow struct {
 	Memory string `json:"memory"`
 	// TEELabel is NFD's own cpu-security label (runtimeClasses.teeLabels).
 	TEELabel string `json:"teeLabel,omitempty"`
+	// Ready is the selector every class of the platform carries
+	// (platform.ReadySelector: the GPU operator's cc.ready.state for
+	// confidential GPU classes).
+	Ready map[string]string `json:"ready,omitempty"`
 	// ShimSelector is kata-deploy's per-shim node selector
 	// (kataDeploy.selectors).
 	ShimSelector map[string]string `json:"shimSelector,omitempty"`
@@ -152,6 +156,7 @@ func rowOf(p platform.Platform) classRow {
 		CPU:          fmt.Sprintf("%dm", o.MilliCPU),
 		Memory:       fmt.Sprintf("%dMi", o.MemoryMiB),
 		TEELabel:     p.TEE().NFDBuiltinLabel(),
+		Ready:        p.ReadySelector(),
 		ShimSelector: p.ShimNodeSelector(),
 	}
 	if p.Confidential() {

@@ -202,9 +202,9 @@ func shimNodeSelectors(gpu bool, tee TEE) map[string]string {
 		return nil
 	}
 	if tee == NoTEE {
-		return map[string]string{"nvidia.com/cc.ready.state": "false"}
+		return map[string]string{NVIDIACCReadyLabel: "false"}
 	}
-	return map[string]string{"nvidia.com/cc.ready.state": "true", teeRowOf(tee).nfdLabel: "true"}
+	return map[string]string{NVIDIACCReadyLabel: "true", teeRowOf(tee).nfdLabel: "true"}
 }
 
 // foreignShims are kata-deploy shims for other architectures, with the

@@ -308,6 +308,10 @@ type GPUSummary struct {
 	// ConfidentialCapable is true when the GPU supports confidential
 	// computing (e.g. NVIDIA Hopper CC mode).
 	ConfidentialCapable bool `json:"confidentialCapable"`
+	// CCMode is the GPU's confidential-computing mode as its firmware
+	// holds it: on, off, devtools, or ppcie (protected PCIe, HGX boards);
+	// empty when it is not known or the GPU has none.
+	CCMode string `json:"ccMode,omitempty"`
 }
 
 // ModuleSummary records key kernel modules (loaded or built in).

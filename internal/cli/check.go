@@ -81,7 +81,7 @@ least one platform shown is ready), 1 otherwise, 2 usage or internal error.`,
 	f.BoolVar(&fl.all, "all", false, "show every valid platform in the matrix, not only those of the detected distribution")
 	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings (comma-separated, case-insensitive; \"all\" only alone)")
 	f.BoolVar(&fl.strict, "strict", false, "treat warnings and unknown results as failures")
-	f.BoolVar(&fl.probe, "probe", true, "run live probes that start processes (the QEMU probe)")
+	f.BoolVar(&fl.probe, "probe", true, "run live probes that start processes or map device memory (the QEMU probe, the NVIDIA GPUs' CC-mode registers)")
 	fl.custom.Add(cmd)
 	f.StringVar(&fl.qemuPath, "hypervisor-path", "", "probe this QEMU (e.g. a distribution's) instead of the one berth install or kata-deploy puts under /opt/berth or /opt/kata, which is what the platform's configuration runs")
 	f.BoolVar(&fl.noProbe, "no-probe", false, "do not run live probes that start processes")

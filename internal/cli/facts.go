@@ -94,7 +94,7 @@ Whatever could not be determined is listed under "unknown" with the reason.
 			return output.Render(g.stdout, format, f, func(w io.Writer) error { return factstable.Write(w, f) })
 		},
 	}
-	cmd.Flags().BoolVar(&probe, "probe", false, "also run live probes that start processes (the QEMU probe); live roots only")
+	cmd.Flags().BoolVar(&probe, "probe", false, "also run live probes that start processes or map device memory (the QEMU probe, the NVIDIA GPUs' CC-mode registers); live roots only")
 	cmd.Flags().BoolVar(&schema, "schema", false, "print the JSON Schema of the facts document and exit")
 	return cmd
 }

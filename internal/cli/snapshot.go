@@ -73,6 +73,6 @@ For this command -o names the archive ("-" writes it to stdout).`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&probe, "probe", false, "also run live probes that start processes (the QEMU probe)")
+	cmd.Flags().BoolVar(&probe, "probe", false, "also run live probes that start processes or map device memory (the QEMU probe, the NVIDIA GPUs' CC-mode registers)")
 	return cmd
 }

@@ -97,7 +97,7 @@ run in the host's context.`,
 	f.DurationVar(&fl.interval, "interval", 10*time.Minute, "time between evaluations")
 	f.StringArrayVarP(&fl.platforms, "platform", "p", nil, "platform to evaluate and label (repeatable); default: those of the detected distribution, without debug variants")
 	f.StringVar(&fl.metricsAddr, "metrics-addr", ":8080", "address serving /healthz, /readyz and /metrics (empty: none)")
-	f.BoolVar(&fl.probe, "probe", true, "run live probes that start processes (the QEMU probe)")
+	f.BoolVar(&fl.probe, "probe", true, "run live probes that start processes or map device memory (the QEMU probe, the NVIDIA GPUs' CC-mode registers)")
 	f.DurationVar(&fl.backoffMax, "backoff-max", 30*time.Second, "longest delay between retries while the API server is unreachable")
 	f.BoolVar(&fl.kataDeployLabels, "kata-deploy-labels", false, "also label the node with kata-deploy's TEE label (amd.feature.node.kubernetes.io/snp, intel.feature.node.kubernetes.io/tdx), which its RuntimeClasses select on, where NFD's kata-deploy rules do not run")
 	cli.Positive(cmd, "backoff-max")

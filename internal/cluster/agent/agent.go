@@ -358,7 +358,7 @@ func (a *Agent) wrote(what string) {
 }
 
 func isOwnLabel(k string) bool {
-	return k == nodereport.TEELabel || k == nodereport.KVMLabel || strings.HasPrefix(k, nodereport.PlatformLabelPrefix) ||
+	return k == nodereport.TEELabel || k == nodereport.KVMLabel || k == nodereport.GPUCCLabel || strings.HasPrefix(k, nodereport.PlatformLabelPrefix) ||
 		nodereport.IsKataDeployLabel(k)
 }
 

@@ -32,6 +32,9 @@ const (
 	TEELabel = v1alpha1.LabelPrefix + "tee"
 	// KVMLabel is "true" when /dev/kvm can create a VM.
 	KVMLabel = v1alpha1.LabelPrefix + "kvm"
+	// GPUCCLabel is the confidential-computing mode of the node's
+	// CC-capable GPUs (GPUCCMode); absent on nodes without one.
+	GPUCCLabel = v1alpha1.LabelPrefix + "gpu.cc-mode"
 	// maxLabelName is the limit of the name part of a label key.
 	maxLabelName = 63
 )
@@ -198,6 +201,7 @@ func Summarize(f *facts.Facts) v1alpha1.FactsSummary {
 		s.GPUs = append(s.GPUs, v1alpha1.GPUSummary{
 			Model: clip(model, v1alpha1.MaxNameLen), VFIO: g.VFIOBound,
 			Isolated: g.GroupIsolated != nil && *g.GroupIsolated, ConfidentialCapable: g.ConfidentialCapable,
+			CCMode: gpuCCMode(g),
 		})
 	}
 	mod := func(name string) bool { m, ok := f.Kernel.Modules[name]; return ok && m.Present() }
@@ -236,6 +240,9 @@ func Labels(r *v1alpha1.Report) map[string]string {
 		TEELabel: TEE(r),
 		KVMLabel: fmt.Sprint(r.Facts.KVMUsable),
 	}
+	if m := GPUCCMode(r); m != "" {
+		l[GPUCCLabel] = m
+	}
 	for _, p := range r.Platforms {
 		if !LabelFits(p.Name) {
 			continue
@@ -243,6 +250,38 @@ func Labels(r *v1alpha1.Report) map[string]string {
 		l[PlatformLabelPrefix+p.Name] = fmt.Sprint(p.Verdict == v1alpha1.VerdictReady || p.Verdict == v1alpha1.VerdictWarn)
 	}
 	return l
+}
+
+// gpuCCMode is a GPU's mode for the report: PPCIe counts as its own mode
+// (the CC bits read off in PPCIe mode).
+func gpuCCMode(g facts.GPU) string {
+	if g.PPCIeMode == "on" {
+		return "ppcie"
+	}
+	return g.CCMode
+}
+
+// GPUCCMode is one value for the CC modes of the report's CC-capable GPUs,
+// as the node label carries it: their mode when all share it (on, ppcie,
+// devtools, off), "mixed" when they differ, "unknown" when any is not
+// known, "" without such a GPU. It says what the GPU operator's
+// nvidia.com/cc.mode.state says, read by berth from the GPUs themselves.
+func GPUCCMode(r *v1alpha1.Report) string {
+	mode := ""
+	for _, g := range r.Facts.GPUs {
+		if !g.ConfidentialCapable {
+			continue
+		}
+		switch {
+		case g.CCMode == "":
+			return "unknown"
+		case mode == "":
+			mode = g.CCMode
+		case mode != g.CCMode:
+			mode = "mixed"
+		}
+	}
+	return mode
 }
 
 // KataDeployLabels are the labels kata-deploy's NodeFeatureRule would put

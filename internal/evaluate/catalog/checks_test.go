@@ -28,8 +28,9 @@ func readyFacts() *facts.Facts {
 			Config:  map[string]string{"VIRTIO_FS": "m", "FUSE_FS": "y"}},
 		Devices: facts.Devices{Nodes: map[string]facts.DeviceNode{"dev/kvm": node, "dev/vhost-vsock": node, "dev/vhost-net": node, "dev/net/tun": node, "dev/sev": node},
 			KVM: &facts.KVMProbe{Opened: true, APIVersion: 12, CreateVM: true}},
-		IOMMU:  facts.IOMMU{ACPITable: "IVRS", Groups: 40},
-		GPUs:   []facts.GPU{{Address: "0000:41:00.0", Vendor: "nvidia", DeviceID: "2330", ConfidentialCapable: true, VFIOBound: true, IOMMUGroup: ptr(7), GroupIsolated: ptr(true)}},
+		IOMMU: facts.IOMMU{ACPITable: "IVRS", Groups: 40},
+		GPUs: []facts.GPU{{Address: "0000:41:00.0", Vendor: "nvidia", DeviceID: "2330", ConfidentialCapable: true, VFIOBound: true, IOMMUGroup: ptr(7), GroupIsolated: ptr(true),
+			CCMode: "on", PPCIeMode: "off", VBIOS: "96.00.5e.00.01"}},
 		Memory: facts.Memory{TotalKiB: 512 << 20, AvailableKiB: 400 << 20},
 		Storage: facts.Storage{Filesystems: []facts.Filesystem{
 			{Path: "opt/kata", Measured: "opt", SizeBytes: 400 << 30, FreeBytes: 300 << 30, Device: "nvme0n1"},
@@ -45,7 +46,7 @@ func readyFacts() *facts.Facts {
 		Runtimes: facts.Runtimes{Containerd: &facts.ContainerRuntime{Binary: "/usr/bin/containerd", Version: "2.1.4",
 			ConfigPath: "etc/containerd/config.toml", ConfigExists: true, ConfigVersion: 3,
 			Snapshotters: []string{"overlayfs", "nydus", "devmapper", "blockfile", "erofs"}, DevmapperPool: "containerd-pool", SocketExists: true, Socket: "run/containerd/containerd.sock"}},
-		Distribution: facts.Distribution{Name: "kubeadm"},
+		Distribution: facts.Distribution{Name: "kubeadm", PodResourcesSocket: "/var/lib/kubelet/pod-resources/kubelet.sock", PodResourcesPresent: true},
 		Binaries: []facts.Binary{{Name: "qemu", Path: "/opt/kata/bin/qemu-system-x86_64", Version: "10.1.0"},
 			{Name: "cloud-hypervisor", Path: "/opt/kata/bin/cloud-hypervisor", Version: "48.0"},
 			{Name: "firecracker", Path: "/opt/kata/bin/firecracker", Version: "1.12.0"},
@@ -190,6 +191,32 @@ func TestAreas(t *testing.T) {
 			f.GPUs[0].GroupIsolated, f.GPUs[0].GroupMembers = ptr(false), []string{"0000:41:00.1"}
 		}, "gpu.iommu.group", check.Fail, "0000:41:00.1"},
 		{"gpu not confidential", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.GPUs[0].ConfidentialCapable = false }, "gpu.confidential", check.Fail, "Hopper"},
+		{"gpu cc off", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.GPUs[0].CCMode = "off" }, "gpu.cc.mode", check.Fail, "CC mode off on 0000:41:00.0: set it with NVIDIA's tool"},
+		{"gpu cc devtools", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.GPUs[0].CCMode = "devtools" }, "gpu.cc.mode", check.Warn, "devtools on 0000:41:00.0"},
+		{"gpu cc unknown", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {
+			f.GPUs[0].CCMode = ""
+			f.Unknown = append(f.Unknown, facts.Missing{Field: "gpus[0000:41:00.0].ccMode", Reason: "offline root: no recorded BAR0 probe"})
+		}, "gpu.cc.mode", check.Unknown, "no recorded BAR0 probe"},
+		{"gpu ppcie counts as cc", "kubeadm-qemu-tdx+gpu", func(f *facts.Facts) { f.GPUs[0].CCMode, f.GPUs[0].PPCIeMode = "off", "on" }, "gpu.cc.mode", check.Pass, "(PPCIe)"},
+		{"nvswitch ppcie mixed", "kubeadm-qemu-tdx+gpu", func(f *facts.Facts) {
+			f.GPUs[0].CCMode, f.GPUs[0].PPCIeMode = "off", "on"
+			f.NVSwitches = []facts.NVSwitch{{Address: "0000:05:00.0", DeviceID: "22a3", Generation: "ls10", PPCIeMode: "off"}}
+		}, "gpu.cc.ppcie", check.Fail, "off for NVSwitch 0000:05:00.0"},
+		{"nvswitch ppcie off", "kubeadm-qemu-tdx+gpu", func(f *facts.Facts) {
+			f.NVSwitches = []facts.NVSwitch{{Address: "0000:05:00.0", DeviceID: "22a3", Generation: "ls10", PPCIeMode: "off"}}
+		}, "gpu.cc.ppcie", check.Warn, "not several GPUs to one VM"},
+		{"nvswitch ppcie on", "kubeadm-qemu-tdx+gpu", func(f *facts.Facts) {
+			f.GPUs[0].CCMode, f.GPUs[0].PPCIeMode = "off", "on"
+			f.NVSwitches = []facts.NVSwitch{{Address: "0000:05:00.0", DeviceID: "22a3", Generation: "ls10", PPCIeMode: "on"}}
+		}, "gpu.cc.ppcie", check.Pass, "PPCIe on for 1 GPUs and 1 NVSwitches"},
+		{"vbios old", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.GPUs[0].VBIOS = "96.00.30.00.01" }, "gpu.cc.vbios", check.Fail, "96.00.30.00.01 < 96.00.5e.00.00"},
+		{"vbios unknown on vfio", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {
+			f.GPUs[0].VBIOS = ""
+			f.Unknown = append(f.Unknown, facts.Missing{Field: "gpus[0000:41:00.0].vbios", Reason: "missing: only the nvidia driver reports the VBIOS version"})
+		}, "gpu.cc.vbios", check.Unknown, "only the nvidia driver"},
+		{"vbios no published minimum", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.GPUs[0].DeviceID = "2335" }, "gpu.cc.vbios", check.Unknown, "no minimum VBIOS for 10de:2335"},
+		{"no pod-resources socket", "kubeadm-qemu-none+gpu", func(f *facts.Facts) { f.Distribution.PodResourcesPresent = false }, "gpu.podresources", check.Fail, "no kubelet pod-resources socket at /var/lib/kubelet/pod-resources/kubelet.sock"},
+		{"no distribution: pod-resources unknown", "kubeadm-qemu-none+gpu", func(f *facts.Facts) { f.Distribution = facts.Distribution{} }, "gpu.podresources", check.Unknown, "no Kubernetes distribution"},
 		{"snp on rome", "kubeadm-qemu-snp", func(f *facts.Facts) { f.CPU.ProductLine = "rome" }, "snp.cpu.generation", check.Fail, "Milan"},
 		{"snp pinned to another line", "kubeadm-qemu-snp-milan", func(f *facts.Facts) {}, "snp.cpu.generation", check.Fail, "pinned to milan"},
 		{"snp off in bios", "kubeadm-qemu-snp", func(f *facts.Facts) { f.CPU.Flags = []string{"svm", "sme"} }, "snp.bios.enabled", check.Fail, "BIOS"},

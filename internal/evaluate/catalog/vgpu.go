@@ -77,5 +77,5 @@ func gpuChecksWithVGPU() []check.Check {
 	if i < 0 {
 		i = len(gs)
 	}
-	return slices.Insert(gs, i, vgpuChecks()...)
+	return append(slices.Insert(gs, i, vgpuChecks()...), gpuCCChecks()...)
 }

@@ -23,8 +23,9 @@ import (
 type Options struct {
 	// Now is the clock; tests pass a fixed one.
 	Now func() time.Time
-	// Probe enables live probes that start processes (the QEMU probe).
-	// Cheap live probes (KVM ioctls) run on every live root.
+	// Probe enables live probes that start processes (the QEMU probe) or
+	// map device memory (the NVIDIA GPUs' CC-mode registers in BAR0).
+	// Cheap live probes (KVM and SEV ioctls) run on every live root.
 	Probe bool
 	// PCIIDs is a pci.ids database on the machine berth runs on, used when
 	// the host root has none; empty means none (PCI names stay empty).

@@ -43,6 +43,7 @@ func runPCI(_ context.Context, s *session, f *facts.Facts) {
 		if !(errors.Is(err, fs.ErrNotExist) && s.exists("sys/bus")) {
 			s.unknownf("pci", "%s", ReadReason(pciDevicesDir, err))
 			s.unknownf("gpus", "%s", ReadReason(pciDevicesDir, err))
+			s.unknownf("nvswitches", "%s", ReadReason(pciDevicesDir, err))
 		}
 		return
 	}
@@ -119,6 +120,8 @@ func runPCI(_ context.Context, s *session, f *facts.Facts) {
 		f.PCI = devs
 	}
 	f.GPUs = gpus(devs)
+	f.NVSwitches = nvswitches(devs)
+	s.gpuCC(f)
 }
 
 // forEachDevice calls fn for 0..n-1 on a few workers: big hosts have

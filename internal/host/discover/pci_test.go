@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"berth.dev/berth/internal/host/facts"
@@ -117,7 +118,15 @@ func TestPCISubsystemGolden(t *testing.T) {
 	if g := byAddr["0000:85:00.0"]; g.Vendor != "amd" || g.ConfidentialCapable {
 		t.Errorf("85:00.0 (MI300X) = %s", jsonString(t, g))
 	}
-	if u := unknownMap(s); len(u) != 1 || u["pci[0000:99:00.0]"] == "" {
+	u := unknownMap(s)
+	for k := range u {
+		// The CC modes and VBIOS versions of the GPUs are unknown on an
+		// offline root without a recorded BAR0 probe (gpucc_test.go).
+		if strings.HasPrefix(k, "gpus") {
+			delete(u, k)
+		}
+	}
+	if len(u) != 1 || u["pci[0000:99:00.0]"] == "" {
 		t.Errorf("unknown = %v, want only the malformed 99:00.0", u)
 	}
 }

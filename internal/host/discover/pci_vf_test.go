@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"berth.dev/berth/bench/benchhost"
@@ -90,8 +91,16 @@ func TestPCIVirtualFunctionNUMA(t *testing.T) {
 	s := &session{root: root}
 	var f facts.Facts
 	runPCI(context.Background(), s, &f)
-	if len(f.PCI) != sum.Functions || len(s.unknown) != 0 {
-		t.Fatalf("%d functions, want %d; unknown %v", len(f.PCI), sum.Functions, s.unknown)
+	var unknown []facts.Missing
+	for _, m := range s.unknown {
+		// The GPUs' CC modes and VBIOS versions are unknown offline
+		// (gpucc_test.go); nothing else may be.
+		if !strings.HasPrefix(m.Field, "gpus") {
+			unknown = append(unknown, m)
+		}
+	}
+	if len(f.PCI) != sum.Functions || len(unknown) != 0 {
+		t.Fatalf("%d functions, want %d; unknown %v", len(f.PCI), sum.Functions, unknown)
 	}
 	nodes := map[int]bool{}
 	for _, d := range f.PCI {

@@ -19,6 +19,7 @@ import (
 // runtime's version comes from the binary scan.
 func runRuntimes(ctx context.Context, s *session, f *facts.Facts) {
 	f.Distribution = detectDistribution(s)
+	podResources(s, &f.Distribution)
 	f.Binaries = findBinaries(ctx, s, f.Distribution.Name)
 	f.Runtimes.Containerd = containerdFacts(s, f.Distribution.Name, f.Binaries)
 	f.Runtimes.CRIO = crioFacts(s, f.Distribution.Name, f.Binaries)

@@ -37,6 +37,7 @@ type Facts struct {
 	IOMMU        IOMMU        `json:"iommu"`
 	PCI          []PCIDevice  `json:"pci,omitempty"`
 	GPUs         []GPU        `json:"gpus,omitempty"`
+	NVSwitches   []NVSwitch   `json:"nvswitches,omitempty"`
 	Memory       Memory       `json:"memory"`
 	Cgroups      Cgroups      `json:"cgroups"`
 	Limits       Limits       `json:"limits"`
@@ -283,6 +284,35 @@ type GPU struct {
 	// this device (mdev types before Ampere, creatable_vgpu_types on
 	// the virtual functions after): a sign the GPU is set up for vGPU.
 	VGPUTypes []string `json:"vgpuTypes,omitempty"`
+	// CCMode is the GPU's confidential-computing mode as its firmware
+	// holds it in a BAR0 register (the register NVIDIA's gpu-admin-tools
+	// read for --query-cc-mode): "on", "off" or "devtools". Empty when
+	// the GPU has no CC mode (not Hopper or Blackwell) or when it is not
+	// known; the reason is then in Unknown under gpus[<address>].ccMode.
+	CCMode string `json:"ccMode,omitempty"`
+	// PPCIeMode is the protected-PCIe mode of a Hopper GPU (multi-GPU
+	// passthrough with NVSwitches): "on" or "off"; empty as CCMode.
+	PPCIeMode string `json:"ppcieMode,omitempty"`
+	// VBIOS is the video BIOS version the nvidia driver reports in
+	// /proc/driver/nvidia/gpus/<address>/information ("96.00.5e.00.01");
+	// empty when the GPU is on another driver (the kernel shows it
+	// nowhere else) or the driver could not read it.
+	VBIOS string `json:"vbios,omitempty"`
+}
+
+// NVSwitch is one NVIDIA NVSwitch (HGX boards): with PPCIe the GPUs and
+// the switches between them are passed to one confidential VM together.
+type NVSwitch struct {
+	Address  string `json:"address"`
+	DeviceID string `json:"deviceId"`
+	Driver   string `json:"driver,omitempty"`
+	// Generation is "ls10" (NVSwitch 3, HGX H100/H200) or "lr10"
+	// (NVSwitch 2, HGX A100).
+	Generation string `json:"generation"`
+	// PPCIeMode is "on" or "off" as the switch's BAR0 holds it (NVSwitch 3
+	// only); empty when not known (reason in Unknown under
+	// nvswitches[<address>].ppcieMode) or not applicable.
+	PPCIeMode string `json:"ppcieMode,omitempty"`
 }
 
 // Memory describes host memory.
@@ -488,6 +518,12 @@ type Distribution struct {
 	// when no distribution was recognised.
 	Name     string   `json:"name,omitempty"`
 	Evidence []string `json:"evidence,omitempty"`
+	// PodResourcesSocket is the kubelet's pod-resources socket of the
+	// distribution (its kubelet root + /pod-resources/kubelet.sock), which
+	// Kata's cold plug of GPUs asks; PodResourcesPresent says whether it
+	// exists. Both are set only when a distribution was recognised.
+	PodResourcesSocket  string `json:"podResourcesSocket,omitempty"`
+	PodResourcesPresent bool   `json:"podResourcesPresent,omitempty"`
 }
 
 // Binary is one hypervisor or helper found on the host.

@@ -32,6 +32,10 @@ func (e *jsonEnc) encFacts(v *Facts) {
 		e.key(start, "\"gpus\":")
 		encSlice(e, v.GPUs, (*jsonEnc).encGPU)
 	}
+	if len(v.NVSwitches) != 0 {
+		e.key(start, "\"nvswitches\":")
+		encSlice(e, v.NVSwitches, (*jsonEnc).encNVSwitch)
+	}
 	e.key(start, "\"memory\":")
 	e.encMemory(&v.Memory)
 	e.key(start, "\"cgroups\":")
@@ -313,6 +317,37 @@ func (e *jsonEnc) encGPU(v *GPU) {
 		e.key(start, "\"vgpuTypes\":")
 		e.strs(v.VGPUTypes)
 	}
+	if len(v.CCMode) != 0 {
+		e.key(start, "\"ccMode\":")
+		e.str(string(v.CCMode))
+	}
+	if len(v.PPCIeMode) != 0 {
+		e.key(start, "\"ppcieMode\":")
+		e.str(string(v.PPCIeMode))
+	}
+	if len(v.VBIOS) != 0 {
+		e.key(start, "\"vbios\":")
+		e.str(string(v.VBIOS))
+	}
+	e.close(start)
+}
+
+func (e *jsonEnc) encNVSwitch(v *NVSwitch) {
+	start := e.open()
+	e.key(start, "\"address\":")
+	e.str(string(v.Address))
+	e.key(start, "\"deviceId\":")
+	e.str(string(v.DeviceID))
+	if len(v.Driver) != 0 {
+		e.key(start, "\"driver\":")
+		e.str(string(v.Driver))
+	}
+	e.key(start, "\"generation\":")
+	e.str(string(v.Generation))
+	if len(v.PPCIeMode) != 0 {
+		e.key(start, "\"ppcieMode\":")
+		e.str(string(v.PPCIeMode))
+	}
 	e.close(start)
 }
 
@@ -417,6 +452,14 @@ func (e *jsonEnc) encDistribution(v *Distribution) {
 	if len(v.Evidence) != 0 {
 		e.key(start, "\"evidence\":")
 		e.strs(v.Evidence)
+	}
+	if len(v.PodResourcesSocket) != 0 {
+		e.key(start, "\"podResourcesSocket\":")
+		e.str(string(v.PodResourcesSocket))
+	}
+	if v.PodResourcesPresent {
+		e.key(start, "\"podResourcesPresent\":")
+		e.bool(bool(v.PodResourcesPresent))
 	}
 	e.close(start)
 }

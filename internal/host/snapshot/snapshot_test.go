@@ -229,16 +229,7 @@ func TestTruncatedInIndex(t *testing.T) {
 	if len(m.Truncated) != 1 || m.Truncated[0] != want {
 		t.Fatalf("manifest truncated = %+v, want %+v", m.Truncated, want)
 	}
-	file := filepath.Join(t.TempDir(), "snap.tar.gz")
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	snap, cleanup, err := hostfs.Open(file, false)
-	defer cleanup()
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := discover.Run(context.Background(), snap, discover.Options{Now: fixedNow})
+	after := rediscover(t, buf.Bytes())
 	r, _ := after.UnknownReason("kernel.bootLog")
 	if !strings.HasPrefix(r, "truncated in snapshot: dmesg (8388608 of ") {
 		t.Errorf("kernel.bootLog of the snapshot: %q, want truncated in snapshot", r)

@@ -188,6 +188,14 @@ func TestNamesAndRuntimeClassEveryPlatform(t *testing.T) {
 			if tee && p.Confidential() {
 				want = 2
 			}
+			// A confidential GPU class also selects the GPU operator's
+			// readiness label, as kata-deploy's classes do.
+			if p.GPU() && p.Confidential() {
+				want++
+				if rc.Scheduling.NodeSelector[platform.NVIDIACCReadyLabel] != "true" {
+					t.Errorf("%s: node selector %v without %s=true", p, rc.Scheduling.NodeSelector, platform.NVIDIACCReadyLabel)
+				}
+			}
 			if len(rc.Scheduling.NodeSelector) != want {
 				t.Errorf("%s (tee labels %v): node selector %v", p, tee, rc.Scheduling.NodeSelector)
 			}

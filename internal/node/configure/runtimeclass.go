@@ -61,11 +61,13 @@ type rcOverhead struct {
 // kata-deploy's name, handler and pod overhead (kata-<shim>[-debug]), so
 // that pods written for kata-deploy's classes run unchanged, and a node
 // selector on the label berth's agent publishes, so that pods never land
-// on a node that cannot run them. The options add kata-deploy's own
+// on a node that cannot run them (a confidential GPU class also on the GPU
+// operator's nvidia.com/cc.ready.state, as kata-deploy's). The options add kata-deploy's own
 // selectors and TEE key accounting. The cluster agent reuses it.
 func RuntimeClass(p platform.Platform, opt RuntimeClassOptions) []byte {
 	o := p.PodOverhead()
 	sel := map[string]string{PlatformLabel(p): "true"}
+	maps.Copy(sel, p.ReadySelector())
 	if l := p.TEE().NFDBuiltinLabel(); l != "" && opt.TEELabels {
 		sel[l] = "true"
 	}

@@ -159,7 +159,11 @@ func Write(w io.Writer, f *facts.Facts) error {
 		if g.ConfidentialCapable {
 			s += " cc-capable"
 		}
+		s = joinNonEmpty(" ", s, prefixed("cc=", g.CCMode), prefixed("ppcie=", g.PPCIeMode), prefixed("vbios=", g.VBIOS))
 		t.row("GPU "+g.Address, s)
+	}
+	for _, sw := range f.NVSwitches {
+		t.row("NVSwitch "+sw.Address, joinNonEmpty(" ", "["+sw.DeviceID+"]", sw.Generation, "driver="+sw.Driver, prefixed("ppcie=", sw.PPCIeMode)))
 	}
 	if len(f.GPUs) == 0 {
 		t.row("GPUs", "none")
