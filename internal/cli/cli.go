@@ -142,13 +142,13 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	// Every write to stdout is checked, those whose error a command
 	// drops included: a result not written fails the run.
 	out := output.NewChecked(stdout)
-	cmd := newRootCmd(&env{stdin: stdin, stdout: out, stderr: stderr, getenv: getenv, args: args, life: life}, w)
+	cmd, g := newRootCmd(&env{stdin: stdin, stdout: out, stderr: stderr, getenv: getenv, args: args, life: life}, w)
 	cmd.SetArgs(args)
 	var c guard
 	if target, _, err := cmd.Find(args); err == nil {
 		c = guard{ownSignals: target.Annotations[AnnotationOwnSignals] != "", early: target.Annotations[AnnotationEarlyStart] != ""}
 	}
-	err, sig, forced := runGuarded(life, cancel, c, sigs, w.Exits, func() error { return cmd.ExecuteContext(ctx) })
+	err, sig, forced := runGuarded(life, cancel, c, sigs, w.Exits, func() error { defer g.closeWritable(); return cmd.ExecuteContext(ctx) })
 	if werr := out.Err(); err == nil && werr != nil {
 		err = &ranError{fmt.Errorf("writing the result to stdout: %w", werr)}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -338,15 +339,31 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 		fmt.Fprintf(g.stdout, "==> %s (RuntimeClass) <==\n%s", rcName, r.RuntimeClass)
 		return nil
 	}
+	// Every file goes through an os.Root at --out: no symlink inside it
+	// leads a write out of it, and each file is replaced by a rename
+	// (hostfs.WriteAtomic), so a link planted at a file's name is
+	// replaced, never written through.
+	if err := os.MkdirAll(fl.out, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	out, err := os.OpenRoot(fl.out)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	defer out.Close()
 	write := func(rel string, data []byte) error {
-		p := filepath.Join(fl.out, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		err := out.MkdirAll(path.Dir(rel), 0o755)
+		if err == nil {
+			err = hostfs.WriteAtomic(hostfs.RootFS(out), rel, data, 0o644)
 		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return fmt.Errorf("--out: %w", err)
+		if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
+			// os.Root's refusal: a symlink on the way leaves the directory.
+			return errdefs.Refused(fmt.Errorf("--out %s: refusing to write %s: a symlink on its way leads out of %s (%w)", fl.out, rel, fl.out, err))
 		}
-		fmt.Fprintln(g.stdout, p)
+		if err != nil {
+			return fmt.Errorf("--out %s: %w", fl.out, err)
+		}
+		fmt.Fprintln(g.stdout, filepath.Join(fl.out, filepath.FromSlash(rel)))
 		return nil
 	}
 	for _, f := range files {
@@ -357,14 +374,28 @@ func runConfigRender(ctx context.Context, g *Globals, fl configFlags) error {
 	return write(rcName, r.RuntimeClass)
 }
 
-// WritableRoot opens --root for writing, refusing a snapshot: its files
+// Writable opens --root for writing, once per command (a second call
+// returns the same root; it is closed when the command ends). A snapshot,
+// or anything else that is not a directory, is a usage error: its files
 // are a copy, and writing them would configure no node.
-func (g *Globals) WritableRoot() (*configure.OSRoot, error) {
-	fi, err := os.Stat(g.root)
-	if err != nil || !fi.IsDir() {
-		return nil, UsageErr(fmt.Errorf("--root %s: apply and remove need a directory (a snapshot cannot be written)", g.root))
+func (g *Globals) Writable() (*hostfs.Writable, error) {
+	if g.writable != nil {
+		return g.writable, nil
 	}
-	return configure.OpenOSRoot(g.root)
+	w, err := hostfs.OpenWritable(g.root)
+	if err != nil {
+		return nil, UsageErr(fmt.Errorf("--root: %w", err))
+	}
+	g.writable = w
+	return w, nil
+}
+
+// closeWritable closes what Writable opened.
+func (g *Globals) closeWritable() {
+	if g.writable != nil {
+		g.writable.Close()
+		g.writable = nil
+	}
 }
 
 func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
@@ -377,11 +408,10 @@ func runConfigApply(ctx context.Context, g *Globals, fl configFlags) error {
 	if err != nil {
 		return err
 	}
-	w, err := g.WritableRoot()
+	w, err := g.Writable()
 	if err != nil {
 		return err
 	}
-	defer w.Close()
 	return g.RuntimeChange(root, w, fl.restart, r.Suffix).Apply(ctx, r)
 }
 
@@ -456,14 +486,11 @@ func (g *Globals) openRemoval(restart bool, suffix configure.Suffix) (runtimectl
 	if err != nil {
 		return runtimectl.Change{}, nil, cleanup, err
 	}
-	w, err := g.WritableRoot()
+	w, err := g.Writable()
 	if err != nil {
 		return runtimectl.Change{}, nil, cleanup, err
 	}
-	closeAll := func() {
-		w.Close()
-		cleanup()
-	}
+	closeAll := cleanup
 	// A killed run is completed first: the state it left is what lists
 	// the handlers to remove.
 	said, err := configure.Recover(w)

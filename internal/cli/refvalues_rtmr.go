@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -55,7 +56,7 @@ func tdxRTMRRequest(cmd *cobra.Command, g *Globals, f *refvaluesFlags, in bootIn
 		}
 	}
 	m := refvalues.KataTDXMachine(qemu, f.rtmr.memory, 1, 1)
-	blobs, ver, err := refvalues.CachedACPIBlobs(cmd.Context(), f.cache, m)
+	blobs, ver, err := refvalues.CachedACPIBlobs(cmd.Context(), acpiCacheDir(g, f.cache, changed("cache")), m)
 	if errors.Is(err, refvalues.ErrCacheWrite) {
 		g.log.Warn("ACPI blobs not cached", "err", err)
 	} else if err != nil {
@@ -66,4 +67,21 @@ func tdxRTMRRequest(cmd *cobra.Command, g *Globals, f *refvaluesFlags, in bootIn
 		Kernel: in.kernel, Initrd: in.initrd, Cmdline: in.cmdline,
 		MemoryMiB: f.rtmr.memory, ACPI: blobs, QEMU: ver, Profile: profile,
 	}, nil
+}
+
+// acpiCacheDir is where the ACPI blobs are cached: --cache when given
+// ("" for none); without it, berth's cache on this machine
+// (/var/cache/berth) when --root is this machine's /, and the user's cache
+// directory ($XDG_CACHE_HOME/berth, else ~/.cache/berth; none when it is
+// unknown) for any other --root: measuring another host's boot components
+// never writes this machine's /var/cache.
+func acpiCacheDir(g *Globals, cache string, given bool) string {
+	if given || filepath.Clean(g.root) == "/" {
+		return cache
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "berth")
 }

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
@@ -44,6 +46,8 @@ type Globals struct {
 	delegateTo string
 	// installedBoot reads an installation (Wiring.InstalledBoot).
 	installedBoot InstalledBootFunc
+	// writable is --root opened for writing (Writable), nil until then.
+	writable *hostfs.Writable
 }
 
 // Format parses -o against the formats a command allows (exit 2 when bad).
@@ -57,7 +61,7 @@ func (g *Globals) Format(allowed ...output.Format) (output.Format, error) {
 
 func (g *Globals) color() bool { return output.ColorEnabled(g.stdout, g.noColor, g.getenv) }
 
-func newRootCmd(e *env, w Wiring) *cobra.Command {
+func newRootCmd(e *env, w Wiring) (*cobra.Command, *Globals) {
 	g := &Globals{env: *e, verify: w.Verify, network: w.Network, delegateTo: w.delegateTo, installedBoot: w.InstalledBoot}
 	cmd := &cobra.Command{
 		Use:   "berth",
@@ -77,6 +81,11 @@ only what the chosen platform needs.`,
 				level = slog.LevelInfo
 			}
 			g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+			if g.root == "" {
+				// An unset variable in a script (--root "$ROOT") must not
+				// mean this machine's own root.
+				return UsageErr(errors.New("--root: an empty path (name / for this machine's root)"))
+			}
 			return nil
 		},
 	}
@@ -92,7 +101,7 @@ only what the chosen platform needs.`,
 	pf.BoolVar(&g.noColor, "no-color", false, "never colour the output (NO_COLOR is honoured too)")
 
 	addCommands(cmd, g, append(hostCommands(), w.Commands...), e.args)
-	return cmd
+	return cmd, g
 }
 
 // Command is a top-level command: its name, the first word of the Use of

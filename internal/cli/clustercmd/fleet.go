@@ -1,8 +1,7 @@
 package clustercmd
 
 import (
-	"berth.dev/berth/internal/cli"
-	"errors"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -12,8 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/cli"
 	"berth.dev/berth/internal/cluster/fleet"
 	"berth.dev/berth/internal/host/errdefs"
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/present/output"
 )
 
@@ -108,27 +109,21 @@ func runFleet(cmd *cobra.Command, g *cli.Globals, fl fleetFlags) error {
 	return nil
 }
 
-// writeFileAtomic writes a file through a temporary file in the same
-// directory, so that a reader never sees half a page.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+// writeFileAtomic writes a file through a synced temporary file in the
+// same directory (hostfs.WriteAtomic), so that a reader never sees half a
+// page and a symlink planted at the name is replaced, not written through.
+func writeFileAtomic(name string, write func(io.Writer) error) error {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	dir, err := os.OpenRoot(filepath.Dir(name))
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", name, err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, errors.Unwrap(err))
+	defer dir.Close()
+	if err := hostfs.WriteAtomic(hostfs.RootFS(dir), filepath.Base(name), b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil
 }

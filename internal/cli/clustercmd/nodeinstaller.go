@@ -184,7 +184,11 @@ func runNodeInstaller(cmd *cobra.Command, g *cli.Globals, fl nodeInstallerFlags)
 	if err != nil {
 		return err
 	}
-	ncfg, err := set.Config(nodeinstall.Host{Root: root, Dir: g.Root(), Client: dyn, Discover: g.DiscoverOptions(true), Log: log})
+	w, err := g.Writable()
+	if err != nil {
+		return err
+	}
+	ncfg, err := set.Config(nodeinstall.Host{Root: root, Writable: w, Client: dyn, Discover: g.DiscoverOptions(true), Log: log})
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,9 +115,14 @@ is not live (or the runtime could not be asked), 2 usage error.`,
 	return cmd
 }
 
-// layout is the installation prefix --prefix inside --root.
-func layout(g *cli.Globals, prefix string) install.Layout {
-	return install.Layout{Root: g.Root(), Prefix: prefix}
+// layout is the installation prefix --prefix inside --root, opened for
+// writing (a usage error when --root is not a directory).
+func layout(g *cli.Globals, prefix string) (install.Layout, error) {
+	w, err := g.Writable()
+	if err != nil {
+		return install.Layout{}, err
+	}
+	return install.Layout{Root: w, Prefix: prefix}, nil
 }
 
 // parseSize parses a byte count: a number, optionally followed by K, M, G
@@ -223,13 +227,12 @@ func newFetcher(g *cli.Globals, fl installFlags, ls []fetch.Locator, hostCache b
 	if fl.cache != "" || !hostCache {
 		return f, closeAll, nil
 	}
-	host, err := install.OpenHostRoot(g.Root())
+	host, err := g.Writable()
 	if err != nil {
 		// Not a directory (a snapshot): the dry run still works, and the
 		// install itself is refused when it opens the prefix.
 		return f, closeAll, nil
 	}
-	closeAll = func() { f.Close(); host.Close() }
 	rel, _, err := install.ResolveIn(host, manifest.DefaultCache)
 	if err != nil {
 		if re := (*install.RefusedError)(nil); errors.As(err, &re) {
@@ -237,7 +240,7 @@ func newFetcher(g *cli.Globals, fl installFlags, ls []fetch.Locator, hostCache b
 		}
 		return nil, closeAll, err
 	}
-	f.Cache, f.CacheIn, f.CacheRel = filepath.Join(host.Name(), filepath.FromSlash(rel)), host, rel
+	f.Cache, f.CacheIn, f.CacheRel = host.Path(rel), host, rel
 	return f, closeAll, nil
 }
 
@@ -407,9 +410,18 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	dopt := g.DiscoverOptions(false)
 	dopt.Layout = custom
 	node := discover.Run(ctx, root, dopt)
+	l, err := layout(g, target.Prefix)
+	if err != nil && !fl.dryRun {
+		return err
+	}
+	if err != nil {
+		// A dry run on a snapshot: what would be installed, and a warning
+		// that the install itself would be refused.
+		l = install.Layout{Prefix: target.Prefix}
+	}
 	wf := &install.Workflow{
 		Installer: &install.Installer{
-			Layout:   layout(g, target.Prefix),
+			Layout:   l,
 			Fetcher:  fetcher,
 			Parallel: fl.parallel,
 			Log:      g.Log(),
@@ -447,11 +459,10 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	}
 	wf.Reporter = rep
 	if !fl.noConfig {
-		w, err := g.WritableRoot()
+		w, err := g.Writable()
 		if err != nil {
 			return err
 		}
-		defer w.Close()
 		// The configuration names paths under the prefix as the host sees
 		// it, which the stable links resolve to the current installation.
 		wf.Applier = install.RuntimeConfig{FS: w, Change: g.ChangeOptions(), Options: configure.Options{Paths: target.Paths("")},

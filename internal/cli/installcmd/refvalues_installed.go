@@ -17,7 +17,11 @@ import (
 // are, the record which files they became, and each file must still match
 // the record.
 func InstalledBoot(g *cli.Globals, prefix, manifestRef string, p platform.Platform) (*cli.InstalledBoot, error) {
-	inst, err := install.Layout{Root: g.Root(), Prefix: prefix}.OpenCurrent()
+	w, err := g.Writable()
+	if err != nil {
+		return nil, err
+	}
+	inst, err := install.Layout{Root: w, Prefix: prefix}.OpenCurrent()
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,11 @@ running sandboxes to pick up the binaries.`,
 			if err != nil {
 				return err
 			}
-			in := &install.Installer{Layout: layout(g, target.Prefix)}
+			l, err := layout(g, target.Prefix)
+			if err != nil {
+				return err
+			}
+			in := &install.Installer{Layout: l}
 			from, to, err := in.Rollback(cmd.Context())
 			if err != nil {
 				// A refusal (a prefix leaving --root) or a failure:

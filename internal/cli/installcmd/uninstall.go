@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/internal/node/manifest"
 )
@@ -55,7 +55,10 @@ func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCac
 	if err != nil {
 		return err
 	}
-	l := layout(g, target.Prefix)
+	l, err := layout(g, target.Prefix)
+	if err != nil {
+		return err
+	}
 	// Status resolves the prefix inside the root: one that leaves it is
 	// refused here, before the configuration or anything else is removed.
 	st, err := l.Status()
@@ -106,16 +109,13 @@ type cacheDir struct {
 	r    *os.Root // nil: there is no cache
 	path string
 	// host is the host root the default cache was resolved in, or nil.
-	host *os.Root
+	host *hostfs.Writable
 	rel  string
 }
 
 func (c *cacheDir) Close() {
 	if c.r != nil {
 		c.r.Close()
-	}
-	if c.host != nil {
-		c.host.Close()
 	}
 }
 
@@ -133,19 +133,18 @@ func openCache(g *cli.Globals, flag string) (*cacheDir, error) {
 		}
 		return &cacheDir{r: r, path: flag}, nil
 	}
-	host, err := install.OpenHostRoot(g.Root())
+	host, err := g.Writable()
 	if err != nil {
-		return nil, cli.UsageErr(err)
+		return nil, err
 	}
 	rel, exists, err := install.ResolveIn(host, manifest.DefaultCache)
 	if err != nil {
-		host.Close()
 		if re := (*install.RefusedError)(nil); errors.As(err, &re) {
 			re.Path = "cache " + re.Path
 		}
 		return nil, err
 	}
-	c := &cacheDir{path: filepath.Join(host.Name(), filepath.FromSlash(rel)), host: host, rel: rel}
+	c := &cacheDir{path: host.Path(rel), host: host, rel: rel}
 	if exists {
 		if c.r, err = host.OpenRoot(rel); err != nil {
 			c.Close()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/testkit/treetest"
 )
@@ -128,7 +129,7 @@ func TestDroppedPlatformIsRemoved(t *testing.T) {
 	if _, ok := labels["berth.dev/installed.kubeadm-qemu-tdx"]; ok || labels["berth.dev/installed.kubeadm-qemu-none"] != "true" || labels[KataDeployLabel] != "true" {
 		t.Errorf("labels after dropping TDX: %v", labels)
 	}
-	w, err := configure.OpenOSRoot(n.root)
+	w, err := hostfs.OpenWritable(n.root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,9 +121,9 @@ type Config struct {
 	NodeName string
 	// Root is the host root, read by the preflight (discovery).
 	Root hostfs.Root
-	// HostDir is the host root's directory on this machine (/host), where
-	// the prefix and the runtime configuration are written.
-	HostDir string
+	// Writable is the same host root opened for writing (/host): the
+	// prefix and the runtime configuration are written through it.
+	Writable *hostfs.Writable
 	// Platforms are the platforms the operator chose; install mode needs
 	// at least one.
 	Platforms []platform.Platform
@@ -196,7 +196,7 @@ func New(cfg Config, dyn dynamic.Interface) (*Installer, error) {
 	if cfg.NodeName == "" {
 		return nil, errors.New("node-installer: no node name (--node-name or NODE_NAME)")
 	}
-	if cfg.Root == nil || cfg.HostDir == "" {
+	if cfg.Root == nil || cfg.Writable == nil {
 		return nil, errors.New("node-installer: no host root")
 	}
 	if cfg.Prefix == "" || cfg.Prefix[0] != '/' {
@@ -494,7 +494,7 @@ func (n *Installer) install(ctx context.Context, lk *restartLock) (*Report, erro
 			return failed(err)
 		}
 		n.useRunningVersion(ctx, pre.Facts, runtimes)
-		if err := makePrefix(cfg.HostDir, cfg.Prefix); err != nil {
+		if err := makePrefix(cfg.Writable, cfg.Prefix); err != nil {
 			return failed(err)
 		}
 		if err := n.installReady(ctx, pre.Facts, ready, dropped, runtimes, rep); err != nil {
@@ -682,14 +682,10 @@ func (n *Installer) runtimes(ctx context.Context, ps []platform.Platform, restar
 // if a handler is lost), and every handler verified live.
 func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready, dropped []platform.Platform, runtimes map[string]configure.Runtime, rep *Report) error {
 	cfg := n.cfg
-	w, err := configure.OpenOSRoot(cfg.HostDir)
-	if err != nil {
-		return fmt.Errorf("opening the host root %s: %w", cfg.HostDir, err)
-	}
-	defer w.Close()
+	w := cfg.Writable
 	wf := &install.Workflow{
 		Installer: &install.Installer{
-			Layout:   install.Layout{Root: cfg.HostDir, Prefix: cfg.Prefix},
+			Layout:   install.Layout{Root: cfg.Writable, Prefix: cfg.Prefix},
 			Fetcher:  cfg.Fetcher,
 			Parallel: cfg.Parallel,
 			Log:      cfg.Log,
@@ -759,15 +755,11 @@ func (n *Installer) removed(rm *install.Removal, rep *Report) {
 // installation does not serve (one configured by hand, say) is never
 // dropped.
 func (n *Installer) dropped() ([]platform.Platform, error) {
-	st, err := install.Layout{Root: n.cfg.HostDir, Prefix: n.cfg.Prefix}.Status()
+	st, err := install.Layout{Root: n.cfg.Writable, Prefix: n.cfg.Prefix}.Status()
 	if err != nil {
 		return nil, fmt.Errorf("reading the installation record under %s, so removing nothing: %w", n.cfg.Prefix, err)
 	}
-	w, err := configure.OpenOSRoot(n.cfg.HostDir)
-	if err != nil {
-		return nil, fmt.Errorf("opening the host root %s: %w", n.cfg.HostDir, err)
-	}
-	defer w.Close()
+	w := n.cfg.Writable
 	if _, err := configure.LoadState(w); err != nil {
 		return nil, fmt.Errorf("reading berth's runtime configuration state, so removing nothing: %w", err)
 	}
@@ -805,7 +797,7 @@ func (n *Installer) removeDropped(ctx context.Context, dropped []platform.Platfo
 	if installing {
 		return nil
 	}
-	l := install.Layout{Root: cfg.HostDir, Prefix: cfg.Prefix}
+	l := install.Layout{Root: cfg.Writable, Prefix: cfg.Prefix}
 	st, err := l.Status()
 	if err != nil {
 		return err
@@ -924,7 +916,7 @@ func (v criVerifier) Verify(ctx context.Context, p platform.Platform) (configure
 func (n *Installer) cleanup(ctx context.Context, lk *restartLock) (*Report, error) {
 	cfg := n.cfg
 	rep := &Report{Mode: ModeCleanup, Node: cfg.NodeName, Handlers: map[string][]string{}}
-	l := install.Layout{Root: cfg.HostDir, Prefix: cfg.Prefix}
+	l := install.Layout{Root: cfg.Writable, Prefix: cfg.Prefix}
 	// Status resolves the prefix inside the root: a prefix leaving it is
 	// refused before anything is removed.
 	st, err := l.Status()
@@ -935,7 +927,7 @@ func (n *Installer) cleanup(ctx context.Context, lk *restartLock) (*Report, erro
 	if err := n.removeConfig(ctx, plats, rep, lk); err != nil {
 		return rep, err
 	}
-	created, err := createdDirs(cfg.HostDir, cfg.Prefix)
+	created, err := createdDirs(cfg.Writable, cfg.Prefix)
 	if err != nil {
 		return rep, err
 	}
@@ -951,7 +943,7 @@ func (n *Installer) cleanup(ctx context.Context, lk *restartLock) (*Report, erro
 		rep.Platforms = append(rep.Platforms, PlatformResult{Platform: s, Status: StatusRemoved})
 	}
 	if created != nil {
-		removed, err := removeCreated(cfg.HostDir, created)
+		removed, err := removeCreated(cfg.Writable, created)
 		rep.Removed = append(rep.Removed, removed...)
 		if err != nil {
 			return rep, err
@@ -977,11 +969,7 @@ func (n *Installer) removeConfig(ctx context.Context, plats []string, rep *Repor
 	if len(plats) == 0 {
 		return nil
 	}
-	w, err := configure.OpenOSRoot(n.cfg.HostDir)
-	if err != nil {
-		return fmt.Errorf("opening the host root %s: %w", n.cfg.HostDir, err)
-	}
-	defer w.Close()
+	w := n.cfg.Writable
 	st, err := configure.LoadState(w)
 	if err != nil {
 		return err
@@ -1033,12 +1021,7 @@ const createdFile = ".node-installer-created-dirs"
 // cleanup after a failed install finds them. When the parents exist it
 // does nothing: the installer creates the prefix itself and Uninstall
 // removes it.
-func makePrefix(hostDir, prefix string) error {
-	host, err := install.OpenHostRoot(hostDir)
-	if err != nil {
-		return err
-	}
-	defer host.Close()
+func makePrefix(host *hostfs.Writable, prefix string) error {
 	rel, exists, err := install.ResolveIn(host, prefix)
 	if err != nil || exists {
 		return err
@@ -1057,7 +1040,7 @@ func makePrefix(hostDir, prefix string) error {
 		return fmt.Errorf("creating the prefix %s: %w", prefix, err)
 	}
 	b, _ := json.Marshal(missing)
-	if err := host.WriteFile(path.Join(rel, createdFile), append(b, '\n'), 0o644); err != nil {
+	if err := hostfs.WriteAtomic(host, path.Join(rel, createdFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("recording the directories made for the prefix %s: %w", prefix, err)
 	}
 	return nil
@@ -1072,12 +1055,7 @@ type created struct {
 
 // createdDirs reads createdFile (nil when there is none). Only ancestors
 // of the prefix are taken: the file is in a directory others may write.
-func createdDirs(hostDir, prefix string) (*created, error) {
-	host, err := install.OpenHostRoot(hostDir)
-	if err != nil {
-		return nil, err
-	}
-	defer host.Close()
+func createdDirs(host *hostfs.Writable, prefix string) (*created, error) {
 	rel, exists, err := install.ResolveIn(host, prefix)
 	if err != nil || !exists {
 		return nil, err
@@ -1102,12 +1080,7 @@ func createdDirs(hostDir, prefix string) (*created, error) {
 // removeCreated removes createdFile, then the prefix and the parents the
 // installer made, deepest first, each only if it is empty (something else
 // may have been put there since). It returns what it removed.
-func removeCreated(hostDir string, c *created) ([]string, error) {
-	host, err := install.OpenHostRoot(hostDir)
-	if err != nil {
-		return nil, err
-	}
-	defer host.Close()
+func removeCreated(host *hostfs.Writable, c *created) ([]string, error) {
 	var removed []string
 	rm := func(rel string) error {
 		err := host.Remove(rel)

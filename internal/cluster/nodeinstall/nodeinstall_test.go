@@ -151,7 +151,7 @@ func (n *node) installer(t *testing.T, plats []platform.Platform, kataDeploy boo
 	in, err := New(Config{
 		NodeName:         n.name,
 		Root:             root,
-		HostDir:          n.root,
+		Writable:         writable(t, n.root),
 		Platforms:        plats,
 		Install:          configure.Install{Prefix: "/opt/berth"},
 		Manifest:         n.rel.Manifest,
@@ -430,7 +430,7 @@ func TestNotReadyNodeGetsNothing(t *testing.T) {
 	}
 	rel := newTestRelease(t)
 	in, err := New(Config{
-		NodeName: "ni-cloud", Root: hostRoot, HostDir: root, Install: configure.Install{Prefix: "/opt/berth"},
+		NodeName: "ni-cloud", Root: hostRoot, Writable: writable(t, root), Install: configure.Install{Prefix: "/opt/berth"},
 		Platforms: mustPlatforms(t, "kubeadm-qemu-none"),
 		Manifest:  rel.Manifest, Fetcher: fetch.New(nil, ""),
 		Discover: discover.Options{Now: time.Now},
@@ -512,4 +512,15 @@ func TestNoRuntimeNoInstall(t *testing.T) {
 	if n.sup.Restarts("docker.service") != 0 {
 		t.Error("another unit was restarted")
 	}
+}
+
+// writable opens dir as the host root for writing, closed with the test.
+func writable(t *testing.T, dir string) *hostfs.Writable {
+	t.Helper()
+	w, err := hostfs.OpenWritable(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
 }

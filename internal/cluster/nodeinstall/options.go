@@ -228,8 +228,9 @@ func knownCheck(id string) bool {
 type Host struct {
 	// Root is the host root (--root, live).
 	Root hostfs.Root
-	// Dir is the host root's directory on this machine (/host).
-	Dir string
+	// Writable is the same root opened for writing (/host; nil when
+	// --root is not a directory).
+	Writable *hostfs.Writable
 	// Client is the Kubernetes client (the restart Lease's).
 	Client dynamic.Interface
 	// Discover are the discovery options.
@@ -240,18 +241,18 @@ type Host struct {
 
 // Config is the installer's configuration on h, without the manifest and
 // fetcher (install mode adds them: LoadPinnedManifest). The runtime is
-// restarted through systemd's D-Bus API on its private socket under h.Dir
+// restarted through systemd's D-Bus API on its private socket under h's root
 // and asked over its CRI socket there; its log is read with the host's
 // journalctl.
 func (s *Settings) Config(h Host) (Config, error) {
 	o := s.opt
-	if fi, err := os.Stat(h.Dir); err != nil || !fi.IsDir() {
-		return Config{}, usage(fmt.Errorf("--root %s: node-installer writes the host and needs its root directory", h.Dir))
+	if h.Writable == nil {
+		return Config{}, usage(fmt.Errorf("--root %s: node-installer writes the host and needs its root directory", h.Root.Path()))
 	}
 	cfg := Config{
 		NodeName:         s.NodeName,
 		Root:             h.Root,
-		HostDir:          h.Dir,
+		Writable:         h.Writable,
 		Platforms:        o.Platforms,
 		Install:          s.Target,
 		Custom:           s.Custom,
@@ -274,13 +275,13 @@ func (s *Settings) Config(h Host) (Config, error) {
 			}}
 	}
 	finder := runtimectl.Finder{
-		Units: systemdbus.Systemd{Root: h.Dir, Socket: o.SystemdSocket},
+		Units: systemdbus.Systemd{Root: h.Writable.Name(), Socket: o.SystemdSocket},
 		Ask: func(l platform.Layout) runtimectl.Ask {
 			sock := l.Socket
 			if o.RuntimeSocket != "" {
 				sock = o.RuntimeSocket
 			}
-			return cri.Endpoint{Root: h.Dir, Path: sock}.Ask()
+			return cri.Endpoint{Root: h.Writable.Name(), Path: sock}.Ask()
 		},
 		Snapshotter: func(l platform.Layout) func(context.Context, string) error {
 			sock := l.Socket
@@ -288,7 +289,7 @@ func (s *Settings) Config(h Host) (Config, error) {
 				sock = o.RuntimeSocket
 			}
 			return func(ctx context.Context, name string) error {
-				return cri.Endpoint{Root: h.Dir, Path: sock}.ProveSnapshotter(ctx, name, 5*time.Second)
+				return cri.Endpoint{Root: h.Writable.Name(), Path: sock}.ProveSnapshotter(ctx, name, 5*time.Second)
 			}
 		},
 		Journal: runtimectl.Journal{Run: runtimectl.OnHost(h.Root, 10*time.Second)}.Log,
@@ -302,9 +303,9 @@ func (s *Settings) Config(h Host) (Config, error) {
 	if o.VerifySandbox {
 		cfg.Sandbox = &SandboxCheck{Timeout: o.SandboxTimeout, Socket: func(l platform.Layout) cri.Endpoint {
 			if o.RuntimeSocket != "" {
-				return cri.Endpoint{Root: h.Dir, Path: o.RuntimeSocket}
+				return cri.Endpoint{Root: h.Writable.Name(), Path: o.RuntimeSocket}
 			}
-			return cri.Endpoint{Root: h.Dir, Path: l.Socket}
+			return cri.Endpoint{Root: h.Writable.Name(), Path: l.Socket}
 		}}
 	}
 	return cfg, nil

@@ -132,12 +132,12 @@ func TestSettingsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := Host{Root: root, Dir: dir, Log: slog.New(slog.DiscardHandler)}
+	h := Host{Root: root, Writable: writable(t, dir), Log: slog.New(slog.DiscardHandler)}
 	cfg, err := s.Config(h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.NodeName != "n" || cfg.HostDir != dir || cfg.Prefix != "/opt/berth" || cfg.RestartLease == nil || cfg.RestartLease.Name != "l" || cfg.RestartLease.Holder != "n" || cfg.RestartLease.Slots != 4 {
+	if cfg.NodeName != "n" || cfg.Writable.Name() != dir || cfg.Prefix != "/opt/berth" || cfg.RestartLease == nil || cfg.RestartLease.Name != "l" || cfg.RestartLease.Holder != "n" || cfg.RestartLease.Slots != 4 {
 		t.Errorf("config: %+v", cfg)
 	}
 	l, _ := mustPlatforms(t, "kubeadm-qemu-none")[0].Distribution().Layout()
@@ -172,7 +172,7 @@ func TestSettingsConfig(t *testing.T) {
 		t.Errorf("no runtime unit active: %v", err)
 	}
 
-	h.Dir = filepath.Join(dir, "missing")
+	h.Writable = nil // --root not a directory
 	if _, err := s.Config(h); err == nil || !IsUsage(err) || !strings.Contains(err.Error(), "needs its root directory") {
 		t.Errorf("missing host directory: %v", err)
 	}

@@ -95,7 +95,7 @@ func TestStartupTaint(t *testing.T) {
 			t.Fatal(err)
 		}
 		in, err := New(Config{
-			NodeName: "ni-taint-notready", Root: hostRoot, HostDir: root, Install: configure.Install{Prefix: "/opt/berth"},
+			NodeName: "ni-taint-notready", Root: hostRoot, Writable: writable(t, root), Install: configure.Install{Prefix: "/opt/berth"},
 			Platforms: mustPlatforms(t, "kubeadm-qemu-none"),
 			Manifest:  newTestRelease(t).Manifest, Fetcher: fetch.New(nil, ""),
 			Discover: discover.Options{Now: time.Now},

@@ -148,7 +148,7 @@ func TestApplyTEEKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	noRuntime := func(context.Context, platform.Layout) (configure.Runtime, error) { return nil, os.ErrNotExist }
-	in, err := New(Config{NodeName: "ni-teekeys", Root: root, HostDir: dir, Install: configure.Install{Prefix: "/opt/berth"},
+	in, err := New(Config{NodeName: "ni-teekeys", Root: root, Writable: writable(t, dir), Install: configure.Install{Prefix: "/opt/berth"},
 		Runtime: noRuntime, AdvertiseTEEKeys: true}, clientAs(t, "berth-node-installer-status-test", installerStatusRules))
 	if err != nil {
 		t.Fatal(err)

@@ -262,15 +262,10 @@ func FuzzResolvers(f *testing.F) {
 		if !haveOpenat2() {
 			t.Fatal("this kernel has no openat2 to compare the userspace resolver with")
 		}
-		for _, s := range []string{t1, t2, t3} {
-			if s == "" || len(s) > 512 || strings.ContainsRune(s, 0) {
-				return
-			}
+		root, _, ok := fuzzTree(t, t1, t2, t3)
+		if !ok {
+			return
 		}
-		base := t.TempDir()
-		root, outside := filepath.Join(base, "root"), filepath.Join(base, "outside")
-		mkTree(t, root, map[string]string{"a/b/c/f": "inside", "a/d/": "", "l1": "-> " + t1, "a/l2": "-> " + t2, "a/b/l3": "-> " + t3})
-		mkTree(t, outside, map[string]string{"f": "outside", "a/b/c/f": "outside"})
 		paths := []string{"l1", "a/l2", "a/b/l3", "l1/f", "a/l2/c/f", "a/b/l3/f", "l1/b/c/f", "a/b/l3/../c/f"}
 		if fs.ValidPath(p) && len(p) < 256 {
 			paths = append(paths, p)
@@ -301,6 +296,23 @@ func FuzzResolvers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzTree makes the tree the resolver fuzz targets work on: a root with
+// a file, a directory and links l1, a/l2 and a/b/l3 to targets t1, t2 and
+// t3, and beside it a directory outside with files of the same names. ok
+// is false for targets no file system takes.
+func fuzzTree(t *testing.T, t1, t2, t3 string) (root, outside string, ok bool) {
+	for _, s := range []string{t1, t2, t3} {
+		if s == "" || len(s) > 512 || strings.ContainsRune(s, 0) {
+			return "", "", false
+		}
+	}
+	base := t.TempDir()
+	root, outside = filepath.Join(base, "root"), filepath.Join(base, "outside")
+	mkTree(t, root, map[string]string{"a/b/c/f": "inside", "a/d/": "", "l1": "-> " + t1, "a/l2": "-> " + t2, "a/b/l3": "-> " + t3})
+	mkTree(t, outside, map[string]string{"f": "outside", "a/b/c/f": "outside"})
+	return root, outside, true
 }
 
 // resolverSeeds are the seeds of FuzzResolvers (written to its corpus

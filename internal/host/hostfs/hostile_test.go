@@ -58,6 +58,10 @@ type attack struct {
 	want  map[string]string
 	// check asserts facts beyond the unknown reason.
 	check func(t testing.TB, kind string, f *facts.Facts)
+	// writer is what the writable root (hostfs.Writable) must make of
+	// each path the attack plants: the path Resolve gives (the write
+	// lands there, inside the root), or "refuse" (TestHostileWritable).
+	writer map[string]string
 }
 
 var attacks = []attack{
@@ -66,6 +70,7 @@ var attacks = []attack{
 		build: func(t testing.TB, e hostileEnv) {
 			link(t, e, "sys/class/dmi/id/sys_vendor", filepath.Join(e.outside, "canary"))
 		},
+		writer: map[string]string{"sys/class/dmi/id/sys_vendor": "refuse"}, // dangling inside the root
 		check: func(t testing.TB, kind string, f *facts.Facts) {
 			if f.Virt.DMI.SysVendor != "" {
 				t.Errorf("sys_vendor = %q, want nothing (the link resolves inside the root, to nothing)", f.Virt.DMI.SysVendor)
@@ -77,6 +82,7 @@ var attacks = []attack{
 		build: func(t testing.TB, e hostileEnv) {
 			link(t, e, "sys/class/dmi/id/product_name", "/etc/shadow")
 		},
+		writer: map[string]string{"sys/class/dmi/id/product_name": "refuse"},
 		check: func(t testing.TB, kind string, f *facts.Facts) {
 			if f.Virt.DMI.ProductName != "" {
 				t.Errorf("product_name = %q, want nothing (the root has no etc/shadow)", f.Virt.DMI.ProductName)
@@ -88,6 +94,7 @@ var attacks = []attack{
 		build: func(t testing.TB, e hostileEnv) {
 			link(t, e, "sys/class/dmi/id/board_vendor", e.up()+e.outsideRel()+"/canary")
 		},
+		writer: map[string]string{"sys/class/dmi/id/board_vendor": "refuse"},
 		check: func(t testing.TB, kind string, f *facts.Facts) {
 			if f.Virt.DMI.BoardVendor != "" {
 				t.Errorf("board_vendor = %q, want nothing (.. stops at the root)", f.Virt.DMI.BoardVendor)
@@ -100,6 +107,7 @@ var attacks = []attack{
 			write(t, filepath.Join(e.outside, "features.d/leak"), "canary.example.com/leak="+e.canary+"\n")
 			link(t, e, "etc/berth/features.d", e.up()+e.outsideRel()+"/features.d")
 		},
+		writer: map[string]string{"etc/berth/features.d/leak": "refuse", "etc/berth/features.d/new": "refuse"},
 		check: func(t testing.TB, kind string, f *facts.Facts) {
 			if len(f.Plugins.Features) != 0 {
 				t.Errorf("features loaded from outside the root: %v", f.Plugins.Features)
@@ -118,6 +126,7 @@ var attacks = []attack{
 			os.Remove(p)
 			link(t, e, "etc/os-release", "/usr/lib/os-release")
 		},
+		writer: map[string]string{"etc/os-release": "usr/lib/os-release"},
 		check: func(t testing.TB, kind string, f *facts.Facts) {
 			if f.OS.ID != "ubuntu" || f.OS.VersionID != "24.04" || f.OS.PrettyName != "Ubuntu 24.04.3 LTS" {
 				t.Errorf("OS = %+v, want the root's Ubuntu 24.04 (not the machine running the test)", f.OS)
@@ -133,8 +142,9 @@ var attacks = []attack{
 				t.Fatal(err)
 			}
 		},
-		field: "kernel.cmdline",
-		want:  map[string]string{"": "not a regular file (FIFO): proc/cmdline"},
+		writer: map[string]string{"proc/cmdline": "proc/cmdline"},
+		field:  "kernel.cmdline",
+		want:   map[string]string{"": "not a regular file (FIFO): proc/cmdline"},
 	},
 	{
 		name: "proc/cpuinfo -> /dev/zero (the root's own, a real character device)",
@@ -146,8 +156,9 @@ var attacks = []attack{
 				t.Fatalf("mknod (the tests run as root, as CI does): %v", err)
 			}
 		},
-		field: "cpu",
-		want:  map[string]string{"": "not a regular file (character device): proc/cpuinfo"},
+		writer: map[string]string{"proc/cpuinfo": "dev/zero"},
+		field:  "cpu",
+		want:   map[string]string{"": "not a regular file (character device): proc/cpuinfo"},
 	},
 	{
 		name: "kernel config -> ../../.. chain to /dev/zero (clamped to the root's)",
@@ -156,8 +167,9 @@ var attacks = []attack{
 			os.Remove(filepath.Join(e.root, p))
 			link(t, e, p, e.up()+"dev/zero")
 		},
-		field: "kernel.config",
-		want:  map[string]string{"": "not a regular file (character device): boot/config-6.8.0-1028-intel"},
+		writer: map[string]string{"boot/config-6.8.0-1028-intel": "refuse"},
+		field:  "kernel.config",
+		want:   map[string]string{"": "not a regular file (character device): boot/config-6.8.0-1028-intel"},
 	},
 	{
 		name: "unix socket where a file is expected",
@@ -171,8 +183,9 @@ var attacks = []attack{
 			l.SetUnlinkOnClose(false)
 			l.Close()
 		},
-		field: "runtimes.containerd.configError",
-		want:  map[string]string{"": "not a regular file (socket): etc/containerd/config.toml"},
+		writer: map[string]string{"etc/containerd/config.toml": "etc/containerd/config.toml"},
+		field:  "runtimes.containerd.configError",
+		want:   map[string]string{"": "not a regular file (socket): etc/containerd/config.toml"},
 	},
 	{
 		name: "loop of symlinks",
@@ -181,8 +194,9 @@ var attacks = []attack{
 			link(t, e, "proc/modules", "modules.loop")
 			link(t, e, "proc/modules.loop", "/proc/modules")
 		},
-		field: "kernel.modules",
-		want:  map[string]string{"": "unreadable: proc/modules: open proc/modules: too many levels of symbolic links"},
+		writer: map[string]string{"proc/modules": "refuse"},
+		field:  "kernel.modules",
+		want:   map[string]string{"": "unreadable: proc/modules: open proc/modules: too many levels of symbolic links"},
 	},
 	{
 		name: "unreadable: a directory where a file is expected",
@@ -191,8 +205,9 @@ var attacks = []attack{
 			os.Remove(p)
 			write(t, filepath.Join(p, "x"), "x")
 		},
-		field: "memory",
-		want:  map[string]string{"": "unreadable: proc/meminfo: read proc/meminfo: is a directory"},
+		writer: map[string]string{"proc/meminfo": "proc/meminfo"},
+		field:  "memory",
+		want:   map[string]string{"": "unreadable: proc/meminfo: read proc/meminfo: is a directory"},
 	},
 	{
 		name: "1 GB sparse files (the boot logs), and a FIFO as dev/kmsg",
@@ -209,7 +224,8 @@ var attacks = []attack{
 				t.Fatal(err)
 			}
 		},
-		field: "kernel.bootLog",
+		writer: map[string]string{"dmesg": "dmesg", "var/log/kern.log": "var/log/kern.log", "dev/kmsg": "dev/kmsg"},
+		field:  "kernel.bootLog",
 		want: map[string]string{
 			"dir":      "larger than 16777216 bytes: dmesg",
 			"live":     "larger than 16777216 bytes: var/log/kern.log",
@@ -240,8 +256,9 @@ var attacks = []attack{
 			}
 			link(t, e, p, e.up()+e.outsideRel()+"/pcidev")
 		},
-		field: "pci[0000:b1:00.0]",
-		want:  map[string]string{"": "missing: sys/bus/pci/devices/0000:b1:00.0/vendor"},
+		writer: map[string]string{"sys/bus/pci/devices/0000:b1:00.0/uevent": "refuse"},
+		field:  "pci[0000:b1:00.0]",
+		want:   map[string]string{"": "missing: sys/bus/pci/devices/0000:b1:00.0/vendor"},
 		check: func(t testing.TB, kind string, f *facts.Facts) {
 			for _, d := range f.PCI {
 				if d.Address == "0000:b1:00.0" || d.Vendor == "dead" {
@@ -260,6 +277,7 @@ var attacks = []attack{
 				t.Fatal(err)
 			}
 		},
+		writer: map[string]string{"sys/bus/pci/devices/0000:31:00.0/uevent": "sys/bus/pci/devices/0000:31:00.0/uevent"},
 		check: func(t testing.TB, kind string, f *facts.Facts) {
 			if r, ok := f.UnknownReason("pci[0000:31:00.0]"); ok {
 				t.Errorf("pci[0000:31:00.0] unknown: %s", r)

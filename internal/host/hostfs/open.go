@@ -8,7 +8,8 @@ import (
 
 // Open opens the host root named by path:
 //
-//   - "" or "/": the live system;
+//   - "/": the live system ("" is an error, as for OpenWritable: an unset
+//     variable in a script must not mean this machine's root);
 //   - a directory with live set: a live host mounted there (commands run
 //     chrooted into it);
 //   - a directory: an offline root (fixture tree, mounted disk);
@@ -33,7 +34,10 @@ func OpenUnpacking(path string, live bool, beforeUnpack func() error) (Root, fun
 // openWith is OpenUnpacking with opt's fallbacks.
 func openWith(path string, live bool, beforeUnpack func() error, opt confineOptions) (Root, func(), error) {
 	noop := func() {}
-	if path == "" || filepath.Clean(path) == "/" {
+	if path == "" {
+		return nil, noop, errEmptyRoot
+	}
+	if filepath.Clean(path) == "/" {
 		l, err := newLiveWith("/", opt)
 		return l, noop, err
 	}

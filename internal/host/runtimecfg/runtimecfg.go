@@ -53,6 +53,9 @@ func (e *ParseError) Error() string {
 // decode unmarshals data into v and turns go-toml's errors into a
 // ParseError that names file, line and column.
 func decode(file string, data []byte, v any) error {
+	if err := CheckBounds(file, data); err != nil {
+		return err
+	}
 	err := toml.Unmarshal(data, v)
 	if err == nil {
 		return nil

@@ -2,18 +2,16 @@ package configure
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/host/runtimecfg"
 )
 
@@ -47,7 +45,7 @@ func readCurrent(fsys FS, name string) (data []byte, mode fs.FileMode, exists bo
 		return nil, 0, false, fmt.Errorf("reading %s: %w", name, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, 0, false, fmt.Errorf("%s: not a regular file (%s)", name, fi.Mode().Type())
+		return nil, 0, false, fmt.Errorf("%s: not a regular file (%s)", name, hostfs.TypeName(fi.Mode()))
 	}
 	data, err = fsys.ReadFile(name)
 	if err != nil {
@@ -60,6 +58,9 @@ func readCurrent(fsys FS, name string) (data []byte, mode fs.FileMode, exists bo
 // line and column.
 func validate(f File, name string, data []byte) error {
 	if f.Format == "nydus" {
+		if err := runtimecfg.CheckBounds(name, data); err != nil {
+			return err
+		}
 		return toml.Unmarshal(data, new(map[string]any))
 	}
 	if f.Format != "toml" {
@@ -375,11 +376,15 @@ func restoreOrWrite(fsys FS, st *State, name string, next []byte, mode fs.FileMo
 	orig, err := fsys.ReadFile(b.Path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		// Not "changed since": the backup could not be read, and one
-		// behind a link out of the root (os.Root's "path escapes from
-		// parent") is refused, never read.
+		// behind a link out of the root (the resolver's refusal, or
+		// os.Root's "path escapes from parent") is refused, never read.
 		why := fmt.Sprintf("cannot be read (%v)", err)
-		if strings.Contains(err.Error(), "path escapes from parent") {
-			why = "is refused: it " + ErrOutsideRoot.Error()
+		var ue *hostfs.UnsafePathError
+		switch {
+		case errors.As(err, &ue):
+			why = "is refused: " + ue.Why
+		case strings.Contains(err.Error(), "path escapes from parent"):
+			why = "is refused: it " + hostfs.ErrOutsideRoot.Error()
 		}
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s: kept without berth's blocks, not restored: its backup %s %s", name, b.Path, why))
 		return []op{{path: name, data: next, mode: mode, orig: cur, existed: true}}
@@ -438,8 +443,8 @@ func commit(fsys FS, ops []op, step func(string)) error {
 			cleanup()
 			return fmt.Errorf("creating %s: %w", dir, err)
 		}
-		tmp := tempName(o.path)
-		if err := writeSynced(fsys, tmp, o.data, o.mode); err != nil {
+		tmp := hostfs.TempName(o.path)
+		if err := hostfs.WriteSynced(fsys, tmp, o.data, o.mode); err != nil {
 			_ = fsys.Remove(tmp)
 			cleanup()
 			return fmt.Errorf("writing %s: %w (nothing was changed)", o.path, err)
@@ -463,61 +468,10 @@ func commit(fsys FS, ops []op, step func(string)) error {
 			cleanup()
 			return fmt.Errorf("replacing %s: %w (earlier changes were rolled back)", o.path, err)
 		}
-		syncDir(fsys, path.Dir(o.path))
+		hostfs.SyncDir(fsys, path.Dir(o.path))
 		step("renamed " + o.path)
 	}
 	return nil
-}
-
-// tempName is a temporary name next to name, unique per process and
-// attempt: the lock serialises berth's own runs, but a name shared
-// between runs is what an interrupted one leaves behind for the next to
-// trip over. Every such name matches isBerthTemp, so that the next run
-// sweeps what a killed one left.
-func tempName(name string) string {
-	return path.Join(path.Dir(name), fmt.Sprintf(".berth-%s.%d-%s.tmp", path.Base(name), os.Getpid(), randSuffix()))
-}
-
-// writeAtomic replaces name with data: a synced temporary file next to
-// it, renamed into place, the directory synced. Every single-file write of
-// berth's own files (the journal, a rollback) goes through it.
-func writeAtomic(fsys FS, name string, data []byte, mode fs.FileMode) error {
-	tmp := tempName(name)
-	if err := writeSynced(fsys, tmp, data, mode); err != nil {
-		_ = fsys.Remove(tmp)
-		return err
-	}
-	if err := fsys.Rename(tmp, name); err != nil {
-		_ = fsys.Remove(tmp)
-		return err
-	}
-	syncDir(fsys, path.Dir(name))
-	return nil
-}
-
-func writeSynced(fsys FS, name string, data []byte, mode fs.FileMode) error {
-	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir makes a rename durable; failure to sync a directory is not
-// worth failing an otherwise complete change for.
-func syncDir(fsys FS, dir string) {
-	if f, err := fsys.OpenFile(dir, os.O_RDONLY, 0); err == nil {
-		_ = f.Sync()
-		_ = f.Close()
-	}
 }
 
 // rollback restores what ops replaced, best effort.
@@ -529,13 +483,6 @@ func rollback(fsys FS, done []op) {
 			}
 			continue
 		}
-		_ = writeAtomic(fsys, o.path, o.orig, o.mode|0o600)
+		_ = hostfs.WriteAtomic(fsys, o.path, o.orig, o.mode|0o600)
 	}
-}
-
-// randSuffix is 8 random hex digits for temporary names.
-func randSuffix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/host/runtimecfg"
 	"berth.dev/berth/platform"
 )
@@ -62,9 +63,9 @@ func put(t *testing.T, root, rel, data string) {
 	}
 }
 
-func openRoot(t *testing.T, dir string) *OSRoot {
+func openRoot(t *testing.T, dir string) *hostfs.Writable {
 	t.Helper()
-	r, err := OpenOSRoot(dir)
+	r, err := hostfs.OpenWritable(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestApplyRefusesBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := Apply(openRoot(t, dir), render(t, "kubeadm-qemu-snp", "kubeadm", 2))
-		if !errors.Is(err, ErrOutsideRoot) {
+		if !errors.Is(err, hostfs.ErrOutsideRoot) {
 			t.Fatalf("error %v, want ErrOutsideRoot", err)
 		}
 		if b, _ := os.ReadFile(outside); string(b) != "version = 2\n" {

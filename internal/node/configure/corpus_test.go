@@ -225,7 +225,7 @@ func runCell(t *testing.T, cfg corpusConfig, ctr critest.Containerd, plats []pla
 	}
 
 	// 2. berth config apply of every platform, each twice, as the CLI runs it.
-	fsys, err := configure.OpenOSRoot(root)
+	fsys, err := hostfs.OpenWritable(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/testkit/critest"
@@ -41,7 +42,7 @@ func TestErofsLive(t *testing.T) {
 			root := t.TempDir()
 			d := critest.NewDirs(t)
 			writeFile(t, filepath.Join(root, "etc/containerd/config.toml"), critest.BaseConfig(d, 3, ""))
-			fsys, err := configure.OpenOSRoot(root)
+			fsys, err := hostfs.OpenWritable(root)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -70,7 +70,7 @@ func runFaultHelper(job string) error {
 	if err != nil {
 		return err
 	}
-	w, err := configure.OpenOSRoot(j.Root)
+	w, err := hostfs.OpenWritable(j.Root)
 	if err != nil {
 		return err
 	}
@@ -356,7 +356,7 @@ func TestRefuseConfigThatWillNotLoadLive(t *testing.T) {
 			if note, err := rt.LoadConfig(context.Background()); err == nil {
 				t.Fatalf("containerd %s config dump loads the broken configuration (note %q)", ctr.Version, note)
 			}
-			w, err := configure.OpenOSRoot(root)
+			w, err := hostfs.OpenWritable(root)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/host/runtimecfg"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
@@ -202,7 +203,7 @@ func runScenario(t *testing.T, bin string, v int, sc scenario) {
 	main := sc.setup(t, root, d, v)
 	before := snapshotTree(t, root)
 
-	fsys, err := configure.OpenOSRoot(root)
+	fsys, err := hostfs.OpenWritable(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"berth.dev/berth/internal/host/hostfs"
 )
 
 // IntentPath is the journal of the change in progress, next to the state:
@@ -169,7 +171,7 @@ func writeIntent(fsys FS, in *Intent) error {
 	if err := fsys.MkdirAll(path.Dir(IntentPath), 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", path.Dir(IntentPath), err)
 	}
-	if err := writeAtomic(fsys, IntentPath, in.marshal(), 0o600); err != nil {
+	if err := hostfs.WriteAtomic(fsys, IntentPath, in.marshal(), 0o600); err != nil {
 		return fmt.Errorf("writing the journal %s: %w (nothing was changed)", IntentPath, err)
 	}
 	return nil
@@ -180,7 +182,7 @@ func clearIntent(fsys FS) error {
 	if err := fsys.Remove(IntentPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing the journal %s: %w", IntentPath, err)
 	}
-	syncDir(fsys, path.Dir(IntentPath))
+	hostfs.SyncDir(fsys, path.Dir(IntentPath))
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/testkit/fileruntime"
 	"berth.dev/berth/internal/testkit/treetest"
 )
@@ -19,12 +20,12 @@ import (
 // errDead is what a killed process would have done: nothing.
 var errDead = errors.New("killed")
 
-// dyingFS is an OSRoot whose process is killed at a named step: from then
+// dyingFS is a hostfs.Writable whose process is killed at a named step: from then
 // on nothing it would write reaches the disk, as after a SIGKILL (no
 // deferred cleanup, no rollback), while reads still answer so that the
 // code runs on to its end.
 type dyingFS struct {
-	*OSRoot
+	*hostfs.Writable
 	dead bool
 }
 
@@ -32,28 +33,28 @@ func (d *dyingFS) MkdirAll(name string, p fs.FileMode) error {
 	if d.dead {
 		return errDead
 	}
-	return d.OSRoot.MkdirAll(name, p)
+	return d.Writable.MkdirAll(name, p)
 }
 
 func (d *dyingFS) OpenFile(name string, flag int, perm fs.FileMode) (WFile, error) {
 	if d.dead && flag != os.O_RDONLY {
 		return nil, errDead
 	}
-	return d.OSRoot.OpenFile(name, flag, perm)
+	return d.Writable.OpenFile(name, flag, perm)
 }
 
 func (d *dyingFS) Rename(o, n string) error {
 	if d.dead {
 		return errDead
 	}
-	return d.OSRoot.Rename(o, n)
+	return d.Writable.Rename(o, n)
 }
 
 func (d *dyingFS) Remove(name string) error {
 	if d.dead {
 		return errDead
 	}
-	return d.OSRoot.Remove(name)
+	return d.Writable.Remove(name)
 }
 
 // leftover is a file a run must not leave behind: a temporary file or
@@ -93,7 +94,7 @@ func TestKillAtEveryStep(t *testing.T) {
 				if err := rt.Restart(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				fsys := &dyingFS{OSRoot: openRoot(t, dir)}
+				fsys := &dyingFS{Writable: openRoot(t, dir)}
 				rt.Gone = func() bool { return fsys.dead }
 				return dir, fsys, rt
 			}

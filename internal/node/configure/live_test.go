@@ -96,7 +96,7 @@ func TestApplyLiveRollsBack(t *testing.T) {
 		l := platform.Layouts()["kubeadm"]
 		return configure.Target{LayoutName: "kubeadm", Layout: l, ConfigVersion: 2, Containerd: containerd}
 	}
-	setup := func(t *testing.T) (string, runtimectl.Runtime, *testsystemd.Systemctl, *configure.OSRoot) {
+	setup := func(t *testing.T) (string, runtimectl.Runtime, *testsystemd.Systemctl, *hostfs.Writable) {
 		root := t.TempDir()
 		main := filepath.Join(root, "etc/containerd/config.toml")
 		if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
@@ -107,7 +107,7 @@ func TestApplyLiveRollsBack(t *testing.T) {
 		}
 		// The unit starts on the unchanged config, or the test fails.
 		rt, sc := unitRuntime(t, ctr, root, critest.NewDirs(t))
-		w, err := configure.OpenOSRoot(root)
+		w, err := hostfs.OpenWritable(root)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,39 +2,13 @@ package configure
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"path"
 	"slices"
 	"strings"
-	"syscall"
-)
 
-// Lock takes the host root's exclusive configuration lock: flock on the
-// root directory itself, waiting for it. Every berth process that changes
-// runtime configuration or state on a host takes it (the CLI, the
-// installer, the node agent through /host, which is the same inode as the
-// host's /). The root directory is used rather than a lock file under the
-// state directory because berth removes that directory with the last
-// thing it owns: a lock file removed while another process waits on it,
-// or recreated beside it, lets two processes hold "the" lock at once.
-func (o *OSRoot) Lock() (func(), error) {
-	f, err := o.r.Open(".")
-	if err != nil {
-		return nil, fmt.Errorf("opening host root %s to lock it: %w", o.r.Name(), err)
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking host root %s: %w", o.r.Name(), err)
-	}
-	return func() { f.Close() }, nil
-}
+	"berth.dev/berth/internal/host/hostfs"
+)
 
 // missingDirs lists dir and those of its parents that do not exist yet,
 // deepest first: the directories a write below dir creates.
@@ -190,7 +164,7 @@ func locked(fsys FS, t *tx, fn func(st *State) ([]op, error), live func(undo fun
 	}
 	if gone := removeEmptyDirs(fsys, st.Dirs); len(gone) > 0 {
 		st.Dirs = slices.DeleteFunc(st.Dirs, func(d string) bool { return slices.Contains(gone, d) })
-		return writeAtomic(fsys, StatePath, st.marshal(), 0o600)
+		return hostfs.WriteAtomic(fsys, StatePath, st.marshal(), 0o600)
 	}
 	return nil
 }

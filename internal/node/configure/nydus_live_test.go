@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/testkit/critest"
@@ -44,7 +45,7 @@ func TestNydusProxyLive(t *testing.T) {
 			root := t.TempDir()
 			d := critest.NewDirs(t)
 			writeFile(t, filepath.Join(root, "etc/containerd/config.toml"), critest.BaseConfig(d, v, ""))
-			fsys, err := configure.OpenOSRoot(root)
+			fsys, err := hostfs.OpenWritable(root)
 			if err != nil {
 				t.Fatal(err)
 			}

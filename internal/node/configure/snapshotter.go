@@ -10,6 +10,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"berth.dev/berth/internal/host/errdefs"
+	"berth.dev/berth/internal/host/runtimecfg"
 	"berth.dev/berth/platform"
 )
 
@@ -380,7 +381,7 @@ func checkProxy(fsys FS, st *State, f File) error {
 		if f.Format == "template" {
 			data = stripTemplate(data)
 		}
-		if err := toml.Unmarshal(data, &c); err != nil {
+		if runtimecfg.CheckBounds(name, data) != nil || toml.Unmarshal(data, &c) != nil {
 			continue // the file's own validation reports it
 		}
 		for n, pp := range c.ProxyPlugins {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/host/runtimecfg"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/testkit/critest"
@@ -34,7 +35,7 @@ func TestSuffixesSideBySide(t *testing.T) {
 			d := critest.NewDirs(t)
 			main := sc.setup(t, root, d, v)
 			before := snapshotTree(t, root)
-			fsys, err := configure.OpenOSRoot(root)
+			fsys, err := hostfs.OpenWritable(root)
 			if err != nil {
 				t.Fatal(err)
 			}

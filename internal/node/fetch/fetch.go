@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"berth.dev/berth/internal/host/hostfs"
 )
 
 // Item is one file to fetch.
@@ -98,7 +100,7 @@ type Fetcher struct {
 	// CacheRel inside it (resolved, without symlinks), created and opened
 	// through it, so that it cannot leave the root; Cache then only names
 	// it in messages. When nil, Cache is a directory on this machine.
-	CacheIn  *os.Root
+	CacheIn  *hostfs.Writable
 	CacheRel string
 	// MaxItemSize refuses, before fetching anything, an item declaring
 	// more bytes than this (0: no limit).

@@ -111,12 +111,19 @@ func CheckSpace(needs []SpaceNeed) error {
 	return nil
 }
 
+// DirRoot is a directory files are opened through: an *os.Root or a
+// *hostfs.Writable.
+type DirRoot interface {
+	Open(name string) (*os.File, error)
+	Name() string
+}
+
 // FreeSpace returns the device and the bytes available (f_bavail, what an
 // unprivileged writer may use; root's reserve is not counted) of the file
 // system dir is on, or would be on once created: its deepest existing
 // directory is asked. With root set, dir is slash-separated and relative
 // to root, and is opened through it.
-func FreeSpace(root *os.Root, dir string) (dev, free uint64, at string, err error) {
+func FreeSpace(root DirRoot, dir string) (dev, free uint64, at string, err error) {
 	var f *os.File
 	for d := dir; ; {
 		if root != nil {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/manifest"
 	"berth.dev/berth/internal/testkit/treetest"
@@ -79,7 +80,12 @@ func runHelper(job string) error {
 	}
 	f := fetch.New(ls, j.Cache)
 	f.Backoff, f.MaxBackoff = time.Millisecond, time.Millisecond
-	in := &Installer{Layout: Layout{Prefix: j.Prefix}, Fetcher: f, Parallel: 2, BeforeSwitch: pauseHook()}
+	host, err := hostfs.OpenWritable("/")
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	in := &Installer{Layout: Layout{Root: host, Prefix: j.Prefix}, Fetcher: f, Parallel: 2, BeforeSwitch: pauseHook()}
 	pl, err := in.Plan(m, []platform.Platform{p})
 	if err != nil {
 		return err

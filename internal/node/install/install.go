@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/manifest"
@@ -188,14 +189,13 @@ func (in *Installer) Preflight(ctx context.Context, pl *Plan) error {
 	if err != nil {
 		return err
 	}
-	defer host.Close()
 	stageNeed := true
 	if exists {
 		pr, err := host.OpenRoot(rel)
 		if err != nil {
 			return fmt.Errorf("opening prefix %s: %w", in.Layout.Dir(), err)
 		}
-		p := &prefixDir{r: pr, dir: filepath.Join(host.Name(), filepath.FromSlash(rel))}
+		p := &prefixDir{r: pr, dir: host.Path(rel)}
 		defer p.Close()
 		if err := p.preflight(pl); err != nil {
 			return err
@@ -230,7 +230,7 @@ func (p *prefixDir) preflight(pl *Plan) error {
 		return err
 	}
 	if fi, err := p.r.Lstat(lockFile); err == nil && !fi.Mode().IsRegular() {
-		return &RefusedError{Path: p.path(lockFile), Why: fmt.Sprintf("it is a %s, not berth's lock file (move it away)", typeName(fi.Mode()))}
+		return &RefusedError{Path: p.path(lockFile), Why: fmt.Sprintf("it is a %s, not berth's lock file (move it away)", hostfs.TypeName(fi.Mode()))}
 	}
 	for _, l := range []string{currentLink, prevLink} {
 		fi, err := p.r.Lstat(l)
@@ -238,7 +238,7 @@ func (p *prefixDir) preflight(pl *Plan) error {
 			continue
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			return &RefusedError{Path: p.path(l), Why: fmt.Sprintf("it is a %s, not berth's link into %s/ (move it away)", typeName(fi.Mode()), versionsDir)}
+			return &RefusedError{Path: p.path(l), Why: fmt.Sprintf("it is a %s, not berth's link into %s/ (move it away)", hostfs.TypeName(fi.Mode()), versionsDir)}
 		}
 		if _, err := p.link(l); err != nil {
 			return &RefusedError{Path: p.path(l), Why: err.Error()}
@@ -471,8 +471,8 @@ func (in *Installer) stage(ctx context.Context, p *prefixDir, pl *Plan, res *Res
 		return nil, fmt.Errorf("staging: %w", err)
 	}
 	data, _ := json.MarshalIndent(rec, "", "  ")
-	if err := writeSynced(dir, recordFile, append(data, '\n'), 0o644); err != nil {
-		return nil, fmt.Errorf("staging: %w", err)
+	if err := hostfs.WriteAtomic(hostfs.RootFS(dir), recordFile, append(data, '\n'), 0o644); err != nil {
+		return nil, fmt.Errorf("staging: %s: %w", display, err)
 	}
 	final := versionsDir + "/" + pl.ID
 	if err := p.r.RemoveAll(final); err != nil {
@@ -502,24 +502,6 @@ func Item(c manifest.Component) fetch.Item {
 		it.Names = append(it.Names, c.Name)
 	}
 	return it
-}
-
-func writeSynced(dir *os.Root, name string, data []byte, mode fs.FileMode) error {
-	f, err := dir.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", filepath.Join(dir.Name(), name), err)
-	}
-	return nil
 }
 
 // Rollback makes the previous installation current again (and the current

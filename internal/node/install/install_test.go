@@ -172,7 +172,7 @@ func TestUpgradeRollbackUninstall(t *testing.T) {
 func TestLockRefusesASecondInstaller(t *testing.T) {
 	rel := makeRelease(t, "1.0.0", offline, 1)
 	e := newEnv(t)
-	pd, err := Layout{Prefix: e.prefix}.open(true)
+	pd, err := Layout{Root: hostRoot(t), Prefix: e.prefix}.open(true)
 	if err != nil {
 		t.Fatal(err)
 	}

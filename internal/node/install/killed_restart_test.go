@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/testkit/fileruntime"
 	"berth.dev/berth/platform"
@@ -47,7 +48,7 @@ func TestInstallKilledBeforeRestartConverges(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(root, "etc/containerd/config.toml"), []byte(main), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		fsys, err := configure.OpenOSRoot(root)
+		fsys, err := hostfs.OpenWritable(root)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/manifest"
 	"berth.dev/berth/platform"
@@ -287,7 +288,7 @@ func (e env) installer(t testing.TB, from ...string) *Installer {
 	}
 	f := fetch.New(ls, e.cache)
 	f.Backoff, f.MaxBackoff, f.IdleTimeout, f.Attempts = time.Millisecond, 4*time.Millisecond, 5*time.Second, 8
-	return &Installer{Layout: Layout{Prefix: e.prefix}, Fetcher: f, Parallel: 4}
+	return &Installer{Layout: Layout{Root: hostRoot(t), Prefix: e.prefix}, Fetcher: f, Parallel: 4}
 }
 
 func mustPlatform(t testing.TB, s string) platform.Platform {
@@ -380,4 +381,16 @@ func (s *releaseServer) set(rel func() *release, override func(n int, w http.Res
 		s.release = rel
 	}
 	s.override = override
+}
+
+// hostRoot is this machine's / opened for writing, as berth install
+// without --root opens it; closed with the test.
+func hostRoot(t testing.TB) *hostfs.Writable {
+	t.Helper()
+	w, err := hostfs.OpenWritable("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
 }

@@ -21,7 +21,8 @@
 // kills the installer.
 //
 // Every write and delete goes through an os.Root opened at the prefix,
-// itself reached from the host root (--root) by ResolveIn: no symlink or
+// itself reached from the host root (--root, a hostfs.Writable) by
+// ResolveIn: no symlink or
 // ".." leads a write, or a delete, out of the host root, and a prefix whose
 // path leaves it is refused before anything is changed (RefusedError).
 package install
@@ -40,13 +41,15 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"berth.dev/berth/internal/host/hostfs"
 )
 
 // Layout names an installation prefix on a host root.
 type Layout struct {
-	// Root is the host root's directory on this machine ("" or "/": this
-	// machine's own /). Every path is resolved inside it (ResolveIn).
-	Root string
+	// Root is the host root, opened for writing once per command. Every
+	// path is resolved inside it (ResolveIn).
+	Root *hostfs.Writable
 	// Prefix is the installation prefix as the host names it: an
 	// absolute path such as /opt/berth.
 	Prefix string
@@ -67,16 +70,13 @@ const (
 // Root (so that a prefix reached through an absolute symlink in the root
 // names where the files are), or Prefix under Root when it cannot be.
 func (l Layout) Dir() string {
-	if host, err := OpenHostRoot(l.Root); err == nil {
-		defer host.Close()
-		if rel, _, err := ResolveIn(host, l.Prefix); err == nil {
-			return filepath.Join(host.Name(), filepath.FromSlash(rel))
-		}
-	}
-	if l.Root == "" || filepath.Clean(l.Root) == "/" {
+	if l.Root == nil {
 		return filepath.Clean(l.Prefix)
 	}
-	return filepath.Join(l.Root, l.Prefix)
+	if rel, _, err := ResolveIn(l.Root, l.Prefix); err == nil {
+		return l.Root.Path(rel)
+	}
+	return l.Root.Path(strings.TrimPrefix(filepath.ToSlash(l.Prefix), "/"))
 }
 
 // Versions is the directory holding every installation.
@@ -168,22 +168,24 @@ func (p *prefixDir) Close() error { return p.r.Close() }
 // path is name's path on this machine, for messages.
 func (p *prefixDir) path(name string) string { return filepath.Join(p.dir, filepath.FromSlash(name)) }
 
+// errNoRoot is the error of a Layout without a host root: a dry run on a
+// snapshot, which cannot be installed into.
+var errNoRoot = errors.New("the host root is not a directory: nothing can be installed there (a snapshot cannot be written)")
+
 // resolve resolves the prefix inside the host root: its path relative to
-// the root, whether it exists, and the open host root (to be closed).
-func (l Layout) resolve() (*os.Root, string, bool, error) {
-	host, err := OpenHostRoot(l.Root)
-	if err != nil {
-		return nil, "", false, err
+// the root, whether it exists, and the host root.
+func (l Layout) resolve() (*hostfs.Writable, string, bool, error) {
+	if l.Root == nil {
+		return nil, "", false, errNoRoot
 	}
-	rel, exists, err := ResolveIn(host, l.Prefix)
+	rel, exists, err := ResolveIn(l.Root, l.Prefix)
 	if err != nil {
-		host.Close()
 		if re := (*RefusedError)(nil); errors.As(err, &re) {
 			re.Path = "--prefix " + re.Path
 		}
 		return nil, "", false, err
 	}
-	return host, rel, exists, nil
+	return l.Root, rel, exists, nil
 }
 
 // open opens the prefix through the host root; a prefix that does not
@@ -193,7 +195,6 @@ func (l Layout) open(create bool) (*prefixDir, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer host.Close()
 	if !exists {
 		if !create {
 			return nil, nil
@@ -206,7 +207,7 @@ func (l Layout) open(create bool) (*prefixDir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening prefix %s: %w", l.Dir(), err)
 	}
-	return &prefixDir{r: r, dir: filepath.Join(host.Name(), filepath.FromSlash(rel))}, nil
+	return &prefixDir{r: r, dir: host.Path(rel)}, nil
 }
 
 // link returns the installation id a symlink (current or previous) names,
@@ -347,7 +348,7 @@ var ErrLocked = errors.New("another berth install, rollback or uninstall is runn
 // lock takes the prefix's lock without waiting.
 func (p *prefixDir) lock() (*Lock, error) {
 	if fi, err := p.r.Lstat(lockFile); err == nil && !fi.Mode().IsRegular() {
-		return nil, &RefusedError{Path: p.path(lockFile), Why: fmt.Sprintf("it is a %s, not berth's lock file (move it away)", typeName(fi.Mode()))}
+		return nil, &RefusedError{Path: p.path(lockFile), Why: fmt.Sprintf("it is a %s, not berth's lock file (move it away)", hostfs.TypeName(fi.Mode()))}
 	}
 	f, err := p.r.OpenFile(lockFile, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
@@ -400,7 +401,7 @@ func (p *prefixDir) topConflicts(r *Record) error {
 		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
 			continue
 		}
-		return &RefusedError{Path: p.path(top), Why: fmt.Sprintf("it is a %s, not berth's link to %s/%s (move it away)", typeName(fi.Mode()), currentLink, top)}
+		return &RefusedError{Path: p.path(top), Why: fmt.Sprintf("it is a %s, not berth's link to %s/%s (move it away)", hostfs.TypeName(fi.Mode()), currentLink, top)}
 	}
 	return nil
 }

@@ -12,35 +12,23 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/testkit/treetest"
 )
 
+// TestResolveIn: install's use of the one resolver (hostfs.Resolve, whose
+// cases are in hostfs' TestResolve): a refusal is a *RefusedError that
+// the CLI exits 1 for, matching hostfs.ErrOutsideRoot when the path
+// leaves the root; a prefix must be absolute and a directory.
 func TestResolveIn(t *testing.T) {
-	outsideDir := t.TempDir()
 	root := t.TempDir()
-	mk := func(p string) { os.MkdirAll(filepath.Join(root, p), 0o755) }
-	ln := func(target, p string) {
-		os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755)
-		if err := os.Symlink(target, filepath.Join(root, p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mk("var/opt")
-	mk("elsewhere")
-	mk("srv/a/b")
-	ln("/elsewhere", "abs")        // absolute, inside the root
-	ln("var/opt", "rel")           // relative, inside
-	ln("../../..", "deep/up")      // climbs out
-	ln(outsideDir, "out")          // absolute: resolved in the root, where it does not exist
-	ln("/srv/a/b/../../a", "dots") // ".." in a target
-	ln("../elsewhere", "srv/sib")  // relative with ".." staying inside
-	ln("loop2", "loop1")           // a loop
-	ln("loop1", "loop2")           //
-	ln("/abs", "chain")            // a link to a link
-	ln("/nowhere", "dangling")     // dangling
+	os.MkdirAll(filepath.Join(root, "var/opt"), 0o755)
+	os.Symlink("/var/opt", filepath.Join(root, "opt"))
+	os.Symlink("../../..", filepath.Join(root, "up"))
+	os.Symlink("/nowhere", filepath.Join(root, "dangling"))
 	os.WriteFile(filepath.Join(root, "file"), nil, 0o644)
-	r, err := os.OpenRoot(root)
+	r, err := hostfs.OpenWritable(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,19 +40,11 @@ func TestResolveIn(t *testing.T) {
 		outside bool
 	}{
 		{in: "/", rel: ".", exists: true},
-		{in: "/opt/berth", rel: "opt/berth"},
-		{in: "/var/opt", rel: "var/opt", exists: true},
-		{in: "/abs/berth", rel: "elsewhere/berth"},
-		{in: "/rel/berth", rel: "var/opt/berth"},
-		{in: "/dots/b", rel: "srv/a/b", exists: true},
-		{in: "/srv/sib/berth", rel: "elsewhere/berth"},
-		{in: "/chain/y", rel: "elsewhere/y"},
-		{in: "/chain/x/y", rel: "elsewhere/x/y"},
-		{in: "/deep/up/berth", refuse: "resolves outside the host root", outside: true},
-		{in: "/out/berth", refuse: "does not exist inside the host root"},
+		{in: "/opt/berth", rel: "var/opt/berth"},
+		{in: "/opt", rel: "var/opt", exists: true},
+		{in: "/up/berth", refuse: "resolves outside the host root", outside: true},
 		{in: "/dangling/berth", refuse: "does not exist inside the host root"},
-		{in: "/opt/../../../tmp", refuse: `".."`, outside: true},
-		{in: "/loop1/x", refuse: "too many levels"},
+		{in: "/file", refuse: "/file is not a directory (regular file)"},
 		{in: "/file/berth", refuse: "not a directory"},
 		{in: "opt/berth", refuse: "absolute"},
 	} {
@@ -72,7 +52,7 @@ func TestResolveIn(t *testing.T) {
 			rel, exists, err := ResolveIn(r, tc.in)
 			if tc.refuse != "" {
 				var re *RefusedError
-				if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.refuse) || errors.Is(err, ErrOutsideRoot) != tc.outside || !configure.IsRefused(err) {
+				if !errors.As(err, &re) || !strings.Contains(err.Error(), tc.refuse) || errors.Is(err, hostfs.ErrOutsideRoot) != tc.outside || !configure.IsRefused(err) {
 					t.Fatalf("ResolveIn(%s) = %q, %v, %v; want a refusal with %q (outside %v)", tc.in, rel, exists, err, tc.refuse, tc.outside)
 				}
 				return
@@ -81,9 +61,6 @@ func TestResolveIn(t *testing.T) {
 				t.Fatalf("ResolveIn(%s) = %q, %v, %v; want %q, %v", tc.in, rel, exists, err, tc.rel, tc.exists)
 			}
 		})
-	}
-	if ents, _ := os.ReadDir(outsideDir); len(ents) != 0 {
-		t.Errorf("resolving created %v outside", ents)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"berth.dev/berth/internal/host/hostfs"
 )
 
 // Removal is what Uninstall did.
@@ -95,7 +97,7 @@ func (in *Installer) Uninstall(ctx context.Context) (*Removal, error) {
 		n := e.Name()
 		if e.Type()&fs.ModeSymlink == 0 {
 			if topSet[n] || n == currentLink || n == prevLink {
-				rm.keep(p.path(n), "it is a %s now, not berth's link", typeName(e.Type()))
+				rm.keep(p.path(n), "it is a %s now, not berth's link", hostfs.TypeName(e.Type()))
 			}
 			continue
 		}
@@ -136,7 +138,7 @@ func (in *Installer) Uninstall(ctx context.Context) (*Removal, error) {
 			}
 		case e.IsDir():
 		default:
-			rm.keep(p.path(versionsDir+"/"+n), "it is a %s, not an installation berth made", typeName(e.Type()))
+			rm.keep(p.path(versionsDir+"/"+n), "it is a %s, not an installation berth made", hostfs.TypeName(e.Type()))
 		}
 	}
 	for _, id := range ids {
@@ -157,7 +159,6 @@ func (in *Installer) Uninstall(ctx context.Context) (*Removal, error) {
 			if exists && rel != "." {
 				host.Remove(rel)
 			}
-			host.Close()
 		}
 	}
 	return rm, nil
@@ -171,7 +172,7 @@ func (p *prefixDir) removeInstallation(id string, rm *Removal) {
 		return
 	}
 	if !fi.IsDir() {
-		rm.keep(p.path(vdir), "it is a %s, not an installation berth made", typeName(fi.Mode()))
+		rm.keep(p.path(vdir), "it is a %s, not an installation berth made", hostfs.TypeName(fi.Mode()))
 		return
 	}
 	rec, err := p.readRecord(id)
@@ -263,7 +264,7 @@ func (p *prefixDir) changed(dir string, f RecordFile) string {
 			return err.Error()
 		}
 		if !fi.IsDir() {
-			return fmt.Sprintf("%s is a %s now, not the directory berth made", cur, typeName(fi.Mode()))
+			return fmt.Sprintf("%s is a %s now, not the directory berth made", cur, hostfs.TypeName(fi.Mode()))
 		}
 	}
 	fi, err := p.r.Lstat(name)
@@ -274,7 +275,7 @@ func (p *prefixDir) changed(dir string, f RecordFile) string {
 		return err.Error()
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Sprintf("it is a %s now, berth installed a regular file", typeName(fi.Mode()))
+		return fmt.Sprintf("it is a %s now, berth installed a regular file", hostfs.TypeName(fi.Mode()))
 	}
 	if f.Size >= 0 && fi.Size() != f.Size {
 		return fmt.Sprintf("it changed since berth installed it (%d bytes, berth wrote %d)", fi.Size(), f.Size)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"strings"
 	"time"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/manifest"
@@ -287,67 +287,23 @@ func (c RuntimeConfig) Preflight(ctx context.Context, p platform.Platform) error
 	}
 	prefix := strings.TrimPrefix(path.Clean("/"+c.Options.Paths.DefaultedPrefix()), "/")
 	for _, n := range names {
-		if err := reachable(c.FS, n, 0); err != nil {
-			// A link on the prefix's own path: the files could go where
-			// it leads, if the prefix named that.
-			if re := (*RefusedError)(nil); errors.As(err, &re) && (prefix+"/" == strings.TrimPrefix(re.Path, "/")+"/" || strings.HasPrefix(prefix+"/", strings.TrimPrefix(re.Path, "/")+"/")) {
+		// The writer resolves each path so (configure's resolve): a path
+		// it would refuse is refused here, before anything is installed.
+		_, _, err := hostfs.Resolve(c.FS, n)
+		if ue := (*hostfs.UnsafePathError)(nil); errors.As(err, &ue) {
+			re := &RefusedError{Path: ue.Path, Why: "the runtime configuration is written there, and " + ue.Why, Outside: ue.Outside}
+			if n == prefix || strings.HasPrefix(n, prefix+"/") {
+				// A link on the prefix's own path: the files could go
+				// where it leads, if the prefix named that.
 				re.Why += "; give --prefix the path the link leads to, or install with --no-config"
 			}
+			return re
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// reachable checks that the runtime configuration writer can reach name
-// (relative to the host root) without leaving it: each existing directory
-// on the way is asked for through fsys (which refuses a symlink out of the
-// root), and a symlink at name itself is followed as the writer follows
-// it, an absolute target inside the root.
-func reachable(fsys configure.FS, name string, depth int) error {
-	if depth > 8 {
-		return &RefusedError{Path: "/" + name, Why: "too many levels of symlinks"}
-	}
-	comps := strings.Split(path.Clean(name), "/")
-	cur := ""
-	for i, c := range comps {
-		cur = path.Join(cur, c)
-		fi, err := fsys.Lstat(cur)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return refusedConfig(cur, err)
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			continue
-		}
-		if i < len(comps)-1 {
-			// A directory on the way: through it, as the writer goes.
-			if _, err := fsys.Lstat(cur + "/."); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return refusedConfig(cur, err)
-			}
-			continue
-		}
-		t, err := fsys.Readlink(cur)
-		if err != nil {
-			return refusedConfig(cur, err)
-		}
-		if path.IsAbs(t) {
-			return reachable(fsys, strings.TrimPrefix(path.Clean(t), "/"), depth+1)
-		}
-		next := path.Join(path.Dir(cur), t)
-		if next == ".." || strings.HasPrefix(next, "../") {
-			return &RefusedError{Path: "/" + cur, Why: fmt.Sprintf("the runtime configuration is written there, and it is a symlink to %s, which %s", t, ErrOutsideRoot), Outside: true}
-		}
-		return reachable(fsys, next, depth+1)
-	}
-	return nil
-}
-
-func refusedConfig(name string, err error) error {
-	return &RefusedError{Path: "/" + name, Why: fmt.Sprintf("the runtime configuration is written under it, and it cannot be reached inside the host root (%v)", err),
-		Outside: strings.Contains(err.Error(), "escapes")}
 }
 
 // Apply renders and applies p's runtime configuration.

@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"berth.dev/berth/internal/host/hostfs"
 )
 
 // cachedBlobs is the on-disk form of a cache entry.
@@ -69,7 +71,7 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 // ErrCacheWrite marks a result that is valid but could not be cached.
 var ErrCacheWrite = errors.New("ACPI blob cache not written")
 
-// writeCache writes the entry through a temporary file and a rename, so a
+// writeCache writes the entry atomically (hostfs.WriteAtomic), so a
 // reader never sees half an entry.
 func writeCache(path string, c cachedBlobs) error {
 	b, err := json.Marshal(c)
@@ -79,22 +81,10 @@ func writeCache(path string, c cachedBlobs) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".acpi-*.json")
+	dir, err := os.OpenRoot(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	defer dir.Close()
+	return hostfs.WriteAtomic(hostfs.RootFS(dir), filepath.Base(path), b, 0o644)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/node/runtimectl"
@@ -76,9 +77,9 @@ func startableNode(t *testing.T, env string, config func(critest.Dirs) string) *
 
 // writable opens the node's root for configure, closed at the test's
 // cleanup.
-func (n *liveNode) writable(t *testing.T) *configure.OSRoot {
+func (n *liveNode) writable(t *testing.T) *hostfs.Writable {
 	t.Helper()
-	w, err := configure.OpenOSRoot(n.root)
+	w, err := hostfs.OpenWritable(n.root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestRestartAndProve(t *testing.T) {
 	for _, m := range mechanisms {
 		t.Run(m.name, func(t *testing.T) {
 			ctx := context.Background()
-			setup := func(t *testing.T) (*liveNode, started, configure.Runtime, *configure.OSRoot) {
+			setup := func(t *testing.T) (*liveNode, started, configure.Runtime, *hostfs.Writable) {
 				n := newLiveNode(t)
 				s := m.start(t, n.unit)
 				f := runtimectl.Finder{Units: s.units, Journal: s.journal,

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/node/runtimectl"
@@ -105,7 +106,7 @@ func TestNydusServiceLive(t *testing.T) {
 	}
 	for _, m := range mechanisms {
 		t.Run(m.name, func(t *testing.T) {
-			setup := func(t *testing.T) (*nydusNode, started, configure.Runtime, *configure.OSRoot) {
+			setup := func(t *testing.T) (*nydusNode, started, configure.Runtime, *hostfs.Writable) {
 				n := newNydusNode(t)
 				s := m.start(t, n.unit, n.nydus)
 				f := runtimectl.Finder{Units: s.units, Journal: s.journal,
