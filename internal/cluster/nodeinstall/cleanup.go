@@ -1,0 +1,108 @@
+package nodeinstall
+
+import (
+	"context"
+	"fmt"
+
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/node/install"
+	"berth.dev/berth/platform"
+)
+
+// Cleanup mode: the runtime configuration out, then everything installed
+// under the prefix, then the labels.
+
+func (n *Installer) cleanup(ctx context.Context, lk *restartLock) (*Report, error) {
+	cfg := n.cfg
+	rep := &Report{Mode: ModeCleanup, Node: cfg.NodeName, Handlers: map[string][]string{}}
+	l := install.Layout{Root: cfg.Writable, Prefix: cfg.Prefix}
+	// Status resolves the prefix inside the root: a prefix leaving it is
+	// refused before anything is removed.
+	st, err := l.Status()
+	if err != nil {
+		return rep, err
+	}
+	plats := st.Platforms()
+	if err := n.removeConfig(ctx, plats, rep, lk); err != nil {
+		return rep, err
+	}
+	created, err := createdDirs(cfg.Writable, cfg.Prefix)
+	if err != nil {
+		return rep, err
+	}
+	rm, err := (&install.Installer{Layout: l, Log: cfg.Log}).Uninstall(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("removing what berth installed under %s: %w", cfg.Prefix, err)
+	}
+	rep.Removed, rep.Kept = rm.Removed, rm.Kept
+	for _, k := range rm.Kept {
+		cfg.Log.Warn("left in place", "path", k.Path, "why", k.Why)
+	}
+	for _, s := range plats {
+		rep.Platforms = append(rep.Platforms, PlatformResult{Platform: s, Status: StatusRemoved})
+	}
+	if created != nil {
+		removed, err := removeCreated(cfg.Writable, created)
+		rep.Removed = append(rep.Removed, removed...)
+		if err != nil {
+			return rep, err
+		}
+	}
+	// The TEE keys go before the labels: a node without installed labels
+	// must advertise no keys for sandboxes it can no longer run.
+	if rep.TEEKeysChanged, err = n.applyTEEKeys(ctx, nil); err != nil {
+		return rep, err
+	}
+	rep.Labels = map[string]string{}
+	if rep.LabelsChanged, err = n.applyNode(ctx, rep.Labels, nil); err != nil {
+		return rep, err
+	}
+	cfg.Log.Info("cleaned up", "platforms", fmt.Sprint(plats), "removed", len(rm.Removed), "kept", len(rm.Kept), "restarts", rep.Restarts)
+	return rep, nil
+}
+
+// removeConfig removes the runtime configuration of the installed
+// platforms, each with a restart and a check that every other handler is
+// still live (configure.RemoveLive).
+func (n *Installer) removeConfig(ctx context.Context, plats []string, rep *Report, lk *restartLock) error {
+	if len(plats) == 0 {
+		return nil
+	}
+	w := n.cfg.Writable
+	st, err := configure.LoadState(w)
+	if err != nil {
+		return err
+	}
+	for _, s := range plats {
+		p, err := platform.Parse(s)
+		if err != nil {
+			return fmt.Errorf("the installation record names platform %q: %w", s, err)
+		}
+		ps, ok := st.Platforms[n.cfg.Suffix.Handler(p)]
+		if !ok {
+			continue
+		}
+		var l platform.Layout
+		if ps.Layout != nil {
+			// A custom distribution's paths, as given when it was applied.
+			l = *ps.Layout
+		} else if l, err = n.layout(p); err != nil {
+			return err
+		}
+		rt, err := n.cfg.Runtime(ctx, l)
+		if err != nil {
+			return fmt.Errorf("platform %s: finding the running container runtime: %w", p, err)
+		}
+		res, err := configure.RemoveLive(ctx, w, n.cfg.Suffix.Handler(p), countingRuntime{Runtime: rt, n: &rep.Restarts, lock: lk})
+		if res != nil && res.Result != nil {
+			rep.Changed = append(rep.Changed, res.Changed...)
+		}
+		if err != nil {
+			return fmt.Errorf("removing the runtime configuration of %s: %w", p, err)
+		}
+		if res.Restarted {
+			rep.Handlers[rt.Name()] = res.After
+		}
+	}
+	return nil
+}
