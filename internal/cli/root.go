@@ -113,6 +113,7 @@ func hostCommands() []Command {
 		{"platforms", newPlatformsCmd},
 		{"manifest", newManifestCmd},
 		{"config", newConfigCmd},
+		{"migrate", newMigrateCmd},
 	}
 }
 
