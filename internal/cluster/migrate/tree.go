@@ -151,7 +151,13 @@ func match(pattern, path string) int {
 // key by key, anything else (scalars, lists, null) replaces.
 func merge(dst, src *node) {
 	if !dst.mapping() || !src.mapping() {
+		d, dok := dst.v.(map[string]any)
+		s, sok := src.v.(map[string]any)
 		*dst = *clone(src)
+		if dok && sok {
+			// An opaque knob (a nodeSelector) is still a mapping to Helm.
+			dst.v = mergeMaps(d, s)
+		}
 		return
 	}
 	for _, k := range src.order {
@@ -162,6 +168,24 @@ func merge(dst, src *node) {
 		dst.kids[k] = clone(src.kids[k])
 		dst.order = append(dst.order, k)
 	}
+}
+
+// mergeMaps is src laid over dst as Helm does, in a new map.
+func mergeMaps(dst, src map[string]any) map[string]any {
+	out := make(map[string]any, len(dst)+len(src))
+	for k, v := range dst {
+		out[k] = v
+	}
+	for k, v := range src {
+		d, dok := out[k].(map[string]any)
+		s, sok := v.(map[string]any)
+		if dok && sok {
+			out[k] = mergeMaps(d, s)
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func clone(n *node) *node {
