@@ -254,26 +254,42 @@ func (m *mapper) shimPlatforms(shim string, s *node, debug bool) ([]string, stri
 	if err != nil {
 		return nil, "not a shim berth knows: " + err.Error()
 	}
-	spec := p.Spec()
-	if spec.Distribution != platform.AKS {
-		spec.Distribution = m.dist
-	}
+	base := p.Spec()
 	if sn := s.get("containerd.snapshotter"); sn != nil {
 		name, _ := sn.v.(string)
 		if name == "" {
-			spec.Snapshotter = platform.Overlayfs
+			base.Snapshotter = platform.Overlayfs
 		} else if snap, err := platform.ParseSnapshotter(name); err == nil {
-			spec.Snapshotter = snap
+			base.Snapshotter = snap
 		} else {
 			return nil, fmt.Sprintf("containerd.snapshotter: berth knows no such snapshotter (%v)", err)
 		}
 	}
-	q, err := platform.New(spec)
-	if err != nil {
-		return nil, err.Error()
+	// The shim on k8sDistribution's distribution; else on the shim's own
+	// (kata-deploy's -azure shims are AKS's, whatever the chart says).
+	var (
+		q    platform.Platform
+		spec platform.Spec
+		why  string
+	)
+	for _, d := range []platform.Distribution{m.dist, base.Distribution} {
+		spec = base
+		spec.Distribution = d
+		c, err := platform.New(spec)
+		switch {
+		case err != nil:
+			why = err.Error()
+		case c.Shim() != shim:
+			why = fmt.Sprintf("with that snapshotter berth's platform %s is kata-deploy's %s, not %s", c, c.Shim(), shim)
+		default:
+			q, why = c, ""
+		}
+		if why == "" {
+			break
+		}
 	}
-	if q.Shim() != shim {
-		return nil, fmt.Sprintf("with that snapshotter berth's platform %s is kata-deploy's %s, not %s", q, q.Shim(), shim)
+	if why != "" {
+		return nil, why
 	}
 	out := []string{q.String()}
 	if debug {
