@@ -155,7 +155,10 @@ func (m *mapper) run() error {
 		return err
 	}
 	m.dist = dist
-	shimOut := m.shims()
+	shimOut, err := m.shims()
+	if err != nil {
+		return err
+	}
 	for _, k := range set {
 		o := m.classify(k, shimOut)
 		o.Path, o.File, o.Line = k.path, k.n.file, k.n.line
@@ -167,7 +170,13 @@ func (m *mapper) run() error {
 // distribution is k8sDistribution as a berth distribution.
 func (m *mapper) distribution() (platform.Distribution, error) {
 	n := m.merged.get("k8sDistribution")
-	s, _ := n.v.(string)
+	s, isString := n.v.(string)
+	switch {
+	case n.mapping() || !isString && n.v != nil:
+		s = "?"
+	case n.v == nil:
+		s = ""
+	}
 	switch s {
 	case "k8s", "":
 		return platform.Kubeadm, nil
@@ -202,16 +211,22 @@ type shimResult struct {
 
 // shims computes the platforms the enabled shims are, and sets
 // platforms.
-func (m *mapper) shims() map[string]shimResult {
+func (m *mapper) shims() (map[string]shimResult, error) {
 	out := map[string]shimResult{}
 	all := m.merged.get("shims")
-	disableAll, _ := all.get("disableAll").v.(bool)
-	debug, _ := m.merged.get("debug").v.(bool)
+	if !all.mapping() {
+		return nil, errdefs.Usagef("%s:%d: shims: expected a mapping of kata-deploy shims", all.file, all.line)
+	}
+	disableAll, _ := all.value("disableAll").(bool)
+	debug, _ := m.merged.value("debug").(bool)
 	var names []string
 	for _, shim := range all.order {
 		s := all.kids[shim]
-		if shim == "disableAll" || !s.mapping() {
+		if shim == "disableAll" {
 			continue
+		}
+		if !s.mapping() {
+			return nil, errdefs.Usagef("%s:%d: shims.%s: expected a mapping of the shim's settings", s.file, s.line, shim)
 		}
 		var r shimResult
 		switch e := s.get("enabled"); {
@@ -230,16 +245,17 @@ func (m *mapper) shims() map[string]shimResult {
 		}
 		out[shim] = r
 	}
-	if len(names) > 0 {
-		m.set("platforms", names)
-		// Workloads written for kata-deploy select its node labels.
-		m.set("kataDeploy.selectors", true)
-		m.set("nodeInstaller.kataDeployLabels", true)
-		m.notes = append(m.notes,
-			"kataDeploy.selectors and nodeInstaller.kataDeployLabels are set so that the RuntimeClasses select nodes as kata-deploy's do (katacontainers.io/kata-runtime, the GPU operator's cc.ready.state).",
-			"nodeInstaller.manifest is required and not set: give the component manifest, pinned by digest (--set nodeInstaller.manifest=URL@sha256:HEX; `berth manifest`).")
+	if len(names) == 0 {
+		return out, nil
 	}
-	return out
+	m.set("platforms", names)
+	// Workloads written for kata-deploy select its node labels.
+	m.set("kataDeploy.selectors", true)
+	m.set("nodeInstaller.kataDeployLabels", true)
+	m.notes = append(m.notes,
+		"kataDeploy.selectors and nodeInstaller.kataDeployLabels are set so that the RuntimeClasses select nodes as kata-deploy's do (katacontainers.io/kata-runtime, the GPU operator's cc.ready.state).",
+		"nodeInstaller.manifest is required and not set: give the component manifest, pinned by digest (--set nodeInstaller.manifest=URL@sha256:HEX; `berth manifest`).")
+	return out, nil
 }
 
 // shimPlatforms is the berth platform (and its debug twin) of an enabled

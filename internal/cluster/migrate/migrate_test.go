@@ -299,6 +299,9 @@ func TestMalformed(t *testing.T) {
 		{"duplicate key", "debug: true\ndebug: false # " + secret, "bad.yaml:2: the top level: key \"debug\" given twice"},
 		{"bad distribution", "k8sDistribution: " + secret, "bad.yaml:1: k8sDistribution: expected"},
 		{"tab indentation", "shims:\n\tqemu: " + secret, "bad.yaml: not YAML"},
+		{"shims not a mapping", "debug: true\nshims:", "bad.yaml:2: shims: expected a mapping"},
+		{"shim not a mapping", "shims:\n  qemu: [" + secret + "]", "bad.yaml:2: shims.qemu: expected a mapping"},
+		{"distribution not a string", "k8sDistribution: {a: " + secret + "}", "bad.yaml:1: k8sDistribution: expected"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

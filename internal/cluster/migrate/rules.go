@@ -57,7 +57,7 @@ func rules() []rule {
 		{pattern: "kubectlImage", do: fixed(notNeeded("berth labels nodes and removes taints from its own binary; it runs no kubectl image"))},
 		{pattern: "monitor.enabled", do: fixed(unsupported("berth ships no kata-monitor; its agent serves /metrics of its own"))},
 		{pattern: "monitor", do: func(m *mapper, _ knob, _ map[string]shimResult) Knob {
-			if on, _ := m.merged.get("monitor.enabled").v.(bool); on {
+			if on, _ := m.merged.value("monitor.enabled").(bool); on {
 				return unsupported("berth ships no kata-monitor")
 			}
 			return notNeeded("kata-monitor is not enabled")
@@ -102,14 +102,14 @@ func rules() []rule {
 		{pattern: "snapshotter.setup", do: fixed(notNeeded("berth installs and configures the snapshotter each platform names (its +nydus/+erofs suffix or its default)"))},
 		{pattern: "snapshotter", do: fixed(unsupported("berth configures EROFS with its own settings; merge mode, rw-layer backing and dm-verity are not values of its chart"))},
 		{pattern: "defaultShim", do: func(m *mapper, _ knob, _ map[string]shimResult) Knob {
-			if on, _ := m.merged.get("runtimeClasses.createDefault").v.(bool); on {
+			if on, _ := m.merged.value("runtimeClasses.createDefault").(bool); on {
 				return unsupported(whyRCTuning)
 			}
 			return notNeeded("kata-deploy reads it only for the default RuntimeClass (runtimeClasses.createDefault), which is off")
 		}},
 		{pattern: "runtimeClasses.enabled", do: to("runtimeClasses.enabled")},
 		{pattern: "runtimeClasses.defaultName", do: func(m *mapper, _ knob, _ map[string]shimResult) Knob {
-			if on, _ := m.merged.get("runtimeClasses.createDefault").v.(bool); on {
+			if on, _ := m.merged.value("runtimeClasses.createDefault").(bool); on {
 				return unsupported(whyRCTuning)
 			}
 			return notNeeded("no default RuntimeClass is created (runtimeClasses.createDefault is off)")

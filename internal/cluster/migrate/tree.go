@@ -211,6 +211,14 @@ func (n *node) get(path string) *node {
 	return n
 }
 
+// value is the value at a dotted path, nil when absent or a mapping.
+func (n *node) value(path string) any {
+	if c := n.get(path); c != nil {
+		return c.v
+	}
+	return nil
+}
+
 // leaves calls f for every leaf below n in file order, with its path.
 func (n *node) leaves(path string, f func(string, *node)) {
 	if !n.mapping() {
