@@ -22,6 +22,17 @@ func fixed(o Knob) func(*mapper, knob, map[string]shimResult) Knob {
 	return func(*mapper, knob, map[string]shimResult) Knob { return o }
 }
 
+// ifOn decides by a switch the files leave on or off: on when the merged
+// value at path is true.
+func ifOn(path string, on, off Knob) func(*mapper, knob, map[string]shimResult) Knob {
+	return func(m *mapper, _ knob, _ map[string]shimResult) Knob {
+		if v, _ := m.merged.value(path).(bool); v {
+			return on
+		}
+		return off
+	}
+}
+
 // to maps a knob to the berth value at path, as it is.
 func to(path string) func(*mapper, knob, map[string]shimResult) Knob {
 	return func(m *mapper, k knob, _ map[string]shimResult) Knob { return mapped(m.set(path, k.n.v)) }
@@ -56,12 +67,7 @@ func rules() []rule {
 		{pattern: "image", do: fixed(unsupported("berth installs Kata from a component manifest pinned by digest (nodeInstaller.manifest, `berth manifest`), not from kata-deploy's image"))},
 		{pattern: "kubectlImage", do: fixed(notNeeded("berth labels nodes and removes taints from its own binary; it runs no kubectl image"))},
 		{pattern: "monitor.enabled", do: fixed(unsupported("berth ships no kata-monitor; its agent serves /metrics of its own"))},
-		{pattern: "monitor", do: func(m *mapper, _ knob, _ map[string]shimResult) Knob {
-			if on, _ := m.merged.value("monitor.enabled").(bool); on {
-				return unsupported("berth ships no kata-monitor")
-			}
-			return notNeeded("kata-monitor is not enabled")
-		}},
+		{pattern: "monitor", do: ifOn("monitor.enabled", unsupported("berth ships no kata-monitor"), notNeeded("kata-monitor is not enabled"))},
 		{pattern: "k8sDistribution", do: func(m *mapper, _ knob, _ map[string]shimResult) Knob {
 			return mapped(fmt.Sprintf("platforms (distribution %s)", m.dist))
 		}},
@@ -101,19 +107,11 @@ func rules() []rule {
 		{pattern: "health", do: fixed(notNeeded("berth's node-installer has its own startup, readiness and liveness probes"))},
 		{pattern: "snapshotter.setup", do: fixed(notNeeded("berth installs and configures the snapshotter each platform names (its +nydus/+erofs suffix or its default)"))},
 		{pattern: "snapshotter", do: fixed(unsupported("berth configures EROFS with its own settings; merge mode, rw-layer backing and dm-verity are not values of its chart"))},
-		{pattern: "defaultShim", do: func(m *mapper, _ knob, _ map[string]shimResult) Knob {
-			if on, _ := m.merged.value("runtimeClasses.createDefault").(bool); on {
-				return unsupported(whyRCTuning)
-			}
-			return notNeeded("kata-deploy reads it only for the default RuntimeClass (runtimeClasses.createDefault), which is off")
-		}},
+		{pattern: "defaultShim", do: ifOn("runtimeClasses.createDefault", unsupported(whyRCTuning),
+			notNeeded("kata-deploy reads it only for the default RuntimeClass (runtimeClasses.createDefault), which is off"))},
 		{pattern: "runtimeClasses.enabled", do: to("runtimeClasses.enabled")},
-		{pattern: "runtimeClasses.defaultName", do: func(m *mapper, _ knob, _ map[string]shimResult) Knob {
-			if on, _ := m.merged.value("runtimeClasses.createDefault").(bool); on {
-				return unsupported(whyRCTuning)
-			}
-			return notNeeded("no default RuntimeClass is created (runtimeClasses.createDefault is off)")
-		}},
+		{pattern: "runtimeClasses.defaultName", do: ifOn("runtimeClasses.createDefault", unsupported(whyRCTuning),
+			notNeeded("no default RuntimeClass is created (runtimeClasses.createDefault is off)"))},
 		{pattern: "runtimeClasses", do: fixed(unsupported(whyRCTuning))},
 		{pattern: "env.installationPrefix", do: to("nodeInstaller.prefix")},
 		{pattern: "env.multiInstallSuffix", do: to("installSuffix")},
