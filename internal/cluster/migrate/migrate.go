@@ -159,6 +159,9 @@ func (m *mapper) run() error {
 	if err != nil {
 		return err
 	}
+	if !slices.ContainsFunc(set, func(k knob) bool { return k.path == "tolerations" }) {
+		m.notes = append(m.notes, "kata-deploy tolerates no taint unless told; berth's node-installer tolerates every taint (its preflight decides per node): set nodeInstaller.tolerations: [] to keep kata-deploy's choice of nodes.")
+	}
 	for _, k := range set {
 		o := m.classify(k, shimOut)
 		o.Path, o.File, o.Line = k.path, k.n.file, k.n.line
