@@ -537,6 +537,30 @@ func (d Distribution) RuntimeRoot() string {
 	return "var/lib/containerd"
 }
 
+// kubeletRoots are the kubelet's root directories (its --root-dir) where a
+// distribution moves it; the others use the kubelet's default,
+// var/lib/kubelet. Kata's runtime takes paths under it (kubelet_root_dir
+// for ConfigMap/Secret propagation, pod_resource_api_sock for GPU
+// cold-plug). Sources: kata-deploy 4.1.0's installer writes
+// kubelet_root_dir = "/var/lib/k0s/kubelet" on k0s
+// (tools/packaging/kata-deploy/binary/src/artifacts/install.rs,
+// generate_k0s_kubelet_root_drop_in); k0s docs "Configuration" (kubelet
+// root /var/lib/k0s/kubelet); microk8s runs its kubelet with --root-dir
+// ${SNAP_COMMON}/var/lib/kubelet (microk8s's default args/kubelet).
+var kubeletRoots = [...]string{
+	K0s:      "var/lib/k0s/kubelet",
+	MicroK8s: "var/snap/microk8s/common/var/lib/kubelet",
+}
+
+// KubeletRoot returns the kubelet's root directory on the distribution,
+// relative to the host root.
+func (d Distribution) KubeletRoot() string {
+	if int(d) < len(kubeletRoots) && kubeletRoots[d] != "" {
+		return kubeletRoots[d]
+	}
+	return "var/lib/kubelet"
+}
+
 // UserLayout reports whether the runtime layout of the distribution is
 // given by the user where it is used (custom), not known to berth.
 func (d Distribution) UserLayout() bool { _, ok := layoutOf(d); return d.Valid() && !ok }

@@ -122,6 +122,7 @@ func hostCommands() []Command {
 		{"platforms", newPlatformsCmd},
 		{"manifest", newManifestCmd},
 		{"config", newConfigCmd},
+		{"migrate", newMigrateCmd},
 	}
 }
 

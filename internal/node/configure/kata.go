@@ -234,6 +234,9 @@ func lookup(keys []kataKey, table, key string) (any, bool) {
 	return nil, false
 }
 
+// upstreamKubeletRoot is the kubelet root Kata's templates write.
+const upstreamKubeletRoot = "/var/lib/kubelet"
+
 // berthOverrides are the keys berth sets differently from p's template,
 // on purpose. Each one that shows on a shim's base platform is listed in
 // conformanceExceptions (conformance_test.go) with its reason.
@@ -277,6 +280,19 @@ func berthOverrides(p platform.Platform, ps Paths, keys []kataKey) []kataKey {
 			// shares the image from the host) need the shared filesystem
 			// the variant implies, which the shim's template may turn off.
 			set("hypervisor", "shared_fs", p.SharedFS())
+		}
+	}
+	if root := "/" + p.Distribution().KubeletRoot(); root != upstreamKubeletRoot {
+		// Kata's templates assume the kubelet's default root; k0s and
+		// microk8s move it, and ConfigMap/Secret propagation and GPU
+		// cold-plug (the pod-resources socket) look for it there.
+		if _, ok := lookup(keys, "runtime", "kubelet_root_dir"); ok {
+			set("runtime", "kubelet_root_dir", root)
+		}
+		if v, ok := lookup(keys, "runtime", "pod_resource_api_sock"); ok {
+			if s, _ := v.(string); strings.HasPrefix(s, upstreamKubeletRoot+"/") {
+				set("runtime", "pod_resource_api_sock", root+strings.TrimPrefix(s, upstreamKubeletRoot))
+			}
 		}
 	}
 	if p.ForcedGuestPull() {

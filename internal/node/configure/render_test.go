@@ -108,6 +108,14 @@ func TestKataConfigEveryPlatform(t *testing.T) {
 		if sfs, ok := hv["shared_fs"]; ok && p.Snapshotter() != p.DefaultSnapshotter() && sfs != p.SharedFS() {
 			t.Errorf("%s: shared_fs %v, want %s", p, hv["shared_fs"], p.SharedFS())
 		}
+		kubelet := "/" + p.Distribution().KubeletRoot()
+		rt, _ := doc["runtime"].(map[string]any)
+		if got, ok := rt["kubelet_root_dir"].(string); ok && got != kubelet {
+			t.Errorf("%s: kubelet_root_dir %q, want %q", p, got, kubelet)
+		}
+		if got, _ := rt["pod_resource_api_sock"].(string); got != "" && got != kubelet+"/pod-resources/kubelet.sock" {
+			t.Errorf("%s: pod_resource_api_sock %q, want it under %s", p, got, kubelet)
+		}
 		if got, _ := hv["enable_debug"].(bool); got != p.Debug() {
 			t.Errorf("%s: enable_debug %v", p, got)
 		}
@@ -116,13 +124,46 @@ func TestKataConfigEveryPlatform(t *testing.T) {
 				t.Errorf("%s: %s = %q is not under the prefix", p, k, s)
 			}
 		}
-		body := stripHeader(data)
+		// Configurations that differ only in the kubelet's root (k0s,
+		// microk8s; checked above, and in TestKataConfigKubeletRoot's
+		// goldens) share one golden.
+		body := strings.ReplaceAll(stripHeader(data), kubelet+"/", upstreamKubeletRoot+"/")
+		body = strings.ReplaceAll(body, `"`+kubelet+`"`, `"`+upstreamKubeletRoot+`"`)
 		if _, ok := seen[body]; !ok {
 			seen[body] = p.Name()
 			goldenfile.Assert(t, filepath.Join("testdata", "kata", p.Name()+".toml"), data)
 		}
 	}
 	t.Logf("%d platforms, %d distinct Kata configurations", len(platform.All()), len(seen))
+}
+
+// TestKataConfigKubeletRoot: where a distribution moves the kubelet's root
+// (k0s, microk8s), the Kata configuration points kubelet_root_dir and the
+// pod-resources socket (GPU cold-plug) there, for both runtimes.
+func TestKataConfigKubeletRoot(t *testing.T) {
+	for _, tc := range []struct{ plat, root string }{
+		{"k0s-qemu-tdx+gpu+rust", "/var/lib/k0s/kubelet"},
+		{"k0s-qemu-none+gpu", "/var/lib/k0s/kubelet"},
+		{"microk8s-qemu-none+gpu+rust", "/var/snap/microk8s/common/var/lib/kubelet"},
+		{"k3s-qemu-tdx+gpu+rust", "/var/lib/kubelet"},
+	} {
+		p := mustParse(t, tc.plat)
+		data := KataConfig(p, Paths{Prefix: DefaultPrefix})
+		var doc map[string]any
+		if err := toml.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		rt, _ := doc["runtime"].(map[string]any)
+		if got := rt["pod_resource_api_sock"]; got != tc.root+"/pod-resources/kubelet.sock" {
+			t.Errorf("%s: pod_resource_api_sock %v, want under %s", p, got, tc.root)
+		}
+		if got, ok := rt["kubelet_root_dir"]; ok && got != tc.root {
+			t.Errorf("%s: kubelet_root_dir %v, want %s", p, got, tc.root)
+		}
+		if tc.root != upstreamKubeletRoot {
+			goldenfile.Assert(t, filepath.Join("testdata", "kata", p.Name()+".toml"), data)
+		}
+	}
 }
 
 // flatten lists the keys of each table that holds values ("hypervisor.qemu").
