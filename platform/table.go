@@ -561,6 +561,14 @@ func (d Distribution) KubeletRoot() string {
 	return "var/lib/kubelet"
 }
 
+// PodResourcesSocket returns the kubelet's pod-resources socket on the
+// distribution, as an absolute path on the node: Kata's cold plug of VFIO
+// devices asks it for the pod's GPUs (Kata Containers 4.1
+// configuration-qemu-nvidia-gpu*.toml.in, pod_resource_api_sock).
+func (d Distribution) PodResourcesSocket() string {
+	return "/" + d.KubeletRoot() + "/pod-resources/kubelet.sock"
+}
+
 // UserLayout reports whether the runtime layout of the distribution is
 // given by the user where it is used (custom), not known to berth.
 func (d Distribution) UserLayout() bool { _, ok := layoutOf(d); return d.Valid() && !ok }

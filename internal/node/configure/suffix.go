@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 
-	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/platform"
 )
 
@@ -31,7 +30,7 @@ var suffixRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // SuffixLabel labels what a suffixed install creates in the cluster
 // (RuntimeClasses) with its suffix, as kata-deploy's kata-deploy/instance.
-const SuffixLabel = "berth.dev/install-suffix"
+const SuffixLabel = labelPrefix + "install-suffix"
 
 // ParseSuffix validates s as an install suffix; flag names the flag or
 // value it came from, for the message ("--install-suffix").
@@ -71,7 +70,16 @@ func (s Suffix) Block(p platform.Platform) string { return s.Of(p.Name()) }
 // InstalledLabelPrefix + platform name (suffixed) is the label a
 // node-installer sets on a node: "true" where the platform was installed
 // and its handler is live, "no" where its checks fail.
-const InstalledLabelPrefix = v1alpha1.LabelPrefix + "installed."
+const InstalledLabelPrefix = labelPrefix + "installed."
+
+// labelPrefix and installStatusAnnotation are api/v1alpha1's LabelPrefix
+// and InstallStatusAnnotation (a test holds them equal), spelled here
+// because importing the API package would link apimachinery, and with it
+// net/http, into the berth binary, which opens no connection.
+const (
+	labelPrefix             = "berth.dev/"
+	installStatusAnnotation = labelPrefix + "install-status"
+)
 
 // InstalledLabel is the node label a node-installer of this install sets
 // where p is installed (berth.dev/installed.<name>[-<suffix>]).
@@ -92,7 +100,7 @@ func (s Suffix) FieldManager() string { return s.Of(NodeInstallerFieldManager) }
 // StatusAnnotation is this install's install-status annotation:
 // berth.dev/install-status, suffixed for a side-by-side install (the
 // agent reads the unsuffixed one).
-func (s Suffix) StatusAnnotation() string { return s.Of(v1alpha1.InstallStatusAnnotation) }
+func (s Suffix) StatusAnnotation() string { return s.Of(installStatusAnnotation) }
 
 // Check reports the first name derived for p that the suffix makes
 // invalid: a label key's name part (after the '/') longer than 63.

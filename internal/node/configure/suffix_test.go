@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/platform"
 )
 
@@ -163,5 +164,20 @@ func TestRenderRefusesLongLabel(t *testing.T) {
 	_, err := Render(p, Target{LayoutName: "kubeadm", Layout: platform.Layouts()["kubeadm"], ConfigVersion: 3}, Options{Paths: Paths{Suffix: s}})
 	if err == nil || !strings.Contains(err.Error(), "more than 63") {
 		t.Fatalf("Render(%s, suffix %s) = %v, want a refusal naming the 63-character limit", p, s, err)
+	}
+}
+
+// TestLabelNamesMatchAPI holds configure's spelling of the label prefix and
+// the install-status annotation to the API package's, which configure
+// does not import (it would link apimachinery into berth).
+func TestLabelNamesMatchAPI(t *testing.T) {
+	if labelPrefix != v1alpha1.LabelPrefix {
+		t.Errorf("labelPrefix %q, v1alpha1.LabelPrefix %q", labelPrefix, v1alpha1.LabelPrefix)
+	}
+	if installStatusAnnotation != v1alpha1.InstallStatusAnnotation {
+		t.Errorf("installStatusAnnotation %q, v1alpha1.InstallStatusAnnotation %q", installStatusAnnotation, v1alpha1.InstallStatusAnnotation)
+	}
+	if got := Suffix("").StatusAnnotation(); got != v1alpha1.InstallStatusAnnotation {
+		t.Errorf("StatusAnnotation() = %q", got)
 	}
 }
