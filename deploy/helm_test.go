@@ -567,6 +567,7 @@ func objectKey(u *unstructured.Unstructured) string {
 // security contexts, volumes, RBAC rules and the admission policy must be
 // equal, up to the reviewed chartVersusBase.
 func TestChartMatchesBase(t *testing.T) {
+	testenv.Need(t)
 	index := func(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
 		m := map[string]*unstructured.Unstructured{}
 		for _, u := range objs {
@@ -661,6 +662,7 @@ func pruneEmpty(m map[string]any) {
 // package. Uninstalling, with its teardown hook, needs a kubelet and a Job
 // controller: the real-node test covers it.
 func TestChartInstall(t *testing.T) {
+	testenv.Need(t)
 	const ns = "berth-edge"
 	if _, err := runHelm(t, "install", "edge", chartDir, "--namespace", ns, "--create-namespace",
 		"--take-ownership", "-f", fullValues, "--kubeconfig", env.Kubeconfig, "--timeout", "60s"); err != nil {
