@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/goldenfile"
 	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/platform"
@@ -50,6 +51,7 @@ const (
 // never skip, without it.
 func helmPath(t *testing.T) string {
 	t.Helper()
+	testkit.NeedsTools(t, "helm (BERTH_HELM)")
 	p := os.Getenv(helmEnv)
 	if p == "" {
 		t.Fatalf("%s is not set: %s", helmEnv, helmHint)

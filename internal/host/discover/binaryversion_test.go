@@ -16,6 +16,7 @@ import (
 
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit"
 )
 
 func TestUpstreamVersion(t *testing.T) {
@@ -567,6 +568,7 @@ func BenchmarkStaticVersionLive(b *testing.B) {
 // version) answers as --version does; Debian's -trimpath build has no
 // main module version, so the build info source does not answer for it.
 func TestBuildInfoVersionReal(t *testing.T) {
+	testkit.NeedsTools(t, "the containerd 2 .ci/tools.sh builds (BERTH_CONTAINERD2)")
 	ctrd2 := os.Getenv("BERTH_CONTAINERD2")
 	if ctrd2 == "" {
 		t.Fatal("BERTH_CONTAINERD2 is not set: run `make tools` (.ci/tools.sh) and source .ci/tools.env")

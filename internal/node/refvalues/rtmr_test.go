@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/goldenfile"
 )
 
@@ -22,6 +23,7 @@ import (
 // 14 MB, too large to commit.
 func debianKernel(t *testing.T) []byte {
 	t.Helper()
+	testkit.NeedsTools(t, "the Debian kernel (BERTH_TDX_KERNEL)")
 	p := os.Getenv("BERTH_TDX_KERNEL")
 	if p == "" {
 		t.Fatal("BERTH_TDX_KERNEL is not set: run `. .ci/tools.env` (tools.sh runs internal/node/refvalues/testdata/fetch-kernel.sh) or fetch-kernel.sh DIR and point BERTH_TDX_KERNEL at DIR/vmlinuz-6.1.0-57-cloud-amd64")
