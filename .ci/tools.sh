@@ -106,15 +106,17 @@ build_containerd() { # VERSION [shim]
   cp -R "$dir" "$work/src"
   chmod -R u+w "$work/src"
   local ldflags="-s -w -X $mod/version.Version=v$ver -X $mod/version.Package=github.com/containerd/containerd"
+  # This part's own temporary names, taken once: a ( ) below has another $BASHPID.
+  local tmp=".tmp.$BASHPID"
   if [[ " ${want[*]} " == *" containerd "* ]]; then
     (cd "$work/src" && go build -buildvcs=false -mod=mod -tags "urfave_cli_no_docs no_btrfs" \
-      -ldflags "$ldflags" -o "$out.tmp.$BASHPID" ./cmd/containerd)
-    mv "$out.tmp.$BASHPID" "$out"
+      -ldflags "$ldflags" -o "$out$tmp" ./cmd/containerd)
+    mv "$out$tmp" "$out"
   fi
   if [[ " ${want[*]} " == *" shim "* ]]; then
     (cd "$work/src" && CGO_ENABLED=0 go build -buildvcs=false -mod=mod -trimpath -tags "urfave_cli_no_docs no_btrfs" \
-      -ldflags "$ldflags" -o "$shim.tmp.$BASHPID" ./cmd/containerd-shim-runc-v2)
-    mv "$shim.tmp.$BASHPID" "$shim"
+      -ldflags "$ldflags" -o "$shim$tmp" ./cmd/containerd-shim-runc-v2)
+    mv "$shim$tmp" "$shim"
   fi
   echo "tools.sh: ${want[*]} $ver built in $((SECONDS - start))s"
 }
@@ -130,7 +132,7 @@ part_containerd() { # VERSION [shim] ENVFILE; the env lines are written below, i
 # is in tools/nydus-snapshotter. A cold build takes a few minutes (about a
 # hundred modules to download); a warm run only checks the file.
 part_nydus() { # ENVFILE
-  local nydusver nydus nmod=github.com/containerd/nydus-snapshotter start=$SECONDS dir
+  local nydusver nydus nmod=github.com/containerd/nydus-snapshotter start=$SECONDS dir tmp=".tmp.$BASHPID"
   nydusver=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' tools/nydus-snapshotter)
   nydus="$cache/bin/containerd-nydus-grpc-$nydusver"
   exec 8>"$cache/bin/.nydus.lock"
@@ -143,8 +145,8 @@ part_nydus() { # ENVFILE
     cp -R "$dir" "$work/src"
     chmod -R u+w "$work/src"
     (cd "$work/src" && CGO_ENABLED=0 go build -buildvcs=false -mod=mod -trimpath \
-      -ldflags "-s -w -X $nmod/version.Version=v$nydusver" -o "$nydus.tmp.$BASHPID" ./cmd/containerd-nydus-grpc)
-    mv "$nydus.tmp.$BASHPID" "$nydus"
+      -ldflags "-s -w -X $nmod/version.Version=v$nydusver" -o "$nydus$tmp" ./cmd/containerd-nydus-grpc)
+    mv "$nydus$tmp" "$nydus"
     echo "tools.sh: containerd-nydus-grpc $nydusver built in $((SECONDS - start))s"
   fi
   echo "export BERTH_NYDUS_SNAPSHOTTER=$nydus" >> "$1"
