@@ -2,12 +2,12 @@
 // rule for which tests `go test -short` (make test-short) leaves out.
 //
 // The full suite (make test, as root, after .ci/tools.sh) runs everything
-// and fails loudly when a tool is missing. Under -short, and only then,
-// a test that needs root or a tool .ci/tools.sh installs or builds (a
-// real containerd, kube-apiserver and etcd, a kubelet, QEMU, Helm,
+// and fails loudly when a tool or root is missing. Under -short, and only
+// then, a test that needs a tool .ci/tools.sh installs or builds (a real
+// containerd, kube-apiserver and etcd, a kubelet, QEMU, Helm,
 // nydus-snapshotter, Chromium, the Debian kernel) skips, whether or not
-// the tool happens to be there: the short run is the same on every
-// machine and needs nothing but Go.
+// the tool happens to be there, and a test that needs root skips when it
+// does not run as root: the short run needs nothing but Go.
 package testkit
 
 import (
@@ -26,14 +26,17 @@ func NeedsTools(t testing.TB, what string) {
 	}
 }
 
-// NeedsRoot marks a test that needs root for why: under -short it skips
-// the test, otherwise it fails the test unless it runs as root.
+// NeedsRoot marks a test that needs root for why (mknod, mount, files
+// owned by root): without root it fails the test, except under -short,
+// where it skips it. As root the test runs under -short too: it needs no
+// tool, only the privilege.
 func NeedsRoot(t testing.TB, why string) {
 	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
 	if testing.Short() {
-		t.Skipf("needs root (%s): left out by -short; make test runs it as root", why)
+		t.Skipf("needs root (%s): left out by -short without root; make test runs it as root", why)
 	}
-	if os.Geteuid() != 0 {
-		t.Fatalf("%s needs root: run the suite as root (as CI does)", why)
-	}
+	t.Fatalf("%s needs root: run the suite as root (as CI does)", why)
 }

@@ -18,6 +18,7 @@ import (
 
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/treetest"
 	"berth.dev/berth/platform"
 )
@@ -227,6 +228,7 @@ func TestKillDuringSwitch(t *testing.T) {
 func tmpfs(t *testing.T, size string) string {
 	t.Helper()
 	mnt := t.TempDir()
+	testkit.NeedsRoot(t, "mounting a tmpfs")
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "berth-test", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("mounting a %s tmpfs at %s (this test needs root): %v: %s", size, mnt, err, out)
 	}

@@ -329,6 +329,7 @@ func TestAuthenticodeExclusions(t *testing.T) {
 // TestDumpACPIBlobs runs the real QEMU with the qtest accelerator and
 // compares the blobs with those committed for QEMU 7.2 (Debian 12).
 func TestDumpACPIBlobs(t *testing.T) {
+	testkit.NeedsTools(t, "QEMU 7.2 (Debian 12's)")
 	qemu, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {
 		t.Fatal("qemu-system-x86_64 not found: .ci/tools.sh installs qemu-system-x86")
