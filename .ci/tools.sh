@@ -188,7 +188,7 @@ reap() {
       ((rc == 0)) || failed+=("$name")
       return 0
     done
-    sleep 1
+    sleep 0.2
   done
 }
 # start_part NAME FUNCTION ARGS...: runs FUNCTION ARGS... ENVFILE in the
