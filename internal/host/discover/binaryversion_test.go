@@ -468,6 +468,7 @@ const qemuBinary = "/usr/bin/qemu-system-x86_64"
 
 // TestFileVersionRealQEMU reads the version line from a real QEMU build.
 func TestFileVersionRealQEMU(t *testing.T) {
+	testkit.NeedsTools(t, "QEMU (Debian's qemu-system-x86)")
 	if _, err := os.Stat(qemuBinary); err != nil {
 		t.Fatalf("%v: this test needs Debian's qemu-system-x86 (installed by .ci/tools.sh)", err)
 	}

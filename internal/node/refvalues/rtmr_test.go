@@ -368,6 +368,7 @@ func sha256hex(b []byte) string {
 // TestCachedACPIBlobs checks that a cache entry is written once, read back
 // equal, and that a damaged entry is replaced rather than trusted.
 func TestCachedACPIBlobs(t *testing.T) {
+	testkit.NeedsTools(t, "QEMU (Debian's qemu-system-x86)")
 	qemu, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {
 		t.Fatal("qemu-system-x86_64 not found: .ci/tools.sh installs qemu-system-x86")
