@@ -6,7 +6,7 @@ BIN_CLUSTER ?= $(dir $(BIN))berth-cluster
 FUZZTIME  ?= 60s
 export GOFLAGS ?= -buildvcs=auto
 
-.PHONY: build test bench fuzz tools vet fmt-check image
+.PHONY: build test test-short bench fuzz tools vet fmt-check image
 
 # berth runs berth-cluster (for agent, fleet, verify, runtimeclasses) from
 # the directory it is in, so both are built side by side. berth is linked
@@ -26,6 +26,14 @@ tools:
 test: tools
 	. ./.ci/tools.env 2>/dev/null; $(GO) test -count=1 ./...
 	cd tools/ociimage && $(GO) test -count=1 ./...
+
+# The fast subset for a development loop: needs neither root nor the
+# tools (.ci/tools.sh does not run), and takes minutes. Under -short, and
+# only then, every test that needs root or a tool skips (internal/testkit:
+# NeedsTools, NeedsRoot; testenv.Need); `make test` stays the one full run.
+test-short:
+	$(GO) test -short ./...
+	cd tools/ociimage && $(GO) test -short ./...
 
 # The agent's OCI image as a tarball, built without a container engine: the
 # static berth-cluster binary (every berth command, plus the agent) at /berth

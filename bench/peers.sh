@@ -9,9 +9,9 @@
 #   - `nfd export features` from Node Feature Discovery, the Go module
 #     sigs.k8s.io/node-feature-discovery built into the tools cache
 #     (${BERTH_CACHE:-~/.cache/berth}/bin/nfd-<version>) as .ci/tools.sh
-#     builds containerd; NFD_VERSION picks the version, else the newest the
-#     module proxy lists, else NFD_PINNED below (the proxy refuses to list
-#     this module's versions, while it serves the versions themselves);
+#     builds containerd; NFD_VERSION picks the version, else the newest of
+#     the last NFD_TRIES (4) the module proxy lists that downloads and
+#     builds with this Go, else NFD_PINNED below; it says which was used;
 #   - `virt-host-validate qemu` from Debian's libvirt-clients (apt).
 #
 # Method: every command runs RUNS times (default 45) after 3 warm-up runs,
@@ -58,28 +58,48 @@ need_debs() {
   apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 }
 
-nfd_version() {
+# nfd_candidates: the NFD versions to try, newest first, one a line:
+# NFD_VERSION alone when it is set (it pins: no fallback), else the newest
+# NFD_TRIES (default 4) releases the proxy lists, then NFD_PINNED. A listed
+# release need not build here: v0.20.1 requires go >= 1.27, and `go mod
+# download` with GOTOOLCHAIN=local then reports an error and no directory.
+nfd_candidates() {
   if [ -n "${NFD_VERSION:-}" ]; then echo "$NFD_VERSION"; return; fi
-  local listed
-  listed=$(cd "$work" && GOFLAGS= go list -m -versions sigs.k8s.io/node-feature-discovery 2>/dev/null |
-    tr ' ' '\n' | grep -E '^v[0-9]+\.[0-9]+\.[0-9]+$' | sort -V | tail -n1 || true)
-  echo "${listed:-$NFD_PINNED}"
+  { (cd "$work" && GOFLAGS= go list -m -versions sigs.k8s.io/node-feature-discovery 2>/dev/null |
+      tr ' ' '\n' | grep -E '^v[0-9]+\.[0-9]+\.[0-9]+$' | sort -rV | head -n "${NFD_TRIES:-4}" || true)
+    echo "$NFD_PINNED"; } | awk '!seen[$0]++'
+}
+
+# module_dir MOD@VER -> the module's directory in the module cache on
+# stdout; on failure the reason (the "Error" of go mod download -json) on
+# stderr and exit status 1.
+module_dir() {
+  local json dir
+  json=$(cd "$work" && GOFLAGS= go mod download -json "$1" 2>&1 || true)
+  dir=$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+    sed -n '/^[[:space:]]*"Error": "/{s/^[[:space:]]*"Error": "\(.*\)",\{0,1\}$/\1/; s/\\u003e/>/g; s/\\u003c/</g; s/\\n\\t/ /g; p;}' <<<"$json" | head -n1 >&2
+    return 1
+  fi
+  echo "$dir"
 }
 
 # build_nfd VERSION -> path, linked as NFD's Makefile links its release
 # binaries (-s -w, version stamped). The module's go.mod replaces its API
 # module with ./api/nfd, a nested module that the proxy serves on its own
 # and that the module zip leaves out: it is put back in place first.
+# Exit status 2 (nothing built) when either module does not download.
 build_nfd() {
   local ver=$1 mod=sigs.k8s.io/node-feature-discovery out="$cache/bin/nfd-$1"
   if [ ! -x "$out" ]; then
-    echo "peers.sh: building nfd $ver from $mod@$ver (minutes on a cold cache)" >&2
-    local start=$SECONDS src api
-    src=$(cd "$work" && GOFLAGS= go mod download -json "$mod@$ver" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-    api=$(cd "$work" && GOFLAGS= go mod download -json "$mod/api/nfd@$ver" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-    if [ -z "$src" ] || [ -z "$api" ]; then
-      echo "peers.sh: go mod download of $mod@$ver gave no directory" >&2; exit 1
+    local start=$SECONDS src api why
+    why=$(mktemp "$work/why.XXXXXX")
+    if ! src=$(module_dir "$mod@$ver" 2>"$why") || ! api=$(module_dir "$mod/api/nfd@$ver" 2>"$why"); then
+      echo "peers.sh: nfd $ver does not download here: $(cat "$why")" >&2
+      return 2
     fi
+    echo "peers.sh: building nfd $ver from $mod@$ver (minutes on a cold cache)" >&2
+    rm -rf "$work/nfd"
     cp -R "$src" "$work/nfd"
     chmod -R u+w "$work/nfd"
     rm -rf "$work/nfd/api/nfd"
@@ -94,8 +114,30 @@ build_nfd() {
   echo "$out"
 }
 
+# pick_nfd -> the path of the newest candidate that is built or builds;
+# says which version is used (the table names it: PEERS_NFD_VERSION).
+# A build that fails for another reason than a download stops the run.
+pick_nfd() {
+  local ver out rc tried=()
+  while read -r ver; do
+    # Not `|| rc=$?`, which would switch -e off inside build_nfd.
+    set +e
+    out=$(set -e; build_nfd "$ver")
+    rc=$?
+    set -e
+    if ((rc == 0)); then
+      echo "peers.sh: nfd $ver is used${tried[*]:+ (${tried[*]} did not download)}" >&2
+      echo "$out"; return 0
+    fi
+    ((rc == 2)) || return "$rc"
+    tried+=("$ver")
+  done < <(nfd_candidates)
+  echo "peers.sh: no NFD version downloads here (tried ${tried[*]}); NFD_VERSION picks another" >&2
+  return 1
+}
+
 need_debs
-nfd=$(build_nfd "$(nfd_version)")
+nfd=$(pick_nfd)
 
 # The hello world lives outside berth's module so that nothing of berth's
 # go.mod reaches it.

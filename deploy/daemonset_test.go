@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"berth.dev/berth/deploy"
+	"berth.dev/berth/internal/testkit/testenv"
 )
 
 // check is one named posture requirement.
@@ -237,6 +238,7 @@ func findObject(t *testing.T, objs []*unstructured.Unstructured, kind, name stri
 // onto the host). The census makes sure the node-installer is the only
 // privileged pod, so that privilege never creeps into another workload.
 func TestDaemonSetPosture(t *testing.T) {
+	testenv.Need(t)
 	files, err := deploy.Base.ReadDir("base")
 	if err != nil {
 		t.Fatal(err)
@@ -262,6 +264,7 @@ func TestDaemonSetPosture(t *testing.T) {
 // overlays/kvm-probe does, and hostNetwork puts every pod, and only the
 // network namespace of the host, in the node's network.
 func TestChartPosture(t *testing.T) {
+	testenv.Need(t)
 	for _, tc := range []struct {
 		name, prefix, maxUnavailable string
 		args                         []string

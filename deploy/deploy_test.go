@@ -118,6 +118,7 @@ func installBase(t *testing.T) {
 }
 
 func TestKubectlDryRun(t *testing.T) {
+	testenv.Need(t)
 	// A server-side dry run does not create the namespace, so the namespaced
 	// objects would be refused on a fresh cluster: create it first.
 	kubectl(t, "apply", "-f", "base/namespace.yaml")
@@ -284,6 +285,7 @@ func nodeReport(name string, r v1alpha1.Report) *v1alpha1.NodeReport {
 // populated object is accepted with strict field validation (no field the
 // schema lacks) and read back unchanged (nothing pruned or defaulted).
 func TestCRDRoundTrip(t *testing.T) {
+	testenv.Need(t)
 	want := fullReport("roundtrip")
 	if z := zeroLeaves(reflect.ValueOf(want), "Report"); len(z) > 0 {
 		t.Fatalf("fullReport leaves fields zero, so the round trip would not cover them: %v", z)
@@ -409,6 +411,7 @@ func mergePatchNode(c context.Context, cfg *rest.Config, node, patch string) err
 // together: the agent on node A may write its own NodeReport and its own
 // berth.dev/ labels and nothing else.
 func TestAgentConfinement(t *testing.T) {
+	testenv.Need(t)
 	installBase(t)
 	admin := testenv.Clientset(t, env.Admin)
 	nodeA := createNode(t, admin, "node-a", map[string]string{"kubernetes.io/hostname": "node-a"})
@@ -486,6 +489,7 @@ func TestAgentConfinement(t *testing.T) {
 // TestGarbageCollection checks that a NodeReport owned by its Node goes
 // away with the Node (kube-controller-manager's garbage collector).
 func TestGarbageCollection(t *testing.T) {
+	testenv.Need(t)
 	admin := testenv.Clientset(t, env.Admin)
 	n := createNode(t, admin, "node-gc", nil)
 	if err := applyReport(ctx(t), env.Admin, "node-gc", n); err != nil {

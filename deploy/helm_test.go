@@ -28,6 +28,7 @@ import (
 
 	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/goldenfile"
 	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/platform"
@@ -51,6 +52,7 @@ const (
 // never skip, without it.
 func helmPath(t *testing.T) string {
 	t.Helper()
+	testkit.NeedsTools(t, "helm (BERTH_HELM)")
 	p := os.Getenv(helmEnv)
 	if p == "" {
 		t.Fatalf("%s is not set: %s", helmEnv, helmHint)
@@ -577,6 +579,7 @@ func objectKey(u *unstructured.Unstructured) string {
 // security contexts, volumes, RBAC rules and the admission policy must be
 // equal, up to the reviewed chartVersusBase.
 func TestChartMatchesBase(t *testing.T) {
+	testenv.Need(t)
 	index := func(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
 		m := map[string]*unstructured.Unstructured{}
 		for _, u := range objs {
@@ -671,6 +674,7 @@ func pruneEmpty(m map[string]any) {
 // package. Uninstalling, with its teardown hook, needs a kubelet and a Job
 // controller: the real-node test covers it.
 func TestChartInstall(t *testing.T) {
+	testenv.Need(t)
 	const ns = "berth-edge"
 	if _, err := runHelm(t, "install", "edge", chartDir, "--namespace", ns, "--create-namespace",
 		"--take-ownership", "-f", fullValues, "--kubeconfig", env.Kubeconfig, "--timeout", "60s"); err != nil {

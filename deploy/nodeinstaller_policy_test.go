@@ -36,6 +36,7 @@ func nodeEvent(c context.Context, cfg *rest.Config, name, about string) error {
 // and report Events about A, nothing else, although its RBAC is
 // cluster-wide.
 func TestNodeInstallerConfinement(t *testing.T) {
+	testenv.Need(t)
 	installBase(t)
 	admin := testenv.Clientset(t, env.Admin)
 	nodeA := createNode(t, admin, "ni-a", map[string]string{"kubernetes.io/hostname": "ni-a", "berth.dev/platform.k3s-qemu-tdx": "true"})
@@ -171,6 +172,7 @@ func patchNodeStatus(c context.Context, cfg *rest.Config, node string, pt types.
 // remove the TEE key extended resources in its own node's
 // status.capacity, nothing else there, and nothing in another node's.
 func TestNodeInstallerTEEKeys(t *testing.T) {
+	testenv.Need(t)
 	installBase(t)
 	admin := testenv.Clientset(t, env.Admin)
 	const sa = "berth-node-installer"

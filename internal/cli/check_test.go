@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/goldenfile"
 	"berth.dev/berth/internal/testkit/testhosts"
 )
@@ -46,6 +47,7 @@ func themePlatform(name string) string {
 // without their findings (all findings are in the detail golden), so that
 // the files stay reviewable.
 func TestCheckGolden(t *testing.T) {
+	testkit.NeedsRoot(t, "the goldens, which record the fixtures' owner (root in CI; uid 0),")
 	for _, name := range testhosts.Names(t) {
 		t.Run(name, func(t *testing.T) {
 			root := filepath.Join(hostsDir, name)

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"berth.dev/berth/internal/testkit"
 )
 
 // TestRefvaluesTDXRTMR runs berth refvalues for a TDX direct boot with the
@@ -13,6 +15,7 @@ import (
 // use; the RTMR values are those of internal/node/refvalues's vectors
 // (RTMR1 and RTMR2 reproduce calculate-tdx-mrs, see its SOURCES.md).
 func TestRefvaluesTDXRTMR(t *testing.T) {
+	testkit.NeedsTools(t, "QEMU and the Debian kernel (BERTH_TDX_KERNEL)")
 	kernel := os.Getenv("BERTH_TDX_KERNEL")
 	if kernel == "" {
 		t.Fatal("BERTH_TDX_KERNEL is not set: run `. .ci/tools.env` (tools.sh fetches the Debian kernel)")

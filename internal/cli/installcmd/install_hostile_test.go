@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/treetest"
 )
 
@@ -418,6 +419,7 @@ func TestBundleFreeSpace(t *testing.T) {
 	srv, rel := serveCLIRelease(t)
 	mp, _ := rel.write(t)
 	mnt := t.TempDir()
+	testkit.NeedsRoot(t, "mounting a tmpfs")
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "berth-test", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("mounting a tmpfs (this test needs root): %v: %s", err, out)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/internal/testkit/testproc"
 )
 
@@ -19,6 +20,7 @@ import (
 // this process's alone (the API server is a child), and wall time is
 // mostly the client's request budget (20 per second).
 func BenchmarkQuietCycle(b *testing.B) {
+	testenv.Need(b)
 	root, err := hostfs.NewLive("/")
 	if err != nil {
 		b.Fatal(err)

@@ -221,6 +221,7 @@ func parallel(sims []*sim, f func(*sim) error) error {
 // write nothing. It reports the publish time, requests per agent per quiet
 // interval and the NodeReport sizes (BENCH lines, read by bench/cluster.sh).
 func TestFleetPublishAndQuiet(t *testing.T) {
+	testenv.Need(t)
 	n := *agents
 	cs, dyn := admin(t)
 	hosts := fixtureHosts(t)
@@ -319,6 +320,7 @@ func TestFleetPublishAndQuiet(t *testing.T) {
 // TestHandEditsRestored: a NodeReport or labels edited by hand are
 // restored on the next cycle, with one write each; foreign labels stay.
 func TestHandEditsRestored(t *testing.T) {
+	testenv.Need(t)
 	cs, dyn := admin(t)
 	createNodes(t, cs, []string{"edit-1"})
 	s := newSim(t, env.Admin, "edit-1", "snp-genoa-k3s-ready", nil)
@@ -412,6 +414,7 @@ func TestHandEditsRestored(t *testing.T) {
 // TestNodeDeletedCollectsReport: the NodeReport is owned by its Node, so
 // kube-controller-manager's garbage collector deletes it with the node.
 func TestNodeDeletedCollectsReport(t *testing.T) {
+	testenv.Need(t)
 	cs, dyn := admin(t)
 	createNodes(t, cs, []string{"gc-1"})
 	s := newSim(t, env.Admin, "gc-1", "tdx-emr-kubeadm-ready", nil)
@@ -514,6 +517,7 @@ func (p *proxy) restore(t testing.TB) {
 // or flapping (each node goes from the old label set to the new one exactly
 // once), and catch-up within one backoff period after the server returns.
 func TestOutage(t *testing.T) {
+	testenv.Need(t)
 	const outage = time.Minute
 	const backoffMax = 3 * time.Second
 	cs, dyn := admin(t)

@@ -15,6 +15,7 @@ import (
 
 	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/cluster/nodereport"
+	"berth.dev/berth/internal/testkit/testenv"
 )
 
 // lockedBuffer is a log sink the agent and the test share.
@@ -62,6 +63,7 @@ func setInstallAnnotation(t *testing.T, cs kubernetes.Interface, node, v string)
 // follows a change, and publishes the rest of the report without a record
 // it cannot read, saying why.
 func TestInstallStatusPublished(t *testing.T) {
+	testenv.Need(t)
 	cs, dyn := admin(t)
 	const node = "install-1"
 	createNodes(t, cs, []string{node})

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/testrelease"
 	"berth.dev/berth/internal/testkit/upstreamtest"
 )
@@ -41,6 +42,7 @@ func buildFailShim(t *testing.T, dir, marker string) []byte {
 // nydus platform's unit runs.
 func serveRelease(t *testing.T, shim []byte) *testrelease.Release {
 	t.Helper()
+	testkit.NeedsTools(t, "containerd-nydus-grpc (BERTH_NYDUS_SNAPSHOTTER)")
 	bin := os.Getenv("BERTH_NYDUS_SNAPSHOTTER")
 	if bin == "" {
 		t.Fatal("BERTH_NYDUS_SNAPSHOTTER is not set: run `make tools` (.ci/tools.sh) and source .ci/tools.env")

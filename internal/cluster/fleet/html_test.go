@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"berth.dev/berth/internal/testkit"
 )
 
 // chromium is the browser .ci/tools.sh installs (Debian's chromium).
@@ -21,6 +23,7 @@ const chromium = "/usr/bin/chromium"
 // saves a screenshot in the test's temp directory (BERTH_SCREENSHOT_DIR
 // keeps it somewhere else).
 func TestHTMLRendersInChromium(t *testing.T) {
+	testkit.NeedsTools(t, "Chromium")
 	if _, err := os.Stat(chromium); err != nil {
 		t.Fatalf("%s: %v; run .ci/tools.sh (installs Debian's chromium)", chromium, err)
 	}

@@ -213,6 +213,7 @@ func listJobs(t *testing.T, dyn dynamic.Interface, ns string) map[string][]*batc
 // dispatch replaces the install Jobs, reports a node whose Job failed,
 // retries it on a rerun and, once every node succeeded, deletes its Jobs.
 func TestDispatch(t *testing.T) {
+	testenv.Need(t)
 	dyn := dynClient(t)
 	const ns = "berth-dispatch"
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
@@ -306,6 +307,7 @@ func TestDispatch(t *testing.T) {
 // a cleanup Job on every selected node in place of its install Job and,
 // once all succeeded, leaves no Job behind.
 func TestTeardownJobs(t *testing.T) {
+	testenv.Need(t)
 	dyn := dynClient(t)
 	const ns = "berth-teardown-jobs"
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}

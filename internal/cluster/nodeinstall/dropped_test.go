@@ -15,6 +15,7 @@ import (
 
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/internal/testkit/treetest"
 )
 
@@ -29,6 +30,7 @@ import (
 // removed. A list whose one platform is not ready, after dropping the
 // last installed one, leaves nothing under the prefix.
 func TestDroppedPlatformIsRemoved(t *testing.T) {
+	testenv.Need(t)
 	ctx := context.Background()
 	dyn := dynClient(t)
 	n := newNode(t, "ni-drop", "tdx-emr-kubeadm-ready", "1.7.35")

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+
+	"berth.dev/berth/internal/testkit/testenv"
 )
 
 // leaseHolder reads the Lease's holder ("" when handed back).
@@ -39,6 +41,7 @@ func leaseHolder(t *testing.T, dyn dynamic.Interface, ns, name string) string {
 // first holds the Lease, and takes it once it is handed back; a Lease its
 // holder stopped renewing is taken over without waiting.
 func TestRestartLease(t *testing.T) {
+	testenv.Need(t)
 	dyn := clientAs(t, "berth-node-installer-lease-test", installerRules)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -168,6 +171,7 @@ func slotHolders(t *testing.T, dyn dynamic.Interface, ns string, l *RestartLease
 // respected; a restarted installer takes back its own slot, never a
 // second one.
 func TestRestartLeaseSlots(t *testing.T) {
+	testenv.Need(t)
 	dyn := clientAs(t, "berth-node-installer-slots-test", slotRules)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -21,6 +21,7 @@ import (
 
 	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/cluster/nodereport"
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/internal/testkit/testrelease"
 	"berth.dev/berth/internal/testkit/testsystemd"
@@ -227,6 +228,7 @@ func newTestRelease(t *testing.T) *testRelease { return newTestReleaseVersion(t,
 // newTestReleaseVersion is release version ver: other bytes, other digests.
 func newTestReleaseVersion(t *testing.T, ver string) *testRelease {
 	t.Helper()
+	testkit.NeedsTools(t, "containerd-nydus-grpc (BERTH_NYDUS_SNAPSHOTTER)")
 	// The real containerd-nydus-grpc, which the nydus platforms' unit
 	// runs (newNode's supervisor starts it as systemd would).
 	nydusBin := os.Getenv("BERTH_NYDUS_SNAPSHOTTER")

@@ -24,6 +24,7 @@ import (
 	"berth.dev/berth/internal/node/runtimectl"
 	"berth.dev/berth/internal/node/runtimectl/systemdbus"
 	"berth.dev/berth/internal/testkit/critest"
+	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/internal/testkit/testsystemd"
 	"berth.dev/berth/internal/testkit/treetest"
 	"berth.dev/berth/platform"
@@ -198,6 +199,7 @@ func readyz(t *testing.T, in *Installer) int {
 // removes the labels, leaving kata-deploy's label where kata-deploy also
 // set it.
 func TestInstallAndCleanup(t *testing.T) {
+	testenv.Need(t)
 	ctx := context.Background()
 	dyn := dynClient(t)
 	n := newNode(t, "ni-tdx", "tdx-emr-kubeadm-ready", "1.7.35")
@@ -419,6 +421,7 @@ func TestInstallAndCleanup(t *testing.T) {
 // the runtime is never asked for, and the node gets the "no" label and an
 // Event naming the first failing check and its remedy.
 func TestNotReadyNodeGetsNothing(t *testing.T) {
+	testenv.Need(t)
 	ctx := context.Background()
 	dyn := dynClient(t)
 	root := copyFixture(t, "cloud-vm-no-nested")
@@ -476,6 +479,7 @@ func TestNotReadyNodeGetsNothing(t *testing.T) {
 // the install, records BerthInstallFailed on the Node and stays unready,
 // so the DaemonSet's rollout stops at this node.
 func TestNoRuntimeNoInstall(t *testing.T) {
+	testenv.Need(t)
 	ctx := context.Background()
 	dyn := dynClient(t)
 	n := &node{name: "ni-noruntime", root: copyFixture(t, "tdx-emr-kubeadm-ready"), dirs: critest.NewDirs(t), rel: newTestRelease(t)}

@@ -20,6 +20,7 @@ import (
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/runtimectl/systemdbus"
 	"berth.dev/berth/internal/testkit/critest"
+	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/internal/testkit/testsystemd"
 	"berth.dev/berth/platform"
 )
@@ -53,6 +54,7 @@ func nodeTaints(t *testing.T, dyn dynamic.Interface, name string) ([]corev1.Tain
 // node's other taints, one with the same key but another effect among
 // them, stay; a failed install, or a platform not ready, keeps it; a node without it gets no write.
 func TestStartupTaint(t *testing.T) {
+	testenv.Need(t)
 	ctx := context.Background()
 	dyn := dynClient(t)
 	st, err := ParseStartupTaint("berth.dev/runtime-not-ready:NoSchedule")

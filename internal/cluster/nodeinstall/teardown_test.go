@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"berth.dev/berth/internal/testkit/testenv"
 )
 
 var namespacesResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -137,6 +139,7 @@ func simulateController(t *testing.T, dyn dynamic.Interface, ns string, nodes []
 // every node's labels to go and every pod to be ready in cleanup mode,
 // naming what is left when the timeout passes.
 func TestTeardown(t *testing.T) {
+	testenv.Need(t)
 	dyn := dynClient(t)
 	asJob := clientAs(t, "berth-teardown-test", teardownRules)
 	for i, tc := range []struct {

@@ -19,6 +19,7 @@ import (
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/testkit/testenv"
 	"berth.dev/berth/internal/testkit/upstreamtest"
 	"berth.dev/berth/platform"
 )
@@ -138,6 +139,7 @@ func wantCapacity(t *testing.T, dyn dynamic.Interface, name string, snp, tdx int
 // same counts writes nothing, and what the installer advertised leaves
 // when no longer wanted, while kubelet's capacity stays.
 func TestApplyTEEKeys(t *testing.T) {
+	testenv.Need(t)
 	ctx := context.Background()
 	dyn := dynClient(t)
 	createNode(t, dyn, "ni-teekeys", nil)
@@ -216,6 +218,7 @@ func TestApplyTEEKeys(t *testing.T) {
 // dropping the platform withdraws them (a platform without TEE has no
 // keys), and so does cleanup after another install.
 func TestTEEKeysFollowInstall(t *testing.T) {
+	testenv.Need(t)
 	ctx := context.Background()
 	dyn := dynClient(t)
 	n := newNode(t, "ni-teekeys-tdx", "tdx-emr-kubeadm-ready", "1.7.35")

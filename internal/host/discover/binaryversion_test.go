@@ -16,6 +16,7 @@ import (
 
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit"
 )
 
 func TestUpstreamVersion(t *testing.T) {
@@ -467,6 +468,7 @@ const qemuBinary = "/usr/bin/qemu-system-x86_64"
 
 // TestFileVersionRealQEMU reads the version line from a real QEMU build.
 func TestFileVersionRealQEMU(t *testing.T) {
+	testkit.NeedsTools(t, "QEMU (Debian's qemu-system-x86)")
 	if _, err := os.Stat(qemuBinary); err != nil {
 		t.Fatalf("%v: this test needs Debian's qemu-system-x86 (installed by .ci/tools.sh)", err)
 	}
@@ -499,6 +501,7 @@ func runVersion(t testing.TB, bin string) string {
 // TestLiveBinaryVersions checks discovery on this machine against what the
 // binaries print: the static sources must agree with --version.
 func TestLiveBinaryVersions(t *testing.T) {
+	testkit.NeedsRoot(t, "virtiofsd --version (it calls setgroups)")
 	root, err := hostfs.NewLive("/")
 	if err != nil {
 		t.Fatal(err)
@@ -567,6 +570,7 @@ func BenchmarkStaticVersionLive(b *testing.B) {
 // version) answers as --version does; Debian's -trimpath build has no
 // main module version, so the build info source does not answer for it.
 func TestBuildInfoVersionReal(t *testing.T) {
+	testkit.NeedsTools(t, "the containerd 2 .ci/tools.sh builds (BERTH_CONTAINERD2)")
 	ctrd2 := os.Getenv("BERTH_CONTAINERD2")
 	if ctrd2 == "" {
 		t.Fatal("BERTH_CONTAINERD2 is not set: run `make tools` (.ci/tools.sh) and source .ci/tools.env")

@@ -8,6 +8,7 @@ import (
 
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/goldenfile"
 	"berth.dev/berth/internal/testkit/testhosts"
 )
@@ -32,6 +33,7 @@ func discoverHost(t testing.TB, name string) *facts.Facts {
 }
 
 func TestHostsGolden(t *testing.T) {
+	testkit.NeedsRoot(t, "the goldens, which record the fixtures' owner (root in CI; uid 0),")
 	for _, h := range testhosts.Names(t) {
 		t.Run(h, func(t *testing.T) {
 			f := discoverHost(t, h)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit"
 )
 
 // TestKernelLogFollower follows this machine's real /dev/kmsg across
@@ -21,9 +22,7 @@ import (
 // kept; a follower asked about another root refuses, and discovery falls
 // back to the saved logs with the reason.
 func TestKernelLogFollower(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("reading and writing /dev/kmsg needs root: run the suite as root (as CI does)")
-	}
+	testkit.NeedsRoot(t, "reading and writing /dev/kmsg")
 	root, err := hostfs.NewLive("/")
 	if err != nil {
 		t.Fatal(err)

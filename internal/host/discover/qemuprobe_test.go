@@ -10,6 +10,7 @@ import (
 
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit"
 )
 
 // hostTree writes files (relative path -> content) under a new temporary
@@ -57,6 +58,7 @@ func unknownsOf(s *session) map[string]string {
 }
 
 func TestQEMUProbeLive(t *testing.T) {
+	testkit.NeedsTools(t, "QEMU (Debian's qemu-system-x86)")
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Fatalf("qemu-system-x86_64 not found: run `make tools` (installs Debian's qemu-system-x86)")
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"berth.dev/berth/internal/testkit"
 )
 
 type tarEntry struct {
@@ -157,9 +159,7 @@ func TestLiveRun(t *testing.T) {
 // inside it: the build machine's /bin/sh must not answer for a root that
 // has none.
 func TestLiveRunChroot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("TestLiveRunChroot needs root (chroot); run the suite as root as CI does")
-	}
+	testkit.NeedsRoot(t, "TestLiveRunChroot (chroot)")
 	l, err := NewLive(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

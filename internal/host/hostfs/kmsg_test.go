@@ -3,11 +3,12 @@ package hostfs
 import (
 	"bytes"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"berth.dev/berth/internal/testkit"
 )
 
 func TestKeepKmsgMessage(t *testing.T) {
@@ -44,9 +45,7 @@ func TestKeepKmsgMessage(t *testing.T) {
 // full ring meanwhile) are allowed for: the two texts must line up over
 // most of the shorter one.
 func TestReadKernelLog(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("reading /dev/kmsg needs root: run the suite as root (as CI does)")
-	}
+	testkit.NeedsRoot(t, "reading /dev/kmsg")
 	for _, first := range []int{0, 1 << 10, kmsgFirstSize} {
 		fd, err := syscall.Open("/dev/kmsg", syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/testproc"
 )
 
@@ -20,6 +21,7 @@ import (
 // installed: the probe must be tested against a real QEMU.
 func realQEMU(tb testing.TB) string {
 	tb.Helper()
+	testkit.NeedsTools(tb, "QEMU (Debian's qemu-system-x86)")
 	p, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {
 		tb.Fatalf("qemu-system-x86_64 not found (%v): run `make tools` (installs Debian's qemu-system-x86)", err)

@@ -13,6 +13,7 @@ import (
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/critest"
 	"berth.dev/berth/platform"
 )
@@ -26,6 +27,7 @@ import (
 // version 2, the proxy plugin in a block of the main config) and the 2.x
 // releases (version 3, its own drop-in).
 func TestNydusProxyLive(t *testing.T) {
+	testkit.NeedsTools(t, "containerd-nydus-grpc (BERTH_NYDUS_SNAPSHOTTER)")
 	nydus := os.Getenv("BERTH_NYDUS_SNAPSHOTTER")
 	if nydus == "" {
 		t.Fatal("BERTH_NYDUS_SNAPSHOTTER is not set: run `make tools` (.ci/tools.sh) and source .ci/tools.env")

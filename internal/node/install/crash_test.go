@@ -19,6 +19,7 @@ import (
 	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/treetest"
 	"berth.dev/berth/platform"
 )
@@ -233,6 +234,7 @@ func TestKillDuringSwitch(t *testing.T) {
 func tmpfs(t *testing.T, size string) string {
 	t.Helper()
 	mnt := t.TempDir()
+	testkit.NeedsRoot(t, "mounting a tmpfs")
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "berth-test", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("mounting a %s tmpfs at %s (this test needs root): %v: %s", size, mnt, err, out)
 	}

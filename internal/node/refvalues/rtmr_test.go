@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/goldenfile"
 )
 
@@ -22,6 +23,7 @@ import (
 // 14 MB, too large to commit.
 func debianKernel(t *testing.T) []byte {
 	t.Helper()
+	testkit.NeedsTools(t, "the Debian kernel (BERTH_TDX_KERNEL)")
 	p := os.Getenv("BERTH_TDX_KERNEL")
 	if p == "" {
 		t.Fatal("BERTH_TDX_KERNEL is not set: run `. .ci/tools.env` (tools.sh runs internal/node/refvalues/testdata/fetch-kernel.sh) or fetch-kernel.sh DIR and point BERTH_TDX_KERNEL at DIR/vmlinuz-6.1.0-57-cloud-amd64")
@@ -327,6 +329,7 @@ func TestAuthenticodeExclusions(t *testing.T) {
 // TestDumpACPIBlobs runs the real QEMU with the qtest accelerator and
 // compares the blobs with those committed for QEMU 7.2 (Debian 12).
 func TestDumpACPIBlobs(t *testing.T) {
+	testkit.NeedsTools(t, "QEMU 7.2 (Debian 12's)")
 	qemu, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {
 		t.Fatal("qemu-system-x86_64 not found: .ci/tools.sh installs qemu-system-x86")
@@ -365,6 +368,7 @@ func sha256hex(b []byte) string {
 // TestCachedACPIBlobs checks that a cache entry is written once, read back
 // equal, and that a damaged entry is replaced rather than trusted.
 func TestCachedACPIBlobs(t *testing.T) {
+	testkit.NeedsTools(t, "QEMU (Debian's qemu-system-x86)")
 	qemu, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {
 		t.Fatal("qemu-system-x86_64 not found: .ci/tools.sh installs qemu-system-x86")

@@ -18,6 +18,7 @@ import (
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/node/runtimectl"
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/critest"
 	"berth.dev/berth/internal/testkit/testsystemd"
 	"berth.dev/berth/platform"
@@ -85,6 +86,7 @@ func (n *nydusNode) install(t *testing.T, src string) {
 // restart proved it dead (containerd restarted again, the unit stopped
 // and disabled, the files back).
 func TestNydusServiceLive(t *testing.T) {
+	testkit.NeedsTools(t, "containerd-nydus-grpc (BERTH_NYDUS_SNAPSHOTTER)")
 	nydusBin := os.Getenv("BERTH_NYDUS_SNAPSHOTTER")
 	if nydusBin == "" {
 		t.Fatal("BERTH_NYDUS_SNAPSHOTTER is not set: run `make tools` (.ci/tools.sh) and source .ci/tools.env")

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"berth.dev/berth/internal/node/cri"
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/upstreamtest"
 )
 
@@ -30,6 +31,7 @@ import (
 // that what berth writes is what containerd loads, so they never skip.
 func ContainerdBin(t *testing.T, env string) string {
 	t.Helper()
+	testkit.NeedsTools(t, "a real containerd, as root")
 	p := os.Getenv(env)
 	if p == "" {
 		t.Fatalf("%s is not set: run `make tools` (.ci/tools.sh) and source .ci/tools.env", env)
@@ -73,6 +75,7 @@ func (c Containerd) part(i int) int {
 func Containerds(t testing.TB) []Containerd {
 	t.Helper()
 	const env = "BERTH_CONTAINERDS"
+	testkit.NeedsTools(t, "the real containerds of "+env+", as root")
 	s := os.Getenv(env)
 	if s == "" {
 		t.Fatalf("%s is not set: run `make tools` (.ci/tools.sh) and source .ci/tools.env", env)

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,6 +36,7 @@ import (
 
 	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/deploy"
+	"berth.dev/berth/internal/testkit"
 )
 
 // AssetsEnv is the environment variable naming the directory that holds
@@ -100,7 +102,14 @@ type Env struct {
 //
 //	var env *testenv.Env
 //	func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{}, &env)) }
+//
+// Under -short it starts nothing and leaves *env nil: every test that uses
+// env calls Need first, and the package's other tests run.
 func Main(m *testing.M, opts Options, env **Env) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run()
+	}
 	e, err := New(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
@@ -117,10 +126,18 @@ func Main(m *testing.M, opts Options, env **Env) int {
 	return code
 }
 
+// Need marks a test that uses the control plane Main starts: under -short
+// (where Main starts none) it skips the test; see testkit.NeedsTools.
+func Need(t testing.TB) {
+	t.Helper()
+	testkit.NeedsTools(t, "a real kube-apiserver and etcd")
+}
+
 // Start starts a control plane for one test and stops it when the test ends.
 // Prefer Main to share one per package.
 func Start(t testing.TB, opts Options) *Env {
 	t.Helper()
+	Need(t)
 	e, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

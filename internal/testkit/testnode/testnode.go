@@ -43,6 +43,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"berth.dev/berth/internal/node/cri"
+	"berth.dev/berth/internal/testkit"
 	"berth.dev/berth/internal/testkit/testenv"
 )
 
@@ -147,6 +148,7 @@ func findTools(env *testenv.Env) (tools, error) {
 // which fails the test if anything is left on the machine.
 func Start(t testing.TB, env *testenv.Env, opts Options) *Node {
 	t.Helper()
+	testkit.NeedsTools(t, "a real node (kubelet, containerd, runc, CNI), as root")
 	if os.Geteuid() != 0 {
 		t.Fatal("testnode runs a kubelet and containerd and must run as root")
 	}
@@ -598,6 +600,7 @@ func RuntimeTable(name, typ, path, opts string) string {
 // never run it. The failing shim touches marker each time it runs.
 func StartSandboxHandlers(t testing.TB, dir, marker string) *Node {
 	t.Helper()
+	testkit.NeedsTools(t, "a real containerd with runc and CNI, as root")
 	fail := BuildFailShim(t, dir, marker)
 	return StartRuntime(t, RuntimeOptions{Runtimes: RuntimeTable("kata-qemu", "io.containerd.runc.v2", os.Getenv(ShimEnv),
 		fmt.Sprintf("    Root = %q\n", filepath.Join(dir, "runc"))) +
@@ -612,6 +615,7 @@ func StartSandboxHandlers(t testing.TB, dir, marker string) *Node {
 // cleanup) removes what is left and fails the test on leaks.
 func StartRuntime(t testing.TB, opts RuntimeOptions) *Node {
 	t.Helper()
+	testkit.NeedsTools(t, "a real containerd with runc and CNI, as root")
 	if os.Geteuid() != 0 {
 		t.Fatal("testnode runs containerd and must run as root")
 	}

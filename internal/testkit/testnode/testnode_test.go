@@ -36,6 +36,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m, testenv.Options{}, &env)) 
 // the kubelet, a containerd restart leaves the node serving and a running
 // pod running, and Stop kills that pod and leaves nothing behind.
 func TestNodeRunsAgentPod(t *testing.T) {
+	testenv.Need(t)
 	before := snapshotMachine(t)
 	begin := time.Now()
 	n := Start(t, env, Options{})
