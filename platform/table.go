@@ -239,14 +239,20 @@ type teeHostRow struct {
 	// kernel, initrd and command line (SNP's launch digest with measured
 	// direct boot); TDX puts them in RTMRs, which berth does not compute.
 	measuresDirectBoot bool
+	// initData is the launch field Kata binds a CoCo init-data document's
+	// digest to, and its size in bytes: SNP's HOST_DATA (32), TDX's
+	// MRCONFIGID (48) (kata-containers src/runtime/pkg/oci/utils.go,
+	// addHypervisorInitdataOverrides; govmm qemu.go adjustProperLength).
+	initData     string
+	initDataSize int
 }
 
 // teeHostRows are indexed like teeRows (data never changed): an array,
 // static data, where a map is built at initialisation.
 var teeHostRows = [...]teeHostRow{
 	SNP: {qemuObject: "sev-snp-guest", vendorMarks: [3]string{"snp", "amdese", "sev"}, sev: true,
-		productLines: true, measuresDirectBoot: true},
-	TDX: {qemuObject: "tdx-guest", vendorMarks: [3]string{"tdx"}},
+		productLines: true, measuresDirectBoot: true, initData: "HOST_DATA", initDataSize: 32},
+	TDX: {qemuObject: "tdx-guest", vendorMarks: [3]string{"tdx"}, initData: "MRCONFIGID", initDataSize: 48},
 }
 
 // hostRowOf returns t's row; the zero row for NoTEE and unknown values.
@@ -289,6 +295,14 @@ func (t TEE) SEV() bool { return hostRowOf(t).sev }
 // CPU product line (SNP: AMD publishes VCEKs and firmware per EPYC
 // generation).
 func (t TEE) HasProductLines() bool { return hostRowOf(t).productLines }
+
+// InitDataField returns the launch field the TEE binds an init-data
+// digest to ("HOST_DATA" for SNP, "MRCONFIGID" for TDX) and its size in
+// bytes; "" and 0 for a TEE that binds none.
+func (t TEE) InitDataField() (name string, size int) {
+	r := hostRowOf(t)
+	return r.initData, r.initDataSize
+}
 
 // MeasuresDirectBoot reports whether the launch measurement berth computes
 // for the TEE covers a directly booted kernel, initrd and command line

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"berth.dev/berth/internal/testkit"
 )
 
 // TestExitCodes runs real commands through the cobra tree and holds each
@@ -123,6 +125,7 @@ func TestApplyRefusalsExit1(t *testing.T) {
 // node (a full 64 KiB tmpfs) exits 1, not 2, and leaves the config as it
 // was. It needs root, to mount the tmpfs.
 func TestApplyDiskFullExits1(t *testing.T) {
+	testkit.NeedsRoot(t, "mounting a tmpfs")
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "berth-test", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("mounting a tmpfs (this test needs root): %v: %s", err, out)

@@ -71,12 +71,13 @@ func tdxRTMRRequest(cmd *cobra.Command, g *Globals, f *refvaluesFlags, in bootIn
 
 // acpiCacheDir is where the ACPI blobs are cached: --cache when given
 // ("" for none); without it, berth's cache on this machine
-// (/var/cache/berth) when --root is this machine's /, and the user's cache
-// directory ($XDG_CACHE_HOME/berth, else ~/.cache/berth; none when it is
-// unknown) for any other --root: measuring another host's boot components
-// never writes this machine's /var/cache.
+// (/var/cache/berth) when --root is this machine's / and berth runs as
+// root, and the user's cache directory ($XDG_CACHE_HOME/berth, else
+// ~/.cache/berth; none when it is unknown) otherwise: measuring another
+// host's boot components never writes this machine's /var/cache, and a
+// user who is not root gets a cache of their own instead of a refusal.
 func acpiCacheDir(g *Globals, cache string, given bool) string {
-	if given || filepath.Clean(g.root) == "/" {
+	if given || (filepath.Clean(g.root) == "/" && os.Geteuid() == 0) {
 		return cache
 	}
 	dir, err := os.UserCacheDir()

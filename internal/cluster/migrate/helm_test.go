@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"berth.dev/berth/internal/testkit"
+
 	"sigs.k8s.io/yaml"
 
 	"berth.dev/berth/internal/testkit/upstreamtest"
@@ -21,6 +23,7 @@ import (
 // `helm template` of berth's chart (its values.schema.json included), and
 // the RuntimeClasses it renders use the handlers kata-deploy installs.
 func TestHelmTemplate(t *testing.T) {
+	testkit.NeedsTools(t, "Helm")
 	helm := os.Getenv("BERTH_HELM")
 	if helm == "" {
 		t.Fatal("BERTH_HELM is not set: run `make tools` (or `bash .ci/helm.sh` and `. .ci/tools.env`)")

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"berth.dev/berth/internal/testkit"
+
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
 )
@@ -181,9 +183,7 @@ func ccHost(t *testing.T) string {
 // --probe and as root, and a snapshot carries them to an offline root,
 // which never opens resource0.
 func TestGPUCCRoots(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("this test reads BAR0 the way a live root does, which berth does only as root: run it as root")
-	}
+	testkit.NeedsRoot(t, "reading BAR0 the way a live root does, which berth does only as root")
 	dir := ccHost(t)
 	live, err := hostfs.NewLive(dir)
 	if err != nil {

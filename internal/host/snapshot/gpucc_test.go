@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"berth.dev/berth/internal/testkit"
+
 	"berth.dev/berth/internal/host/discover"
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
@@ -19,9 +21,7 @@ import (
 // registers, and the snapshot opened offline gives the same CC mode
 // without any resource0 in it.
 func TestGPUCCModeRoundTrip(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the live BAR0 read runs only as root: run this test as root")
-	}
+	testkit.NeedsRoot(t, "the live BAR0 read, which runs only as root")
 	dir := t.TempDir()
 	dev := filepath.Join(dir, "sys/bus/pci/devices/0000:41:00.0")
 	if err := os.MkdirAll(dev, 0o755); err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"berth.dev/berth/internal/testkit"
+
 	"golang.org/x/sys/unix"
 
 	"berth.dev/berth/internal/host/hostfs"
@@ -37,6 +39,7 @@ func TestApplyHostileConfig(t *testing.T) {
 			}
 		}, "not a regular file (FIFO)", false},
 		{"link to a character device", func(t *testing.T, dir string) {
+			testkit.NeedsRoot(t, "mknod of a character device")
 			os.MkdirAll(filepath.Join(dir, "dev"), 0o755)
 			if err := unix.Mknod(filepath.Join(dir, "dev/zero"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 5))); err != nil {
 				t.Fatalf("mknod (the tests run as root, as CI does): %v", err)

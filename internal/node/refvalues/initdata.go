@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"berth.dev/berth/platform"
 )
 
 // A CoCo init-data document (Trustee kbs/docs/initdata.md) is TOML:
@@ -91,13 +93,18 @@ func InitData(name string, b []byte, tee string) (*InitDataValues, error) {
 	h.Write(b)
 	d := h.Sum(nil)
 	v.Version, v.Algorithm, v.Digest = doc.Version, doc.Algorithm, hex.EncodeToString(d)
-	switch tee {
-	case "snp":
-		v.HostData = hex.EncodeToString(fitDigest(d, 32))
-	case "tdx":
-		v.MRConfigID = hex.EncodeToString(fitDigest(d, 48))
-	default:
+	// Which launch field, and how long, is the TEE's property (platform's
+	// table), not a switch here.
+	t, _ := platform.ParseTEE(tee)
+	field, size := t.InitDataField()
+	if field == "" {
 		return nil, fmt.Errorf("TEE %q binds no init data berth knows: expected snp or tdx", tee)
+	}
+	bound := hex.EncodeToString(fitDigest(d, size))
+	if field == "HOST_DATA" {
+		v.HostData = bound
+	} else {
+		v.MRConfigID = bound
 	}
 	return v, nil
 }
