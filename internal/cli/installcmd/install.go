@@ -125,6 +125,17 @@ func layout(g *cli.Globals, prefix string) (install.Layout, error) {
 	return install.Layout{Root: w, Prefix: prefix}, nil
 }
 
+// targetLayout is the install target of rollback and uninstall (no
+// platform named) and its prefix opened for writing.
+func (fl installFlags) targetLayout(g *cli.Globals) (configure.Install, install.Layout, error) {
+	target, err := fl.target()
+	if err != nil {
+		return configure.Install{}, install.Layout{}, err
+	}
+	l, err := layout(g, target.Prefix)
+	return target, l, err
+}
+
 // parseSize parses a byte count: a number, optionally followed by K, M, G
 // or T (KiB, MiB, GiB, TiB: powers of 1024) and an optional B.
 func parseSize(s string) (int64, error) {

@@ -24,11 +24,7 @@ running sandboxes to pick up the binaries.`,
   sudo berth rollback --prefix /opt/berth`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			target, err := fl.target()
-			if err != nil {
-				return err
-			}
-			l, err := layout(g, target.Prefix)
+			_, l, err := fl.targetLayout(g)
 			if err != nil {
 				return err
 			}

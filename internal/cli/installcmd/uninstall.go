@@ -51,11 +51,7 @@ removes the files berth put there.`,
 }
 
 func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCache, keepConfig bool) error {
-	target, err := fl.target()
-	if err != nil {
-		return err
-	}
-	l, err := layout(g, target.Prefix)
+	target, l, err := fl.targetLayout(g)
 	if err != nil {
 		return err
 	}
