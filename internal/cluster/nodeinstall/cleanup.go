@@ -3,7 +3,9 @@ package nodeinstall
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
+	"berth.dev/berth/internal/host/hostfs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/platform"
@@ -26,27 +28,18 @@ func (n *Installer) cleanup(ctx context.Context, lk *restartLock) (*Report, erro
 	if err := n.removeConfig(ctx, plats, rep, lk); err != nil {
 		return rep, err
 	}
-	created, err := createdDirs(cfg.Writable, cfg.Prefix)
+	rm, err := removePrefix(ctx, cfg.Writable, cfg.Prefix, cfg.Log)
+	if rm != nil {
+		rep.Removed, rep.Kept = rm.Removed, rm.Kept
+	}
 	if err != nil {
 		return rep, err
 	}
-	rm, err := (&install.Installer{Layout: l, Log: cfg.Log}).Uninstall(ctx)
-	if err != nil {
-		return rep, fmt.Errorf("removing what berth installed under %s: %w", cfg.Prefix, err)
-	}
-	rep.Removed, rep.Kept = rm.Removed, rm.Kept
-	for _, k := range rm.Kept {
+	for _, k := range rep.Kept {
 		cfg.Log.Warn("left in place", "path", k.Path, "why", k.Why)
 	}
 	for _, s := range plats {
 		rep.Platforms = append(rep.Platforms, PlatformResult{Platform: s, Status: StatusRemoved})
-	}
-	if created != nil {
-		removed, err := removeCreated(cfg.Writable, created)
-		rep.Removed = append(rep.Removed, removed...)
-		if err != nil {
-			return rep, err
-		}
 	}
 	// The TEE keys go before the labels: a node without installed labels
 	// must advertise no keys for sandboxes it can no longer run.
@@ -57,8 +50,39 @@ func (n *Installer) cleanup(ctx context.Context, lk *restartLock) (*Report, erro
 	if rep.LabelsChanged, err = n.applyNode(ctx, rep.Labels, nil); err != nil {
 		return rep, err
 	}
-	cfg.Log.Info("cleaned up", "platforms", fmt.Sprint(plats), "removed", len(rm.Removed), "kept", len(rm.Kept), "restarts", rep.Restarts)
+	cfg.Log.Info("cleaned up", "platforms", fmt.Sprint(plats), "removed", len(rep.Removed), "kept", len(rep.Kept), "restarts", rep.Restarts)
 	return rep, nil
+}
+
+// removePrefix removes everything berth installed under prefix, then the
+// prefix and the parents the installer made for it (its record,
+// createdFile), each if empty; first what an install killed while it made
+// the prefix left under a temporary name (buildPrefix). The runtime
+// configuration must be gone already.
+func removePrefix(ctx context.Context, w *hostfs.Writable, prefix string, log *slog.Logger) (*install.Removal, error) {
+	rel, _, err := install.ResolveIn(w, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := sweepNewPrefix(w, rel); err != nil {
+		return nil, err
+	}
+	created, err := createdDirs(w, prefix)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := (&install.Installer{Layout: install.Layout{Root: w, Prefix: prefix}, Log: log}).Uninstall(ctx)
+	if err != nil {
+		return rm, fmt.Errorf("removing what berth installed under %s: %w", prefix, err)
+	}
+	if created != nil {
+		removed, err := removeCreated(w, created)
+		rm.Removed = append(rm.Removed, removed...)
+		if err != nil {
+			return rm, err
+		}
+	}
+	return rm, nil
 }
 
 // removeConfig removes the runtime configuration of the installed
