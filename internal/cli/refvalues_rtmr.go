@@ -31,7 +31,7 @@ func addRTMRFlags(fl *pflag.FlagSet, f *rtmrFlags) {
 }
 
 // tdxRTMRRequest builds the RTMR0-2 request when a kernel is given: it
-// asks QEMU (qtest accelerator, no TDX needed) for the guest's ACPI blobs,
+// asks QEMU (stopped, through qtest, no TDX needed) for the guest's ACPI blobs,
 // cached under the berth cache by QEMU build and arguments.
 func tdxRTMRRequest(cmd *cobra.Command, g *Globals, f *refvaluesFlags, in bootInputs) (*refvalues.TDXRTMRRequest, error) {
 	changed := cmd.Flags().Changed

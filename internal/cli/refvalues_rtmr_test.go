@@ -11,7 +11,7 @@ import (
 )
 
 // TestRefvaluesTDXRTMR runs berth refvalues for a TDX direct boot with the
-// real QEMU (qtest accelerator) and the Debian kernel the refvalues tests
+// real QEMU (stopped, read through qtest) and the Debian kernel the refvalues tests
 // use; the RTMR values are those of internal/node/refvalues's vectors
 // (RTMR1 and RTMR2 reproduce calculate-tdx-mrs, see its SOURCES.md).
 func TestRefvaluesTDXRTMR(t *testing.T) {

@@ -75,8 +75,25 @@ type QEMUMachine struct {
 	Extra []string
 }
 
-// Args returns the QEMU command line the blobs are dumped with: the
-// qtest accelerator runs no guest code, so no KVM or TDX is needed.
+// Args returns the QEMU command line the blobs are dumped with. The
+// guest is created stopped (-S) and qtest reads the fw_cfg files from
+// outside, so no guest code runs and no KVM or TDX is needed.
+//
+// "-S" is what makes the dump deterministic. "-qtest" alone only adds the
+// qtest server (Debian's QEMU has no qtest accelerator): QEMU then starts
+// the vCPU and runs its default SeaBIOS next to berth's reads. SeaBIOS
+// programs the Q35 PCIEXBAR (MMCONFIG at 0xb0000000) and the ICH9 PMBASE
+// (0x600) and reads etc/table-loader, and QEMU rebuilds the tables from
+// those registers on the first fw_cfg access after reset
+// (hw/i386/acpi-build.c acpi_build_update; acpi_get_mcfg, the DSDT's DRAC
+// device and PCI0 _CRS, the FADT PM and GPE0 blocks). Whichever of berth
+// and SeaBIOS came first decided the blobs, so the dump, and the RTMR0
+// predicted from it, depended on CPU load. Stopped, the tables are always
+// built from the chipset's reset state.
+//
+// "-accel tcg" keeps a host's /dev/kvm out of it: under KVM without SMM
+// support QEMU leaves the FADT's SMI command port out, so the same
+// machine would dump differently on another host.
 func (m QEMUMachine) Args() []string {
 	maxv := m.MaxVCPUs
 	if maxv < m.VCPUs {
@@ -87,15 +104,21 @@ func (m QEMUMachine) Args() []string {
 		"-m", strconv.FormatUint(m.MemoryMiB, 10) + "M",
 		"-smp", fmt.Sprintf("%d,maxcpus=%d", m.VCPUs, maxv),
 		"-display", "none", "-nodefaults", "-no-user-config",
-		"-qtest", "stdio", "-qtest-log", "/dev/null",
+		"-S", "-accel", "tcg", "-qtest", "stdio", "-qtest-log", "/dev/null",
 	}
 	return append(args, m.Extra...)
 }
 
-// DumpACPIBlobs starts QEMU with the qtest accelerator for the machine and
-// reads the ACPI fw_cfg files through the fw_cfg DMA interface, exactly as
+// DumpACPIBlobs starts QEMU stopped, with the qtest server, for the
+// machine (Args) and reads the ACPI fw_cfg files through the fw_cfg DMA interface, exactly as
 // the firmware would see them at boot.
 func DumpACPIBlobs(ctx context.Context, m QEMUMachine) (*ACPIBlobs, error) {
+	return dumpACPIBlobs(ctx, m, 0)
+}
+
+// dumpACPIBlobs is DumpACPIBlobs waiting settle after QEMU starts before
+// the first read: a test gives a guest that would run the time to do so.
+func dumpACPIBlobs(ctx context.Context, m QEMUMachine, settle time.Duration) (*ACPIBlobs, error) {
 	if m.Binary == "" {
 		return nil, fmt.Errorf("no QEMU binary given: the ACPI tables measured into RTMR0 come from QEMU")
 	}
@@ -121,8 +144,14 @@ func DumpACPIBlobs(ctx context.Context, m QEMUMachine) (*ACPIBlobs, error) {
 		return nil, fmt.Errorf("start %s: %w", m.Binary, err)
 	}
 	q := &qtest{w: stdin, r: bufio.NewReader(stdout)}
+	if settle > 0 {
+		select {
+		case <-time.After(settle):
+		case <-ctx.Done():
+		}
+	}
 	blobs, derr := q.dumpACPI()
-	// The qtest accelerator keeps QEMU running after its client leaves:
+	// The qtest server keeps QEMU running after its client leaves:
 	// end it once the blobs are read.
 	stdin.Close()
 	_ = cmd.Process.Kill()
