@@ -95,6 +95,7 @@ func TestParseErrors(t *testing.T) {
 		{name: "version wrong type", doc: "version = \"2\"\n", line: 1, col: 11, msgContain: "key version: expected an integer, got a TOML string"},
 		{name: "version unsupported", doc: "# c\n  version = 7\n", line: 2, col: 3, msgContain: "unsupported config version 7"},
 		{name: "annotations wrong type", doc: "version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.kata]\npod_annotations = 'io.katacontainers.*'\n", line: 3, col: 19, msgContain: `key plugins."io.containerd.cri.v1.runtime".containerd.runtimes.kata.pod_annotations: expected an array of strings, got a TOML string`},
+		{name: "enable_cdi wrong type", doc: "version = 2\n[plugins.'io.containerd.grpc.v1.cri']\nenable_cdi = 'yes'\n", line: 3, col: 14, msgContain: `key plugins."io.containerd.grpc.v1.cri".enable_cdi: expected a boolean, got a TOML string`},
 		{name: "duplicate key", doc: "version = 2\nversion = 3\n", line: 2, col: 1},
 		{name: "crio bad bool", crio: true, doc: "[crio.runtime.runtimes.kata]\nprivileged_without_host_devices = \"yes\"\n", line: 2, col: 35},
 		{name: "crio garbage", crio: true, doc: "[crio.runtime]\ndefault_runtime = \n", line: 2, col: 19},
