@@ -217,6 +217,18 @@ func TestAreas(t *testing.T) {
 		{"vbios no published minimum", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.GPUs[0].DeviceID = "2335" }, "gpu.cc.vbios", check.Unknown, "no minimum VBIOS for 10de:2335"},
 		{"no pod-resources socket", "kubeadm-qemu-none+gpu", func(f *facts.Facts) { f.Distribution.PodResourcesPresent = false }, "gpu.podresources", check.Fail, "no kubelet pod-resources socket at /var/lib/kubelet/pod-resources/kubelet.sock"},
 		{"no distribution: pod-resources unknown", "kubeadm-qemu-none+gpu", func(f *facts.Facts) { f.Distribution = facts.Distribution{} }, "gpu.podresources", check.Unknown, "no Kubernetes distribution"},
+		{"cdi on by default on containerd 2", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {}, "gpu.cdi", check.Pass, "CDI on by default"},
+		{"cdi off on containerd 2", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.Runtimes.Containerd.CDIEnabled = ptr(false) }, "gpu.cdi", check.Warn, "sets enable_cdi = false"},
+		{"cdi unset on containerd 1.7", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.Runtimes.Containerd.Version = "1.7.27" }, "gpu.cdi", check.Warn, "leaves CDI off unless enable_cdi = true"},
+		{"cdi on on containerd 1.7", "kubeadm-qemu-tdx+gpu", func(f *facts.Facts) {
+			f.Runtimes.Containerd.Version, f.Runtimes.Containerd.CDIEnabled = "1.7.27", ptr(true)
+		}, "gpu.cdi", check.Pass, "enable_cdi = true"},
+		{"no cdi on containerd 1.6", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.Runtimes.Containerd.Version = "1.6.20" }, "gpu.cdi", check.Warn, "no CDI support"},
+		{"cdi unknown version", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.Runtimes.Containerd.Version = "" }, "gpu.cdi", check.Unknown, "version not known"},
+		{"cdi unknown config", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {
+			f.Runtimes.Containerd.Version = "1.7.27"
+			f.Unknown = append(f.Unknown, facts.Missing{Field: "runtimes.containerd.cdiEnabled", Reason: "unparseable: etc/containerd/config.toml:3:1: x"})
+		}, "gpu.cdi", check.Unknown, "cdiEnabled unknown"},
 		{"snp on rome", "kubeadm-qemu-snp", func(f *facts.Facts) { f.CPU.ProductLine = "rome" }, "snp.cpu.generation", check.Fail, "Milan"},
 		{"snp pinned to another line", "kubeadm-qemu-snp-milan", func(f *facts.Facts) {}, "snp.cpu.generation", check.Fail, "pinned to milan"},
 		{"snp off in bios", "kubeadm-qemu-snp", func(f *facts.Facts) { f.CPU.Flags = []string{"svm", "sme"} }, "snp.bios.enabled", check.Fail, "BIOS"},

@@ -8,6 +8,7 @@ import (
 
 	"berth.dev/berth/internal/evaluate/check"
 	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/platform"
 )
 
 // The confidential-computing side of the GPU platforms. Where each value
@@ -308,8 +309,53 @@ func gpuCCChecks() []check.Check {
 			}
 			return check.Ok(d.PodResourcesSocket, ev...)
 		},
+	}, {
+		ID:    "gpu.cdi",
+		Title: "if containerd passes CDI devices on",
+		Why: "NVIDIA's sandbox device plugin writes the GPUs' CDI specification (/var/run/cdi/nvidia.yaml) and the kubelet hands the " +
+			"CDI devices a device plugin allocates to the runtime. containerd 1.7 ignores them unless the CRI plugin's enable_cdi is true " +
+			"(its built-in default is false); containerd 2.x turns CDI on by default. kata-deploy 4.1 does not set it, and NVIDIA validates " +
+			"its GPU stack on containerd 2.x. It is judged once a GPU is on vfio-pci: the device plugin advertises, and writes CDI devices " +
+			"for, only GPUs that vfio-pci owns.",
+		Parent:    "gpu.vfio",
+		Reads:     []string{"runtimes.containerd.version", "runtimes.containerd.cdiEnabled"},
+		Platforms: "gpu platforms on containerd (warning)",
+		Remedies:  []string{cdiRemedy},
+		Applies: func(p platform.Platform) (check.Severity, bool) {
+			return check.Warning, isGPU(p) && isContainerd(p)
+		},
+		Run: func(f *facts.Facts) check.Result {
+			c := f.Runtimes.Containerd
+			if c == nil {
+				return check.Unsure("containerd not found: cannot tell whether it passes CDI devices on")
+			}
+			ev := []check.Evidence{check.Ev("runtimes.containerd.version", c.Version), check.Ev("runtimes.containerd.cdiEnabled", c.CDIEnabled)}
+			v, ok := parseVersion(c.Version)
+			switch {
+			case !ok:
+				return check.Unsure("containerd version not known: cannot tell its CDI default", ev...)
+			case !v.atLeast(1, 7):
+				return check.Warned("containerd "+v.String()+" has no CDI support (enable_cdi came with 1.7)",
+					"upgrade containerd to 2.x, which turns CDI on by default", ev...)
+			case c.CDIEnabled != nil && !*c.CDIEnabled:
+				return check.Warned("containerd "+v.String()+"'s CRI plugin sets enable_cdi = false: containerd ignores the GPU's CDI devices", cdiRemedy, ev...)
+			case c.CDIEnabled != nil:
+				return check.Ok("containerd "+v.String()+": enable_cdi = true", ev...)
+			case !v.atLeast(2):
+				return check.Warned("containerd "+v.String()+" leaves CDI off unless enable_cdi = true, and no configuration file sets it: containerd ignores the GPU's CDI devices",
+					cdiRemedy, ev...)
+			}
+			return check.Ok("containerd "+v.String()+": CDI on by default", ev...)
+		},
 	}})
 }
+
+// cdiRemedy turns containerd's CDI on. The key sits in the CRI plugin of
+// the config's version (containerd 1.7's config default prints it there,
+// as false, beside cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"], where
+// NVIDIA's device plugin writes). Kept under the report's 256 characters.
+const cdiRemedy = "set enable_cdi = true under [plugins.\"io.containerd.grpc.v1.cri\"] (config version 2; " +
+	"[plugins.\"io.containerd.cri.v1.runtime\"] in version 3) and restart containerd, or upgrade to containerd 2.x, where CDI is on by default"
 
 // ccModes renders every GPU's CC mode for evidence.
 func ccModes(f *facts.Facts) []string {

@@ -60,6 +60,7 @@ func containerdFacts(s *session, distribution string, bins []facts.Binary) *fact
 	if readReason != "" || r.ConfigError != "" {
 		// A file missing from the merge may configure snapshotters too.
 		s.unknownf(field+".snapshotters", "%s", orReason(readReason, facts.ReasonUnparseable+": "+r.ConfigError))
+		s.unknownf(field+".cdiEnabled", "%s", orReason(readReason, facts.ReasonUnparseable+": "+r.ConfigError))
 	}
 	c := loaded.Config
 	if c == nil {
@@ -75,6 +76,7 @@ func containerdFacts(s *session, distribution string, bins []facts.Binary) *fact
 	r.DefaultHandler = c.DefaultRuntime
 	r.DefaultSnapshotter = c.Snapshotter
 	r.DevmapperPool = c.DevmapperPool
+	r.CDIEnabled = c.EnableCDI
 	if c.Snapshotter != "" {
 		r.Snapshotters = append(r.Snapshotters, c.Snapshotter)
 	}

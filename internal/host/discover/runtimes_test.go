@@ -77,6 +77,9 @@ func TestRuntimesFixtures(t *testing.T) {
 				if c.Handlers[0].Source != "etc/containerd/conf.d/20-override.toml" || c.Handlers[0].PrivilegedWithoutHostDevices {
 					t.Errorf("kata-clh = %+v, want overridden by 20-override.toml", c.Handlers[0])
 				}
+				if c.CDIEnabled == nil || *c.CDIEnabled {
+					t.Errorf("cdiEnabled = %v, want false from 20-override.toml over config.toml's true", c.CDIEnabled)
+				}
 				reasons := map[string]string{}
 				for _, u := range v.Unknown {
 					reasons[u.Field] = u.Reason

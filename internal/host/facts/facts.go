@@ -489,6 +489,10 @@ type ContainerRuntime struct {
 	// runtime ignores them and pods fail with `no runtime for "<handler>"
 	// is configured`. Each entry names file, handler and expected key.
 	IgnoredHandlers []string `json:"ignoredHandlers,omitempty"`
+	// CDIEnabled is containerd's CRI enable_cdi when the merged config sets
+	// it; nil when no file does (containerd 1.7 then leaves CDI off, 2.x
+	// turns it on). Always nil for CRI-O, whose CDI cannot be turned off.
+	CDIEnabled *bool `json:"cdiEnabled,omitempty"`
 }
 
 // Handler is one runtime handler configured in a container runtime.

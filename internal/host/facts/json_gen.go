@@ -891,6 +891,10 @@ func (e *jsonEnc) encContainerRuntime(v *ContainerRuntime) {
 		e.key(start, "\"ignoredHandlers\":")
 		e.strs(v.IgnoredHandlers)
 	}
+	if v.CDIEnabled != nil {
+		e.key(start, "\"cdiEnabled\":")
+		e.boolPtr(v.CDIEnabled)
+	}
 	e.close(start)
 }
 

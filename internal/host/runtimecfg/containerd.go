@@ -51,6 +51,10 @@ type Containerd struct {
 	BuiltinSnapshotters []string `json:"builtinSnapshotters,omitempty"`
 	// DevmapperPool is the devmapper snapshotter's pool_name.
 	DevmapperPool string `json:"devmapperPool,omitempty"`
+	// EnableCDI is the CRI plugin's enable_cdi under the key this config
+	// version reads, nil when the file does not set it (containerd 1.7
+	// then leaves CDI off, 2.x turns it on).
+	EnableCDI *bool `json:"enableCdi,omitempty"`
 	// Misplaced are handlers written under a CRI plugin key that this config
 	// version does not read: containerd ignores them, the classic cause of
 	// `no runtime for "kata" is configured`.
@@ -121,6 +125,7 @@ type criContainerdTOML struct {
 
 type criTOML struct {
 	Containerd criContainerdTOML `toml:"containerd"`
+	EnableCDI  *bool             `toml:"enable_cdi"`
 }
 
 type containerdTOML struct {
@@ -183,6 +188,7 @@ func ParseContainerd(file string, data []byte) (*Containerd, error) {
 	if p := cri.Containerd.DefaultRuntimeName; p != nil {
 		c.DefaultRuntime = *p
 	}
+	c.EnableCDI = cri.EnableCDI
 	if c.Version >= 3 {
 		if p := doc.Plugins.Images.Snapshotter; p != nil {
 			c.Snapshotter = *p
@@ -252,6 +258,9 @@ func (c *Containerd) Merge(over *Containerd) *Containerd {
 	}
 	if over.DevmapperPool != "" {
 		out.DevmapperPool = over.DevmapperPool
+	}
+	if over.EnableCDI != nil {
+		out.EnableCDI = over.EnableCDI
 	}
 	plugins := make(map[string]ProxyPlugin)
 	for _, p := range c.ProxyPlugins {

@@ -2,12 +2,14 @@ package runtimecfg
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"berth.dev/berth/internal/testkit/goldenfile"
+	"berth.dev/berth/internal/testkit/upstreamtest"
 )
 
 func TestParseContainerdGolden(t *testing.T) {
@@ -93,6 +95,7 @@ func TestParseErrors(t *testing.T) {
 		{name: "version wrong type", doc: "version = \"2\"\n", line: 1, col: 11, msgContain: "key version: expected an integer, got a TOML string"},
 		{name: "version unsupported", doc: "# c\n  version = 7\n", line: 2, col: 3, msgContain: "unsupported config version 7"},
 		{name: "annotations wrong type", doc: "version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.kata]\npod_annotations = 'io.katacontainers.*'\n", line: 3, col: 19, msgContain: `key plugins."io.containerd.cri.v1.runtime".containerd.runtimes.kata.pod_annotations: expected an array of strings, got a TOML string`},
+		{name: "enable_cdi wrong type", doc: "version = 2\n[plugins.'io.containerd.grpc.v1.cri']\nenable_cdi = 'yes'\n", line: 3, col: 14, msgContain: `key plugins."io.containerd.grpc.v1.cri".enable_cdi: expected a boolean, got a TOML string`},
 		{name: "duplicate key", doc: "version = 2\nversion = 3\n", line: 2, col: 1},
 		{name: "crio bad bool", crio: true, doc: "[crio.runtime.runtimes.kata]\nprivileged_without_host_devices = \"yes\"\n", line: 2, col: 35},
 		{name: "crio garbage", crio: true, doc: "[crio.runtime]\ndefault_runtime = \n", line: 2, col: 19},
@@ -246,4 +249,62 @@ func FuzzCRIOConfig(f *testing.F) {
 		}
 		c.Merge(c)
 	})
+}
+
+// TestContainerdEnableCDI reads enable_cdi from the CRI plugin key of the
+// file's version, as containerd does, and from the defaults real
+// containerd versions print: off in 1.7, on in 2.x.
+func TestContainerdEnableCDI(t *testing.T) {
+	on, off := true, false
+	tests := []struct {
+		name string
+		docs []string // main config, then imports merged in order
+		want *bool
+	}{
+		{name: "unset", docs: []string{"version = 2\n"}},
+		{name: "v2 grpc plugin", docs: []string{"version = 2\n[plugins.'io.containerd.grpc.v1.cri']\nenable_cdi = true\n"}, want: &on},
+		{name: "v3 runtime plugin", docs: []string{"version = 3\n[plugins.'io.containerd.cri.v1.runtime']\nenable_cdi = false\n"}, want: &off},
+		{name: "v2 ignores the v3 key", docs: []string{"version = 2\n[plugins.'io.containerd.cri.v1.runtime']\nenable_cdi = true\n"}},
+		{name: "v3 ignores the v2 key", docs: []string{"version = 3\n[plugins.'io.containerd.grpc.v1.cri']\nenable_cdi = true\n"}},
+		{name: "an import turns it on", docs: []string{"version = 2\n[plugins.'io.containerd.grpc.v1.cri']\nenable_cdi = false\n", "version = 2\n[plugins.'io.containerd.grpc.v1.cri']\nenable_cdi = true\n"}, want: &on},
+		{name: "an import without it keeps the main file's", docs: []string{"version = 2\n[plugins.'io.containerd.grpc.v1.cri']\nenable_cdi = true\n", "version = 2\n"}, want: &on},
+		{name: "containerd 1.7 default", docs: []string{readUpstream(t, "containerd-1.7.35-config-default.toml")}, want: &off},
+		{name: "containerd 2.0 default", docs: []string{readUpstream(t, "containerd-2.0.14-config-default.toml")}, want: &on},
+		{name: "containerd 2.3 default", docs: []string{readUpstream(t, "containerd-2.3.7-config-default.toml")}, want: &on},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var merged *Containerd
+			for i, doc := range tt.docs {
+				c, err := ParseContainerd(fmt.Sprintf("config-%d.toml", i), []byte(doc))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if merged == nil {
+					merged = c
+				} else {
+					merged = merged.Merge(c)
+				}
+			}
+			if got := merged.EnableCDI; (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+				t.Errorf("EnableCDI = %s, want %s", boolPtr(got), boolPtr(tt.want))
+			}
+		})
+	}
+}
+
+func readUpstream(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(upstreamtest.Path(t, "runtime-configs", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func boolPtr(p *bool) string {
+	if p == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*p)
 }
