@@ -252,7 +252,7 @@ func (r *kubeletRead) applyFlags(p string, line int, flags []kubeletFlag) {
 	for _, f := range flags {
 		switch f.name {
 		case timeoutFlag:
-			d, err := time.ParseDuration(f.value)
+			d, err := parseTimeout(f.value)
 			if err != nil {
 				r.noteProblem(unparseable(p, line, fmt.Sprintf("--%s=%q: want a duration such as 10m or 600s", timeoutFlag, f.value)))
 				continue
@@ -264,6 +264,17 @@ func (r *kubeletRead) applyFlags(p string, line int, flags []kubeletFlag) {
 			r.configDir = f.value
 		}
 	}
+}
+
+// parseTimeout parses a duration as the kubelet does (Go's syntax: "10m",
+// "600s", "1h30m"); a negative one is refused, as the kubelet's validation
+// refuses it.
+func parseTimeout(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err == nil && d < 0 {
+		err = errors.New("negative")
+	}
+	return d, err
 }
 
 // kubeletFlag is one --name=value found in text.
@@ -290,7 +301,7 @@ func scanFlags(words []string) []kubeletFlag {
 			if name == "" || strings.HasPrefix(name, "-") {
 				continue
 			}
-			if !hasValue && i+1 < len(words) && !strings.HasPrefix(words[i+1], "-") && j == 0 {
+			if !hasValue && i+1 < len(words) && !strings.HasPrefix(words[i+1], "-") {
 				value = words[i+1]
 			}
 			out = append(out, kubeletFlag{name: name, value: value})
@@ -372,7 +383,7 @@ func parseKubeletConfig(p string, b []byte) (*timeoutSetting, error) {
 	if !ok {
 		return nil, errors.New(unparseable(p, line, fmt.Sprintf("%s: %v is not a duration string such as \"10m\"", timeoutKey, doc.Timeout)))
 	}
-	d, err := time.ParseDuration(v)
+	d, err := parseTimeout(v)
 	if err != nil {
 		return nil, errors.New(unparseable(p, line, fmt.Sprintf("%s: %q: want a duration such as 10m or 600s", timeoutKey, v)))
 	}
@@ -423,27 +434,77 @@ func (r *kubeletRead) rancherArgs(dist string) {
 		args = append(args, got...)
 		r.read = append(r.read, p)
 	}
+	// k3s's command line (the unit's ExecStart, as the install script
+	// writes INSTALL_K3S_EXEC) takes precedence over the files, and its
+	// --kubelet-arg flags replace the files' list.
+	if cli := r.rancherUnitArgs(dist); len(cli) > 0 {
+		args = cli
+	}
 	for _, a := range args {
 		name, value, _ := strings.Cut(strings.TrimLeft(a.arg, "-"), "=")
 		if name != timeoutFlag {
 			continue
 		}
-		d, err := time.ParseDuration(value)
+		d, err := parseTimeout(value)
 		if err != nil {
-			r.noteProblem(unparseable(a.file, a.line, fmt.Sprintf("kubelet-arg %q: want %s=<duration> such as 10m", a.arg, timeoutFlag)))
+			r.noteProblem(unparseable(a.file, a.line, fmt.Sprintf("%s %q: want %s=<duration> such as 10m", a.key, a.arg, timeoutFlag)))
 			continue
 		}
-		r.flag = &timeoutSetting{d: d, where: fmt.Sprintf("%s:%d kubelet-arg %s", a.file, a.line, timeoutFlag)}
+		r.flag = &timeoutSetting{d: d, where: fmt.Sprintf("%s:%d %s %s", a.file, a.line, a.key, timeoutFlag)}
 	}
-	if r.flag != nil {
-		r.read = slices.DeleteFunc(r.read, func(p string) bool { return strings.HasPrefix(r.flag.where, p+":") })
+}
+
+// rancherUnits are the k3s and RKE2 units whose ExecStart may carry
+// --kubelet-arg.
+func rancherUnits(dist string) []string {
+	if dist == "k3s" {
+		return []string{"etc/systemd/system/k3s.service", "etc/systemd/system/k3s-agent.service"}
 	}
+	return []string{"usr/local/lib/systemd/system/rke2-server.service", "usr/local/lib/systemd/system/rke2-agent.service",
+		"usr/lib/systemd/system/rke2-server.service", "usr/lib/systemd/system/rke2-agent.service"}
+}
+
+// rancherUnitArgs returns the --kubelet-arg values of the distribution's
+// units' ExecStart, whose arguments continue over lines ending in "\".
+func (r *kubeletRead) rancherUnitArgs(dist string) []rancherArg {
+	var out []rancherArg
+	for _, p := range rancherUnits(dist) {
+		b, ok := r.readFile(p)
+		if !ok {
+			continue
+		}
+		lines := strings.Split(string(b), "\n")
+		for i := 0; i < len(lines); i++ {
+			words := shellWords(lines[i])
+			for j, w := range words {
+				if w != "--kubelet-arg" && !strings.HasPrefix(w, "--kubelet-arg=") {
+					continue
+				}
+				if v, ok := strings.CutPrefix(w, "--kubelet-arg="); ok {
+					out = append(out, rancherArg{arg: v, file: p, line: i + 1, key: "--kubelet-arg"})
+					continue
+				}
+				// The value is the next word, on this line or the next
+				// one after a continuation.
+				if j+1 < len(words) {
+					out = append(out, rancherArg{arg: words[j+1], file: p, line: i + 1, key: "--kubelet-arg"})
+				} else if i+1 < len(lines) {
+					if next := shellWords(lines[i+1]); len(next) > 0 {
+						out = append(out, rancherArg{arg: next[0], file: p, line: i + 2, key: "--kubelet-arg"})
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // rancherArg is one kubelet-arg entry and where it was written.
 type rancherArg struct {
 	arg, file string
 	line      int
+	// key is what set it: kubelet-arg, kubelet-arg+ or --kubelet-arg.
+	key string
 }
 
 // parseRancherArgs returns the kubelet-arg entries of one k3s/RKE2
@@ -478,7 +539,7 @@ func parseRancherArgs(p string, b []byte) ([]rancherArg, bool, error) {
 			if !ok {
 				return nil, false, errors.New(unparseable(p, keyLine(b, key), fmt.Sprintf("%s: entry %v is not a name=value string", key, e)))
 			}
-			out = append(out, rancherArg{arg: s, file: p, line: valueLine(b, s, keyLine(b, key))})
+			out = append(out, rancherArg{arg: s, file: p, line: valueLine(b, s, keyLine(b, key)), key: key})
 		}
 	}
 	return out, replace, nil
@@ -566,7 +627,7 @@ func parseK0sProfile(p string, b []byte, profile string) (*timeoutSetting, error
 			line = l
 		}
 		s, ok := v.(string)
-		d, err := time.ParseDuration(s)
+		d, err := parseTimeout(s)
 		if !ok || err != nil {
 			return nil, errors.New(unparseable(p, line, fmt.Sprintf("workerProfiles[%s].values.%s: %v: want a duration such as 10m", profile, timeoutKey, v)))
 		}
