@@ -97,7 +97,8 @@ func kubeletTimeoutRemedyByDistribution(dist string) string {
 	case "k3s", "rke2":
 		unit := map[string]string{"k3s": "k3s (k3s-agent on agents)", "rke2": "rke2-server (rke2-agent on agents)"}[dist]
 		return "add runtime-request-timeout=10m to kubelet-arg in /etc/rancher/" + dist + "/config.yaml (or a drop-in /etc/rancher/" + dist +
-			"/config.yaml.d/50-kubelet-timeout.yaml with kubelet-arg+: [runtime-request-timeout=10m]) and restart " + unit
+			"/config.yaml.d/50-kubelet-timeout.yaml with kubelet-arg+: [runtime-request-timeout=10m]; from v1.32 also a KubeletConfiguration " +
+			"drop-in with runtimeRequestTimeout: 10m in /var/lib/rancher/" + dist + "/agent/etc/kubelet.conf.d/) and restart " + unit
 	case "k0s":
 		return "set runtimeRequestTimeout: 10m in the values of the node's worker profile in /etc/k0s/k0s.yaml (spec.workerProfiles; the worker runs " +
 			"with --profile <name>, else the profile named default), or install the worker with --kubelet-extra-args=--runtime-request-timeout=10m; " +

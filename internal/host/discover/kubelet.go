@@ -113,18 +113,25 @@ func kubeletFacts(s *session, distribution string) facts.Kubelet {
 }
 
 // result picks the setting the kubelet runs with: a flag over the
-// configuration drop-ins over the configuration file over the default. The
-// default leaves the section empty (facts stay small on the common node).
+// configuration drop-ins over the configuration file over the default. A
+// file that could not be understood leaves the timeout unknown unless a
+// flag, which beats every file, set it. The default leaves the section
+// empty (facts stay small on the common node).
 func (r *kubeletRead) result(distribution string) facts.Kubelet {
-	for _, t := range []*timeoutSetting{r.flag, r.dropIn, r.conf} {
-		if t != nil {
-			return facts.Kubelet{RuntimeRequestTimeout: t.d.String(), RuntimeRequestTimeoutSource: t.where}
-		}
-	}
+	got := r.flag
 	switch {
-	case r.problem != "":
+	case got == nil && r.problem != "":
 		r.s.unknownf(timeoutField, "%s", r.problem)
-	case distribution == "" && !r.cmdline && len(r.read) == 0:
+		return facts.Kubelet{}
+	case got == nil && r.dropIn != nil:
+		got = r.dropIn
+	case got == nil:
+		got = r.conf
+	}
+	if got != nil {
+		return facts.Kubelet{RuntimeRequestTimeout: got.d.String(), RuntimeRequestTimeoutSource: got.where}
+	}
+	if distribution == "" && !r.cmdline && len(r.read) == 0 {
 		r.s.unknownf(timeoutField, "%s: no kubelet found (no Kubernetes distribution, no running kubelet, no %s)", facts.ReasonMissing, kubeadmConfig)
 	}
 	return facts.Kubelet{}
