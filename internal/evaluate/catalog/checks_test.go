@@ -232,7 +232,9 @@ func TestAreas(t *testing.T) {
 		}, "distribution.kubelet.timeout", check.Warn, "raise the value set at /etc/rancher/k3s/config.yaml:4"},
 		{"kubelet timeout k3s remedy", "k3s-qemu-snp", func(f *facts.Facts) { f.Distribution.Name, f.Kubelet = "k3s", facts.Kubelet{} },
 			"distribution.kubelet.timeout", check.Warn, "kubelet-arg in /etc/rancher/k3s/config.yaml"},
-		{"kubelet timeout forced guest pull on overlayfs (tdx)", "kubeadm-qemu-tdx", func(f *facts.Facts) { f.Kubelet = facts.Kubelet{RuntimeRequestTimeout: "2m30s", RuntimeRequestTimeoutSource: "etc/default/kubelet:1 --runtime-request-timeout"} },
+		{"kubelet timeout forced guest pull on overlayfs (tdx)", "kubeadm-qemu-tdx", func(f *facts.Facts) {
+			f.Kubelet = facts.Kubelet{RuntimeRequestTimeout: "2m30s", RuntimeRequestTimeoutSource: "etc/default/kubelet:1 --runtime-request-timeout"}
+		},
 			"distribution.kubelet.timeout", check.Warn, "2m30s, below"},
 		{"kubelet timeout unknown", "kubeadm-qemu-snp", func(f *facts.Facts) {
 			f.Kubelet = facts.Kubelet{}
