@@ -229,7 +229,7 @@ func TestAreas(t *testing.T) {
 		{"kubelet timeout low on k3s names the file that set it", "k3s-qemu-snp", func(f *facts.Facts) {
 			f.Distribution.Name = "k3s"
 			f.Kubelet = facts.Kubelet{RuntimeRequestTimeout: "5m0s", RuntimeRequestTimeoutSource: "etc/rancher/k3s/config.yaml:4 kubelet-arg runtime-request-timeout"}
-		}, "distribution.kubelet.timeout", check.Warn, "raise the value set at /etc/rancher/k3s/config.yaml:4"},
+		}, "distribution.kubelet.timeout", check.Warn, "raise it to 10m or more at /etc/rancher/k3s/config.yaml:4, or"},
 		{"kubelet timeout k3s remedy", "k3s-qemu-snp", func(f *facts.Facts) { f.Distribution.Name, f.Kubelet = "k3s", facts.Kubelet{} },
 			"distribution.kubelet.timeout", check.Warn, "kubelet-arg in /etc/rancher/k3s/config.yaml"},
 		{"kubelet timeout forced guest pull on overlayfs (tdx)", "kubeadm-qemu-tdx", func(f *facts.Facts) {

@@ -70,7 +70,7 @@ func distributionChecks() []check.Check {
 				return check.Ok(v+" >= "+kubeletGuestPullTimeout.String(), ev...)
 			}
 			what := v
-			if k.RuntimeRequestTimeout == "" {
+			if v == facts.KubeletDefaultRuntimeRequestTimeout {
 				what += " (Kubernetes' default)"
 			}
 			dist := f.Distribution.Name
@@ -126,7 +126,8 @@ func kubeletTimeoutRemedy(dist, source string) string {
 	case strings.HasPrefix(source, "proc/"):
 		return "the running kubelet has the flag on its command line (" + source + "): raise it to 10m where its unit passes it, or " + r
 	}
-	return "raise the value set at /" + source + " to 10m or more, or " + r
+	at, _, _ := strings.Cut(source, " ")
+	return "raise it to 10m or more at /" + at + ", or " + r
 }
 
 // kubeletTimeoutRemedies lists every distribution's remedy for explain.
