@@ -240,3 +240,28 @@ func FuzzKubeletConfigs(f *testing.F) {
 }
 
 func must(t *timeoutSetting, _ error) *timeoutSetting { return t }
+
+// TestPodResourcesPerDistribution: the pod-resources socket is looked for
+// under the distribution's kubelet root (k0s and MicroK8s move it), so a
+// socket at the kubeadm path does not count on k0s.
+func TestPodResourcesPerDistribution(t *testing.T) {
+	tests := []struct {
+		dist, socket string
+		files        map[string]string
+		present      bool
+	}{
+		{"kubeadm", "/var/lib/kubelet/pod-resources/kubelet.sock", map[string]string{"var/lib/kubelet/pod-resources/kubelet.sock": ""}, true},
+		{"k0s", "/var/lib/k0s/kubelet/pod-resources/kubelet.sock", map[string]string{"var/lib/k0s/kubelet/pod-resources/kubelet.sock": ""}, true},
+		{"k0s", "/var/lib/k0s/kubelet/pod-resources/kubelet.sock", map[string]string{"var/lib/kubelet/pod-resources/kubelet.sock": ""}, false},
+		{"microk8s", "/var/snap/microk8s/common/var/lib/kubelet/pod-resources/kubelet.sock", map[string]string{"var/snap/microk8s/common/var/lib/kubelet/pod-resources/kubelet.sock": ""}, true},
+		{"k3s", "/var/lib/kubelet/pod-resources/kubelet.sock", map[string]string{"etc/hostname": "x\n"}, false},
+	}
+	for _, tt := range tests {
+		s := &session{root: coreRoot(t, tt.files), opt: Options{Now: fixedNow}}
+		d := facts.Distribution{Name: tt.dist}
+		podResources(s, &d)
+		if d.PodResourcesSocket != tt.socket || d.PodResourcesPresent != tt.present {
+			t.Errorf("%s %v: socket %q present %v, want %q %v", tt.dist, tt.files, d.PodResourcesSocket, d.PodResourcesPresent, tt.socket, tt.present)
+		}
+	}
+}
