@@ -162,36 +162,58 @@ func (r *kubeletRead) readFile(p string) ([]byte, bool) {
 	return b, true
 }
 
-// processFlags finds the running kubelet (a process named kubelet: kubeadm,
-// k0s, OpenShift, AKS; k3s, RKE2 and MicroK8s run it inside their own
-// binary) and takes its flags from its command line.
+// processFlags finds the running kubelet and takes its flags from its
+// command line: the first one by process id when several run (a test node
+// beside the real one).
 func (r *kubeletRead) processFlags() {
-	ents, err := r.s.root.FS().ReadDir("proc")
-	if err != nil {
+	procs := kubeletProcs(r.s)
+	if len(procs) == 0 {
 		return
 	}
-	n := 0
+	r.cmdline = true
+	r.applyFlags(procs[0].cmdline, 0, scanFlags(procs[0].args))
+}
+
+// kubeletProc is one running kubelet: its command line's path in the root
+// and its arguments.
+type kubeletProc struct {
+	cmdline string
+	args    []string
+}
+
+// kubeletProcs lists the running kubelets in process id order: processes
+// named kubelet (kubeadm, k0s, OpenShift, AKS; k3s, RKE2 and MicroK8s run
+// the kubelet inside their own binary). It looks at no more than
+// kubeletProcLimit processes; a root without proc has none.
+func kubeletProcs(s *session) []kubeletProc {
+	ents, err := s.root.FS().ReadDir("proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil || !e.IsDir() {
-			continue
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 0 && e.IsDir() {
+			pids = append(pids, pid)
 		}
-		if n++; n > kubeletProcLimit {
-			return
+	}
+	slices.Sort(pids)
+	var out []kubeletProc
+	for i, pid := range pids {
+		if i >= kubeletProcLimit {
+			break
 		}
-		comm, err := r.s.root.FS().ReadFile("proc/" + e.Name() + "/comm")
+		dir := "proc/" + strconv.Itoa(pid)
+		comm, err := s.root.FS().ReadFile(dir + "/comm")
 		if err != nil || strings.TrimSpace(string(comm)) != "kubelet" {
 			continue
 		}
-		p := "proc/" + e.Name() + "/cmdline"
-		b, err := r.s.root.FS().ReadFile(p)
+		b, err := s.root.FS().ReadFile(dir + "/cmdline")
 		if err != nil || len(b) == 0 {
 			continue
 		}
-		r.cmdline = true
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		r.applyFlags(p, 0, scanFlags(args))
-		return
+		out = append(out, kubeletProc{cmdline: dir + "/cmdline", args: strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")})
 	}
+	return out
 }
 
 // systemdFlags reads the kubelet flags the unit and its environment files

@@ -1,12 +1,16 @@
 package discover
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"berth.dev/berth/internal/host/facts"
+	"berth.dev/berth/internal/host/hostfs"
 )
 
 // kubeletSeeds are the real files of testdata/kubelet (see its README for
@@ -263,5 +267,46 @@ func TestPodResourcesPerDistribution(t *testing.T) {
 		if d.PodResourcesSocket != tt.socket || d.PodResourcesPresent != tt.present {
 			t.Errorf("%s %v: socket %q present %v, want %q %v", tt.dist, tt.files, d.PodResourcesSocket, d.PodResourcesPresent, tt.socket, tt.present)
 		}
+	}
+}
+
+// TestKubeletProcsLive starts a real process named kubelet (a script, so
+// that the kernel names it after the file) and finds it, with its flags,
+// through the live root's /proc, as discovery does on a node.
+func TestKubeletProcsLive(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "kubelet")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nsleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(script, "--config=/var/lib/kubelet/config.yaml", "--runtime-request-timeout", "7m")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	root, err := hostfs.NewLive("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &session{root: root, opt: Options{Now: fixedNow}}
+	want := fmt.Sprintf("proc/%d/cmdline", cmd.Process.Pid)
+	// The kernel names the process after the script once execve is done.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, p := range kubeletProcs(s) {
+			if p.cmdline != want {
+				continue
+			}
+			r := &kubeletRead{s: s}
+			r.applyFlags(p.cmdline, 0, scanFlags(p.args))
+			if r.flag == nil || r.flag.d != 7*time.Minute || r.configPath != "/var/lib/kubelet/config.yaml" {
+				t.Fatalf("flags of %v: timeout %+v config %q", p.args, r.flag, r.configPath)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no kubelet process %s among %+v", want, kubeletProcs(s))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
