@@ -253,22 +253,27 @@ func (r *kubeletRead) dirFiles(dir, suffix string) []string {
 }
 
 // flagsFromFile applies the kubelet flags written in a unit, environment
-// or arguments file, line by line.
-func (r *kubeletRead) flagsFromFile(p string) {
+// or arguments file, line by line, and returns every flag it found (k0s's
+// unit also names the worker profile).
+func (r *kubeletRead) flagsFromFile(p string) []kubeletFlag {
 	b, ok := r.readFile(p)
 	if !ok {
-		return
+		return nil
 	}
 	before := r.flag
+	var all []kubeletFlag
 	for i, line := range strings.Split(string(b), "\n") {
 		if t := strings.TrimSpace(line); t == "" || t[0] == '#' || t[0] == ';' {
 			continue
 		}
-		r.applyFlags(p, i+1, scanFlags(shellWords(line)))
+		fl := scanFlags(shellWords(line))
+		r.applyFlags(p, i+1, fl)
+		all = append(all, fl...)
 	}
 	if r.flag == before {
 		r.read = append(r.read, p)
 	}
+	return all
 }
 
 // applyFlags takes the timeout, --config and --config-dir from flags found
@@ -597,22 +602,10 @@ func (r *kubeletRead) k0s() {
 	}
 	profile := "default"
 	for _, p := range k0sUnits {
-		b, ok := r.readFile(p)
-		if !ok {
-			continue
-		}
-		before := r.flag
-		for i, line := range strings.Split(string(b), "\n") {
-			fl := scanFlags(shellWords(line))
-			for _, f := range fl {
-				if f.name == "profile" && f.value != "" {
-					profile = f.value
-				}
+		for _, f := range r.flagsFromFile(p) {
+			if f.name == "profile" && f.value != "" {
+				profile = f.value
 			}
-			r.applyFlags(p, i+1, fl)
-		}
-		if r.flag == before {
-			r.read = append(r.read, p)
 		}
 	}
 	const cfg = "etc/k0s/k0s.yaml"
