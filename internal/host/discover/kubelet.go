@@ -87,15 +87,18 @@ type kubeletRead struct {
 // cannot be read is recorded under kubelet.runtimeRequestTimeout.
 func kubeletFacts(s *session, distribution string) facts.Kubelet {
 	r := &kubeletRead{s: s}
-	r.processFlags()
+	// k3s, RKE2 and MicroK8s run the kubelet inside their own binary: no
+	// process of theirs is named kubelet, and the scan (a read per
+	// process, some 15 µs each) is skipped there.
+	if distribution != "k3s" && distribution != "rke2" && distribution != "microk8s" {
+		r.processFlags()
+	}
 	switch distribution {
 	case "k3s", "rke2":
 		r.rancherArgs(distribution)
 		r.readDropIns("var/lib/rancher/" + distribution + "/agent/etc/kubelet.conf.d")
 	case "microk8s":
-		if !r.cmdline {
-			r.flagsFromFile("var/snap/microk8s/current/args/kubelet")
-		}
+		r.flagsFromFile("var/snap/microk8s/current/args/kubelet")
 		r.readConfig("")
 	case "k0s":
 		r.k0s()

@@ -310,3 +310,16 @@ func TestKubeletProcsLive(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// BenchmarkKubeletProcsLive is the scan of the machine's processes for the
+// kubelet through a live root (one comm read per process).
+func BenchmarkKubeletProcsLive(b *testing.B) {
+	root, err := hostfs.NewLive("/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &session{root: root, opt: Options{Now: fixedNow}}
+	for b.Loop() {
+		kubeletProcs(s)
+	}
+}
