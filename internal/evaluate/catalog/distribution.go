@@ -96,9 +96,13 @@ func kubeletTimeoutRemedyByDistribution(dist string) string {
 	switch dist {
 	case "k3s", "rke2":
 		unit := map[string]string{"k3s": "k3s (k3s-agent on agents)", "rke2": "rke2-server (rke2-agent on agents)"}[dist]
-		return "add runtime-request-timeout=10m to kubelet-arg in /etc/rancher/" + dist + "/config.yaml (or a drop-in /etc/rancher/" + dist +
-			"/config.yaml.d/50-kubelet-timeout.yaml with kubelet-arg+: [runtime-request-timeout=10m]; from v1.32 also a KubeletConfiguration " +
-			"drop-in with runtimeRequestTimeout: 10m in /var/lib/rancher/" + dist + "/agent/etc/kubelet.conf.d/) and restart " + unit
+		r := "add runtime-request-timeout=10m to kubelet-arg in /etc/rancher/" + dist + "/config.yaml (or a drop-in /etc/rancher/" + dist +
+			"/config.yaml.d/50-kubelet-timeout.yaml with kubelet-arg+: [runtime-request-timeout=10m]"
+		if dist == "k3s" {
+			// k3s documents a kubelet drop-in directory from v1.32.
+			r += "; k3s v1.32+ also takes a KubeletConfiguration drop-in with runtimeRequestTimeout: 10m in /var/lib/rancher/k3s/agent/etc/kubelet.conf.d/"
+		}
+		return r + ") and restart " + unit
 	case "k0s":
 		return "set runtimeRequestTimeout: 10m in the values of the node's worker profile in /etc/k0s/k0s.yaml (spec.workerProfiles; the worker runs " +
 			"with --profile <name>, else the profile named default), or install the worker with --kubelet-extra-args=--runtime-request-timeout=10m; " +
@@ -112,7 +116,7 @@ func kubeletTimeoutRemedyByDistribution(dist string) string {
 		return "AKS's custom node configuration has no runtimeRequestTimeout: add --runtime-request-timeout=10m to KUBELET_FLAGS in " +
 			"/etc/default/kubelet and restart the kubelet (a node image upgrade or reimage drops it)"
 	}
-	return "set runtimeRequestTimeout: 10m in /var/lib/kubelet/config.yaml (kubeadm: for every node, kubectl -n kube-system edit configmap " +
+	return "set runtimeRequestTimeout: 10m in /var/lib/kubelet/config.yaml (for the whole cluster: kubectl -n kube-system edit configmap " +
 		"kubelet-config, then kubeadm upgrade node phase kubelet-config on each node) and restart the kubelet (systemctl restart kubelet)"
 }
 
