@@ -18,8 +18,9 @@ import (
 // kubeletDefaultTimeout is the kubelet's runtimeRequestTimeout when nothing
 // sets it: the KubeletConfiguration v1beta1 default (2m), which also
 // replaces an explicit 0 in a configuration file (kubeadm writes
-// "runtimeRequestTimeout: 0s" and relies on that).
-const kubeletDefaultTimeout = 2 * time.Minute // facts.KubeletDefaultRuntimeRequestTimeout
+// "runtimeRequestTimeout: 0s" and relies on that). It is
+// facts.KubeletDefaultRuntimeRequestTimeout as a duration.
+const kubeletDefaultTimeout = 2 * time.Minute
 
 // kubeletFileLimit bounds each kubelet file that is parsed: real ones are a
 // few KiB, and the YAML decoder's cost grows with its input.

@@ -323,3 +323,11 @@ func BenchmarkKubeletProcsLive(b *testing.B) {
 		kubeletProcs(s)
 	}
 }
+
+// TestKubeletDefaultTimeout: discovery's default and the one facts name
+// for checks are the same duration.
+func TestKubeletDefaultTimeout(t *testing.T) {
+	if got := kubeletDefaultTimeout.String(); got != facts.KubeletDefaultRuntimeRequestTimeout {
+		t.Errorf("discovery's default %s, facts' %s", got, facts.KubeletDefaultRuntimeRequestTimeout)
+	}
+}
