@@ -223,7 +223,7 @@ func TestAreas(t *testing.T) {
 		}, "gpu.podresources", check.Fail, "no kubelet pod-resources socket at /var/lib/k0s/kubelet/pod-resources/kubelet.sock (k0s's kubelet root)"},
 		{"kubelet timeout set high enough", "kubeadm-qemu-snp", func(f *facts.Facts) {}, "distribution.kubelet.timeout", check.Pass, "10m0s >= 10m0s"},
 		{"kubelet timeout at the default under guest pull", "kubeadm-qemu-snp", func(f *facts.Facts) { f.Kubelet = facts.Kubelet{} },
-			"distribution.kubelet.timeout", check.Warn, "2m0s (Kubernetes' default), below the 600 s"},
+			"distribution.kubelet.timeout", check.Warn, "2m0s (the default) is under the 600 s kata-deploy suggests"},
 		{"kubelet timeout default: kubeadm remedy", "kubeadm-qemu-snp", func(f *facts.Facts) { f.Kubelet = facts.Kubelet{} },
 			"distribution.kubelet.timeout", check.Warn, "runtimeRequestTimeout: 10m in /var/lib/kubelet/config.yaml"},
 		{"kubelet timeout low on k3s names the file that set it", "k3s-qemu-snp", func(f *facts.Facts) {
@@ -235,7 +235,7 @@ func TestAreas(t *testing.T) {
 		{"kubelet timeout forced guest pull on overlayfs (tdx)", "kubeadm-qemu-tdx", func(f *facts.Facts) {
 			f.Kubelet = facts.Kubelet{RuntimeRequestTimeout: "2m30s", RuntimeRequestTimeoutSource: "etc/default/kubelet:1 --runtime-request-timeout"}
 		},
-			"distribution.kubelet.timeout", check.Warn, "2m30s, below"},
+			"distribution.kubelet.timeout", check.Warn, "2m30s is under"},
 		{"kubelet timeout unknown", "kubeadm-qemu-snp", func(f *facts.Facts) {
 			f.Kubelet = facts.Kubelet{}
 			f.Unknown = append(f.Unknown, facts.Missing{Field: "kubelet.runtimeRequestTimeout", Reason: "permission denied: var/lib/kubelet/config.yaml"})

@@ -71,14 +71,14 @@ func distributionChecks() []check.Check {
 			}
 			what := v
 			if v == facts.KubeletDefaultRuntimeRequestTimeout {
-				what += " (Kubernetes' default)"
+				what += " (the default)"
 			}
 			dist := f.Distribution.Name
 			if dist == "" {
 				dist = p.Distribution().String()
 			}
-			return check.Warned("the kubelet's runtimeRequestTimeout is "+what+", below the "+
-				strconv.Itoa(int(kubeletGuestPullTimeout/time.Second))+" s kata-deploy suggests for pulling images in the guest: large images fail the pod at start",
+			return check.Warned("kubelet runtimeRequestTimeout "+what+" is under the "+
+				strconv.Itoa(int(kubeletGuestPullTimeout/time.Second))+" s kata-deploy suggests for guest pull",
 				kubeletTimeoutRemedy(dist, k.RuntimeRequestTimeoutSource), ev...)
 		},
 	}}
@@ -116,8 +116,8 @@ func kubeletTimeoutRemedyByDistribution(dist string) string {
 		return "AKS's custom node configuration has no runtimeRequestTimeout: add --runtime-request-timeout=10m to KUBELET_FLAGS in " +
 			"/etc/default/kubelet and restart the kubelet (a node image upgrade or reimage drops it)"
 	}
-	return "set runtimeRequestTimeout: 10m in /var/lib/kubelet/config.yaml (for the whole cluster: kubectl -n kube-system edit configmap " +
-		"kubelet-config, then kubeadm upgrade node phase kubelet-config on each node) and restart the kubelet (systemctl restart kubelet)"
+	return "set runtimeRequestTimeout: 10m in /var/lib/kubelet/config.yaml (cluster-wide: the kube-system ConfigMap kubelet-config, " +
+		"then kubeadm upgrade node phase kubelet-config) and restart the kubelet"
 }
 
 // kubeletTimeoutRemedy is the remedy for a host of dist whose timeout was
