@@ -260,7 +260,7 @@ func kataParamFields(s string) []string {
 
 // kataVerity is a parsed kernel_verity_params value.
 type kataVerity struct {
-	rootHash, salt                         string
+	rootHash, salt                           string
 	dataBlocks, dataBlockSize, hashBlockSize uint64
 }
 
