@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,7 +52,7 @@ func TestRefvaluesInstalled(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("install: exit %d\n%s\n%s", code, out, errOut)
 	}
-	args := []string{"--root", root, "refvalues", "--platform", "k3s-qemu-snp-genoa", "--installed", "--node", "--vcpus", "1"}
+	args := []string{"--root", root, "refvalues", "--platform", "k3s-qemu-snp-genoa", "--installed", "--node", "--vcpus", "1", "--cmdline", "console=ttyS0"}
 
 	code, out, errOut = runCheckCLI(t, append(args, "-o", "json")...)
 	if code != 0 {
@@ -84,6 +85,14 @@ func TestRefvaluesInstalled(t *testing.T) {
 	tcb := doc.SNP.Sets[0].MinimumTCB
 	if tcb.Status != "from node" || !strings.Contains(tcb.Source, "recorded /dev/sev probe") || *tcb.Fields[3].Value != 72 {
 		t.Errorf("minimum TCB not the node's: %+v", tcb)
+	}
+
+	// Without --cmdline, the command line is the one Kata passes, and the
+	// output says so.
+	code, out, errOut = runCheckCLI(t, append(slices.Clone(args[:len(args)-2]), "-o", "json")...)
+	if code != 0 || !strings.Contains(out, `"cmdline": "tsc=reliable no_timer_check`) ||
+		!strings.Contains(out, `"cmdlineSource": "Kata 4.1.0 runtime's command line for berth's configuration-qemu-snp.toml, derived by berth"`) {
+		t.Errorf("--installed without --cmdline: exit %d\n%s\n%s", code, out, errOut)
 	}
 
 	code, out, errOut = runCheckCLI(t, append(args, "-o", "contrast")...)

@@ -153,6 +153,9 @@ func KataCmdline(config []byte, name string, host KataHost) (string, error) {
 	}
 	params = append(params, kataParam{"panic", "1"})
 	if !h.ConfidentialGuest {
+		if host.CPUs < 1 {
+			return "", fmt.Errorf("%s: hypervisor.qemu.confidential_guest is not set: the guest's nr_cpus depends on the host's processor count, which was not given (reference values exist for confidential guests only)", name)
+		}
 		params = append(params, kataParam{"nr_cpus", strconv.Itoa(kataMaxVCPUs(h.DefaultMaxVCPUs, host.CPUs))})
 	}
 	if h.DisableGuestSeLinux {

@@ -218,6 +218,9 @@ type Inputs struct {
 	Kernel   *Input  `json:"kernel,omitempty"`
 	Initrd   *Input  `json:"initrd,omitempty"`
 	Cmdline  *string `json:"cmdline,omitempty"`
+	// CmdlineSource says where Cmdline came from: the --cmdline flag, or
+	// the Kata runtime's command line derived from its configuration.
+	CmdlineSource string `json:"cmdlineSource,omitempty"`
 }
 
 // SNPValues are the SEV-SNP reference values.
@@ -414,6 +417,9 @@ func (d *Document) WriteTable(w io.Writer) error {
 	in("Initrd:", d.Inputs.Initrd)
 	if d.Inputs.Cmdline != nil {
 		fmt.Fprintf(&b, "Cmdline:   %q\n", *d.Inputs.Cmdline)
+		if d.Inputs.CmdlineSource != "" {
+			fmt.Fprintf(&b, "           (%s)\n", d.Inputs.CmdlineSource)
+		}
 	}
 	if s := d.SNP; s != nil {
 		fmt.Fprintf(&b, "Policy:    %#x\nFeatures:  %#x\nVMM:       %s\n\n", uint64(s.GuestPolicy), uint64(s.GuestFeatures), s.VMM)
