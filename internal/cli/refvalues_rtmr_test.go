@@ -44,8 +44,8 @@ func TestRefvaluesTDXRTMR(t *testing.T) {
 			},
 		},
 		{
-			name:    "json carries the event log",
-			args:    []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--memory", "4096", "-o", "json"},
+			name: "json carries the event log",
+			args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--memory", "4096", "-o", "json"},
 			wantOut: []string{`"memoryMiB": 4096`, `"event": "etc/acpi/tables"`, `"event": "kernel (Authenticode)"`,
 				`"edk2": "the firmware carries no version string: assumed edk2 2022.11-2025.02 (--edk2 to say otherwise)"`},
 		},
