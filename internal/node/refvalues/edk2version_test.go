@@ -55,6 +55,7 @@ func TestReadFirmwareVersion(t *testing.T) {
 	for _, tc := range []struct{ file, version string }{
 		{"OVMF.amdsev.fd", "2026.08+ds-2"},
 		{"OVMF.inteltdx.ms.fd", "2026.08+ds-2"},
+		{"OVMF.sid-2026.08.fd", "2026.08+ds-2"},
 		{"OVMF.debian12u1.fd", ""},
 		{"OVMF.debian12u2.fd", ""},
 	} {
