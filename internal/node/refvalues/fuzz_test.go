@@ -2,6 +2,7 @@ package refvalues
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 )
 
@@ -124,6 +125,17 @@ func FuzzParseSNPReport(f *testing.F) {
 		var out bytes.Buffer
 		if err := ExplainSNP(r, ref).WriteTable(&out); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzLZMA: the decoder reads compressed volumes out of firmware images
+// (ReadFirmwareVersion); the seed is liblzma's stream of edk2version_test.
+func FuzzLZMA(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := lzmaDecode(b, 1<<20)
+		if err == nil && len(b) >= 13 && uint64(len(out)) != binary.LittleEndian.Uint64(b[5:]) {
+			t.Fatalf("%d bytes out, the header says %d", len(out), binary.LittleEndian.Uint64(b[5:]))
 		}
 	})
 }
