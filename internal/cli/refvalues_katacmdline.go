@@ -8,10 +8,6 @@ import (
 	"berth.dev/berth/platform"
 )
 
-// maxKataConfig bounds a --kata-config file: Kata's configurations are
-// tens of KiB.
-const maxKataConfig = 4 << 20
-
 // kataCmdline is the guest kernel command line the Kata runtime passes to
 // p's guests: derived from the Kata configuration berth renders for p, or
 // from --kata-config. The second result says where it came from.
@@ -20,19 +16,21 @@ func kataCmdline(f *refvaluesFlags, p platform.Platform) (string, string, error)
 		return "", "", fmt.Errorf("platform %s runs Kata's %s runtime with %s: berth derives the command line of the Go runtime's QEMU guests only; give it with --cmdline", p, p.KataRuntime(), p.Hypervisor())
 	}
 	name := "berth's " + p.KataConfigFile()
-	var cfg []byte
+	files := []refvalues.KataConfigFile{{Name: name, Data: configure.KataConfig(p, configure.Paths{Prefix: configure.DefaultPrefix})}}
 	if f.kataConfig != "" {
+		// The file and its config.d drop-ins, as the runtime reads them.
 		var err error
-		if cfg, err = readLimited(f.kataConfig, maxKataConfig); err != nil {
+		if files, err = refvalues.ReadKataConfigFiles(f.kataConfig); err != nil {
 			return "", "", fmt.Errorf("--kata-config: %w", err)
 		}
 		name = f.kataConfig
-	} else {
-		cfg = configure.KataConfig(p, configure.Paths{Prefix: configure.DefaultPrefix})
+		if len(files) > 1 {
+			name += fmt.Sprintf(" with %d drop-ins of its config.d", len(files)-1)
+		}
 	}
 	// A confidential guest's command line does not depend on the host
-	// (no nr_cpus); KataCmdline refuses a file without a TEE for that.
-	line, err := refvalues.KataCmdline(cfg, name, refvalues.KataHost{})
+	// (no nr_cpus); KataCmdlineFiles refuses a file without a TEE for that.
+	line, err := refvalues.KataCmdlineFiles(files, refvalues.KataHost{})
 	if err != nil {
 		return "", "", err
 	}

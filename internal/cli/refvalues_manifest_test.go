@@ -93,6 +93,12 @@ func TestRefvaluesManifest(t *testing.T) {
 			wantOut: []string{"agent.trace=true agent.debug_console", "(Kata 4.1.0 runtime's command line for " + rvData + "kata-cmdline/configs/snp-agent-params.toml, derived by berth)"},
 		},
 		{
+			name: "snp: --kata-config with drop-ins",
+			args: []string{"--platform", "kata-qemu-snp", "--manifest", mfVectors, "--from", rvData, "--vcpus", "1", "--kata-config", rvData + "kata-cmdline/configs/dropin/configuration-qemu-snp.toml"},
+			wantOut: []string{"agent.cdh_api_timeout=90 agent.launch_process_timeout=6 cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 agent.guest_components_rest_api=all",
+				"configuration-qemu-snp.toml with 2 drop-ins of its config.d, derived by berth"},
+		},
+		{
 			name:     "snp: Rust runtime's command line is not derived",
 			args:     []string{"--platform", "kata-qemu-snp-runtime-rs", "--manifest", mfVectors, "--from", rvData},
 			wantCode: ExitUsage, wantErr: []string{"berth derives the command line of the Go runtime's QEMU guests only; give it with --cmdline"},

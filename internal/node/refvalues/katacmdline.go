@@ -2,8 +2,13 @@ package refvalues
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+
+	"berth.dev/berth/internal/host/hostfs"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -90,8 +95,42 @@ func (p kataParam) String() string {
 // the configuration's enable_annotations allows them) and fips=1 on a host
 // in FIPS mode (katautils checkForFIPS).
 func KataCmdline(config []byte, name string, host KataHost) (string, error) {
+	return KataCmdlineFiles([]KataConfigFile{{Name: name, Data: config}}, host)
+}
+
+// KataConfigFile is one file of a Kata configuration: the main file or
+// a drop-in of its config.d directory.
+type KataConfigFile struct {
+	Name string
+	Data []byte
+}
+
+// KataCmdlineFiles is KataCmdline for a main configuration file (files[0])
+// and the drop-ins of its config.d directory, in the order Kata reads them
+// (by file name): each key a drop-in sets replaces the one before
+// (katautils decodeDropIns), tables merge key by key.
+func KataCmdlineFiles(files []KataConfigFile, host KataHost) (string, error) {
+	if len(files) == 0 {
+		return "", fmt.Errorf("no Kata configuration file given")
+	}
+	name := files[0].Name
+	merged := map[string]any{}
+	for _, f := range files {
+		var m map[string]any
+		if err := toml.Unmarshal(f.Data, &m); err != nil {
+			return "", fmt.Errorf("%s: not a Kata configuration file: %w", f.Name, err)
+		}
+		mergeTOML(merged, m)
+	}
+	if len(files) > 1 {
+		name = fmt.Sprintf("%s with %d drop-ins", name, len(files)-1)
+	}
+	b, err := toml.Marshal(merged)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
 	var c kataQEMUConfig
-	if err := toml.Unmarshal(config, &c); err != nil {
+	if err := toml.Unmarshal(b, &c); err != nil {
 		return "", fmt.Errorf("%s: not a Kata configuration file: %w", name, err)
 	}
 	h, ok := c.Hypervisor["qemu"]
@@ -357,4 +396,60 @@ func kataRootParams(fsType string, noNvdimm, dax bool, verity string) ([]kataPar
 		}
 	}
 	return []kataParam{{"root", root}, {"rootflags", flags}, {"rootfstype", fsType}}, nil
+}
+
+// mergeTOML sets every key of src in dst: tables merge recursively, any
+// other value replaces dst's.
+func mergeTOML(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				mergeTOML(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// maxKataConfigFile bounds one Kata configuration file or drop-in: they
+// are tens of KiB.
+const maxKataConfigFile = 4 << 20
+
+// ReadKataConfigFiles reads a Kata configuration file and, as the Kata
+// runtime does, every file of the config.d directory beside it, by name
+// (katautils decodeDropIns). Each must be a regular file.
+func ReadKataConfigFiles(path string) ([]KataConfigFile, error) {
+	read := func(p string) (KataConfigFile, error) {
+		f, err := hostfs.OpenRegular(p, maxKataConfigFile)
+		if err != nil {
+			return KataConfigFile{}, err
+		}
+		defer f.Close()
+		b, err := io.ReadAll(hostfs.LimitedReader(f, maxKataConfigFile))
+		if err != nil {
+			return KataConfigFile{}, fmt.Errorf("reading %s: %w", p, err)
+		}
+		return KataConfigFile{Name: p, Data: b}, nil
+	}
+	main, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	files := []KataConfigFile{main}
+	dir := filepath.Join(filepath.Dir(path), "config.d")
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return files, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading Kata's drop-in directory %s: %w", dir, err)
+	}
+	for _, e := range entries { // os.ReadDir sorts by name, as Kata reads them
+		f, err := read(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("Kata drop-in: %w", err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }

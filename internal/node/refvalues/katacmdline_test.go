@@ -54,11 +54,11 @@ func readKataCmdlineVectors(t *testing.T) []kataCmdlineVector {
 func TestKataCmdlineOracle(t *testing.T) {
 	for _, v := range readKataCmdlineVectors(t) {
 		t.Run(v.config, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join("testdata/kata-cmdline/configs", v.config))
+			files, err := ReadKataConfigFiles(filepath.Join("testdata/kata-cmdline/configs", v.config))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := KataCmdline(b, v.config, KataHost{CPUs: v.cpus})
+			got, err := KataCmdlineFiles(files, KataHost{CPUs: v.cpus})
 			if err != nil {
 				t.Fatal(err)
 			}
