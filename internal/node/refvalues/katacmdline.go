@@ -1,8 +1,10 @@
 package refvalues
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -416,19 +418,44 @@ func mergeTOML(dst, src map[string]any) {
 // are tens of KiB.
 const maxKataConfigFile = 4 << 20
 
+// KataConfigFS reads the files of a Kata configuration: a host root
+// (hostfs.Writable, paths resolved inside it) or this machine
+// (LocalKataConfigFS).
+type KataConfigFS interface {
+	// ReadFileMax reads a regular file of at most max bytes.
+	ReadFileMax(name string, max int64) ([]byte, error)
+	ReadDir(name string) ([]fs.DirEntry, error)
+}
+
+// LocalKataConfigFS reads this machine's files.
+type LocalKataConfigFS struct{}
+
+// ReadFileMax reads a regular file (hostfs.OpenRegular) of at most max
+// bytes.
+func (LocalKataConfigFS) ReadFileMax(name string, max int64) ([]byte, error) {
+	f, err := hostfs.OpenRegular(name, max)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(hostfs.LimitedReader(f, max))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// ReadDir lists a directory.
+func (LocalKataConfigFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
+
 // ReadKataConfigFiles reads a Kata configuration file and, as the Kata
 // runtime does, every file of the config.d directory beside it, by name
 // (katautils decodeDropIns). Each must be a regular file.
-func ReadKataConfigFiles(path string) ([]KataConfigFile, error) {
+func ReadKataConfigFiles(fsys KataConfigFS, path string) ([]KataConfigFile, error) {
 	read := func(p string) (KataConfigFile, error) {
-		f, err := hostfs.OpenRegular(p, maxKataConfigFile)
+		b, err := fsys.ReadFileMax(p, maxKataConfigFile)
 		if err != nil {
 			return KataConfigFile{}, err
-		}
-		defer f.Close()
-		b, err := io.ReadAll(hostfs.LimitedReader(f, maxKataConfigFile))
-		if err != nil {
-			return KataConfigFile{}, fmt.Errorf("reading %s: %w", p, err)
 		}
 		return KataConfigFile{Name: p, Data: b}, nil
 	}
@@ -438,13 +465,13 @@ func ReadKataConfigFiles(path string) ([]KataConfigFile, error) {
 	}
 	files := []KataConfigFile{main}
 	dir := filepath.Join(filepath.Dir(path), "config.d")
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
+	entries, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return files, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("reading Kata's drop-in directory %s: %w", dir, err)
 	}
-	for _, e := range entries { // os.ReadDir sorts by name, as Kata reads them
+	for _, e := range entries { // sorted by name, as Kata reads them
 		f, err := read(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("Kata drop-in: %w", err)

@@ -54,7 +54,7 @@ func readKataCmdlineVectors(t *testing.T) []kataCmdlineVector {
 func TestKataCmdlineOracle(t *testing.T) {
 	for _, v := range readKataCmdlineVectors(t) {
 		t.Run(v.config, func(t *testing.T) {
-			files, err := ReadKataConfigFiles(filepath.Join("testdata/kata-cmdline/configs", v.config))
+			files, err := ReadKataConfigFiles(LocalKataConfigFS{}, filepath.Join("testdata/kata-cmdline/configs", v.config))
 			if err != nil {
 				t.Fatal(err)
 			}
