@@ -174,6 +174,9 @@ func DirectBootCmdline(cmdline string, initrd bool) string {
 
 // ComputeRTMRs replays the TDVF direct-boot event log for RTMR0-2.
 func ComputeRTMRs(req RTMRRequest) (*RTMRs, error) {
+	if req.Profile == EDK2Auto {
+		return nil, fmt.Errorf("edk2 profile auto is resolved from the firmware image (resolveEDK2) before the events are computed")
+	}
 	r := &RTMRs{}
 	for _, f := range []func(RTMRRequest) ([]TDXEvent, error){rtmr0Events, rtmr1Events, rtmr2Events} {
 		evs, err := f(req)
