@@ -9,7 +9,6 @@ package configure
 // files in testdata/upstream.
 func hypervisorAnnotations() []string {
 	return []string{
-		"",
 		"asset_hash_type",
 		"blk_logical_sector_size",
 		"blk_physical_sector_size",
