@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/platform"
+)
+
+// KataFlags are the operator's tuning of the Kata configuration per
+// platform (kata-deploy's shims.<name>.dropIn, .agent.httpsProxy/noProxy
+// and .allowedHypervisorAnnotations), each value KEY=VALUE where KEY is a
+// platform (or a custom runtime's name): the same flags on config
+// render/apply, install and the node-installer.
+type KataFlags struct {
+	DropIns, HTTPSProxies, NoProxies, Annotations []string
+}
+
+// Add adds the flags to cmd.
+func (k *KataFlags) Add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringArrayVar(&k.DropIns, "kata-drop-in", nil, "PLATFORM=FILE: a TOML drop-in of Kata's configuration for the platform, checked against the keys its configuration has and written as config.d/50-user-overrides.toml beside it (repeatable)")
+	f.StringArrayVar(&k.HTTPSProxies, "agent-https-proxy", nil, "PLATFORM=URL: the HTTPS proxy of the Kata agent in the platform's guest (agent.https_proxy= on the guest kernel's command line; repeatable)")
+	f.StringArrayVar(&k.NoProxies, "agent-no-proxy", nil, "PLATFORM=LIST: the Kata agent's no-proxy list (agent.no_proxy=; repeatable)")
+	f.StringArrayVar(&k.Annotations, "allow-hypervisor-annotations", nil, "PLATFORM=NAME,...: hypervisor annotations pods may set, added to the platform's enable_annotations (Kata's names, e.g. default_memory; repeatable)")
+}
+
+// kataEntry is one KEY=VALUE of a flag.
+type kataEntry struct{ flag, key, value string }
+
+func (k KataFlags) entries() ([]kataEntry, error) {
+	var out []kataEntry
+	for _, f := range []struct {
+		flag string
+		vals []string
+	}{{"--kata-drop-in", k.DropIns}, {"--agent-https-proxy", k.HTTPSProxies}, {"--agent-no-proxy", k.NoProxies}, {"--allow-hypervisor-annotations", k.Annotations}} {
+		for _, v := range f.vals {
+			key, value, ok := strings.Cut(v, "=")
+			if !ok || key == "" {
+				return nil, UsageErr(fmt.Errorf("%s %q: expected PLATFORM=VALUE", f.flag, v))
+			}
+			out = append(out, kataEntry{f.flag, key, value})
+		}
+	}
+	return out, nil
+}
+
+// For returns the options the flags give the platform p, or the custom
+// runtime named custom when it is not empty. A key must name one of
+// plats or customs, so that an option is never silently ignored; the
+// options are checked (configure.KataOptions.Check): a bad one is a usage
+// error (exit 2).
+func (k KataFlags) For(p platform.Platform, custom string, plats []platform.Platform, customs []string) (configure.KataOptions, error) {
+	es, err := k.entries()
+	if err != nil {
+		return configure.KataOptions{}, err
+	}
+	var o configure.KataOptions
+	seen := map[string]bool{}
+	for _, e := range es {
+		q, perr := platform.Parse(e.key)
+		switch {
+		case slices.Contains(customs, e.key):
+			if e.key != custom {
+				continue
+			}
+		case perr == nil && slices.ContainsFunc(plats, func(x platform.Platform) bool { return x.String() == q.String() }):
+			if custom != "" || q.String() != p.String() {
+				continue
+			}
+		default:
+			return o, UsageErr(fmt.Errorf("%s %s=...: %q is not a platform (or custom runtime) this command configures", e.flag, e.key, e.key))
+		}
+		if seen[e.flag] {
+			return o, UsageErr(fmt.Errorf("%s given twice for %s", e.flag, e.key))
+		}
+		seen[e.flag] = true
+		switch e.flag {
+		case "--kata-drop-in":
+			data, err := os.ReadFile(e.value)
+			if err != nil {
+				return o, UsageErr(fmt.Errorf("--kata-drop-in %s=%s: %w", e.key, e.value, err))
+			}
+			o.DropIn, o.DropInSource = data, e.value
+		case "--agent-https-proxy":
+			o.HTTPSProxy = e.value
+		case "--agent-no-proxy":
+			o.NoProxy = e.value
+		case "--allow-hypervisor-annotations":
+			for _, a := range strings.Split(e.value, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					o.Annotations = append(o.Annotations, a)
+				}
+			}
+		}
+	}
+	if err := o.Check(p); err != nil {
+		return o, UsageErr(err)
+	}
+	return o, nil
+}
+
+// CustomRuntime is one --custom-runtime NAME=PLATFORM: kata-deploy's
+// customRuntimes, a handler of its own made from a base platform and (with
+// --kata-drop-in NAME=FILE) the operator's drop-in.
+type CustomRuntime struct {
+	Name     string
+	Platform platform.Platform
+}
+
+// ParseCustomRuntimes parses --custom-runtime values, each
+// NAME=PLATFORM, refusing a name that cannot be a handler and RuntimeClass
+// and a base platform berth does not know (exit 2).
+func ParseCustomRuntimes(vals []string) ([]CustomRuntime, error) {
+	var out []CustomRuntime
+	for _, v := range vals {
+		name, base, ok := strings.Cut(v, "=")
+		if !ok || name == "" || base == "" {
+			return nil, UsageErr(fmt.Errorf("--custom-runtime %q: expected NAME=PLATFORM", v))
+		}
+		if err := configure.CheckCustomName(name); err != nil {
+			return nil, UsageErr(err)
+		}
+		p, err := platform.Parse(base)
+		if err != nil {
+			return nil, UsageErr(fmt.Errorf("--custom-runtime %s: base platform: %w", name, err))
+		}
+		if slices.ContainsFunc(out, func(c CustomRuntime) bool { return c.Name == name }) {
+			return nil, UsageErr(fmt.Errorf("--custom-runtime %s given twice", name))
+		}
+		out = append(out, CustomRuntime{name, p})
+	}
+	return out, nil
+}
