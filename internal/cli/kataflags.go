@@ -137,3 +137,19 @@ func ParseCustomRuntimes(vals []string) ([]CustomRuntime, error) {
 	}
 	return out, nil
 }
+
+// PerPlatform returns the options the flags give each of plats (by
+// platform.String()), for a command that configures several.
+func (k KataFlags) PerPlatform(plats []platform.Platform) (map[string]configure.KataOptions, error) {
+	out := map[string]configure.KataOptions{}
+	for _, p := range plats {
+		o, err := k.For(p, "", plats, nil)
+		if err != nil {
+			return nil, err
+		}
+		if !o.IsZero() {
+			out[p.String()] = o
+		}
+	}
+	return out, nil
+}

@@ -257,6 +257,9 @@ type RuntimeConfig struct {
 	// Options are the render options; Paths.Prefix names the installation
 	// prefix (as seen by the host, not under --root).
 	Options configure.Options
+	// Kata are the operator's Kata options per platform (by
+	// platform.String()), added to Options for that platform's render.
+	Kata map[string]configure.KataOptions
 	// Runtime, when set and ok, is the running runtime: each change is
 	// then applied with a restart, verified over CRI and rolled back if a
 	// handler is lost (configure.ApplyLive); without it the files are only
@@ -277,7 +280,7 @@ func (c RuntimeConfig) Preflight(ctx context.Context, p platform.Platform) error
 	if err != nil {
 		return err
 	}
-	r, err := configure.Render(p, t, c.Options)
+	r, err := configure.Render(p, t, c.options(p))
 	if err != nil {
 		return err
 	}
@@ -306,13 +309,20 @@ func (c RuntimeConfig) Preflight(ctx context.Context, p platform.Platform) error
 	return nil
 }
 
+// options are the render options of p: Options with p's Kata options.
+func (c RuntimeConfig) options(p platform.Platform) configure.Options {
+	o := c.Options
+	o.Kata = c.Kata[p.String()]
+	return o
+}
+
 // Apply renders and applies p's runtime configuration.
 func (c RuntimeConfig) Apply(ctx context.Context, p platform.Platform) (*configure.Result, error) {
 	t, err := c.Target(p)
 	if err != nil {
 		return nil, err
 	}
-	r, err := configure.Render(p, t, c.Options)
+	r, err := configure.Render(p, t, c.options(p))
 	if err != nil {
 		return nil, err
 	}
