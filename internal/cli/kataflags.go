@@ -19,12 +19,16 @@ import (
 // render/apply, install and the node-installer.
 type KataFlags struct {
 	DropIns, HTTPSProxies, NoProxies, Annotations []string
+	// InlineDropIns are --kata-drop-in-toml PLATFORM=TOML: the drop-in
+	// itself rather than a file (the chart passes it so).
+	InlineDropIns []string
 }
 
 // Add adds the flags to cmd.
 func (k *KataFlags) Add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringArrayVar(&k.DropIns, "kata-drop-in", nil, "PLATFORM=FILE: a TOML drop-in of Kata's configuration for the platform, checked against the keys its configuration has and written as config.d/50-user-overrides.toml beside it (repeatable)")
+	f.StringArrayVar(&k.InlineDropIns, "kata-drop-in-toml", nil, "PLATFORM=TOML: as --kata-drop-in, with the drop-in's text itself (repeatable)")
 	f.StringArrayVar(&k.HTTPSProxies, "agent-https-proxy", nil, "PLATFORM=URL: the HTTPS proxy of the Kata agent in the platform's guest (agent.https_proxy= on the guest kernel's command line; repeatable)")
 	f.StringArrayVar(&k.NoProxies, "agent-no-proxy", nil, "PLATFORM=LIST: the Kata agent's no-proxy list (agent.no_proxy=; repeatable)")
 	f.StringArrayVar(&k.Annotations, "allow-hypervisor-annotations", nil, "PLATFORM=NAME,...: hypervisor annotations pods may set, added to the platform's enable_annotations (Kata's names, e.g. default_memory; repeatable)")
@@ -38,7 +42,7 @@ func (k KataFlags) entries() ([]kataEntry, error) {
 	for _, f := range []struct {
 		flag string
 		vals []string
-	}{{"--kata-drop-in", k.DropIns}, {"--agent-https-proxy", k.HTTPSProxies}, {"--agent-no-proxy", k.NoProxies}, {"--allow-hypervisor-annotations", k.Annotations}} {
+	}{{"--kata-drop-in", k.DropIns}, {"--kata-drop-in-toml", k.InlineDropIns}, {"--agent-https-proxy", k.HTTPSProxies}, {"--agent-no-proxy", k.NoProxies}, {"--allow-hypervisor-annotations", k.Annotations}} {
 		for _, v := range f.vals {
 			key, value, ok := strings.Cut(v, "=")
 			if !ok || key == "" {
@@ -76,10 +80,14 @@ func (k KataFlags) For(p platform.Platform, custom string, plats []platform.Plat
 		default:
 			return o, UsageErr(fmt.Errorf("%s %s=...: %q is not a platform (or custom runtime) this command configures", e.flag, e.key, e.key))
 		}
-		if seen[e.flag] {
-			return o, UsageErr(fmt.Errorf("%s given twice for %s", e.flag, e.key))
+		once := e.flag
+		if once == "--kata-drop-in-toml" {
+			once = "--kata-drop-in" // one drop-in per platform, either way
 		}
-		seen[e.flag] = true
+		if seen[once] {
+			return o, UsageErr(fmt.Errorf("%s given twice for %s", once, e.key))
+		}
+		seen[once] = true
 		switch e.flag {
 		case "--kata-drop-in":
 			data, err := os.ReadFile(e.value)
@@ -87,6 +95,8 @@ func (k KataFlags) For(p platform.Platform, custom string, plats []platform.Plat
 				return o, UsageErr(fmt.Errorf("--kata-drop-in %s=%s: %w", e.key, e.value, err))
 			}
 			o.DropIn, o.DropInSource = data, e.value
+		case "--kata-drop-in-toml":
+			o.DropIn, o.DropInSource = []byte(e.value), "--kata-drop-in-toml "+e.key
 		case "--agent-https-proxy":
 			o.HTTPSProxy = e.value
 		case "--agent-no-proxy":
@@ -105,19 +115,14 @@ func (k KataFlags) For(p platform.Platform, custom string, plats []platform.Plat
 	return o, nil
 }
 
-// CustomRuntime is one --custom-runtime NAME=PLATFORM: kata-deploy's
-// customRuntimes, a handler of its own made from a base platform and (with
-// --kata-drop-in NAME=FILE) the operator's drop-in.
-type CustomRuntime struct {
-	Name     string
-	Platform platform.Platform
-}
-
-// ParseCustomRuntimes parses --custom-runtime values, each
-// NAME=PLATFORM, refusing a name that cannot be a handler and RuntimeClass
-// and a base platform berth does not know (exit 2).
-func ParseCustomRuntimes(vals []string) ([]CustomRuntime, error) {
-	var out []CustomRuntime
+// ParseCustomRuntimes parses --custom-runtime values, each NAME=PLATFORM
+// (kata-deploy's customRuntimes: a handler of its own made from a base
+// platform and, with --kata-drop-in NAME=FILE, the operator's drop-in),
+// with the Kata options k gives each. A name that cannot be a handler and
+// RuntimeClass, a base platform not among plats and a bad option are
+// refused (exit 2).
+func (k KataFlags) ParseCustomRuntimes(vals []string, plats []platform.Platform) ([]configure.CustomRuntime, error) {
+	var out []configure.CustomRuntime
 	for _, v := range vals {
 		name, base, ok := strings.Cut(v, "=")
 		if !ok || name == "" || base == "" {
@@ -130,20 +135,35 @@ func ParseCustomRuntimes(vals []string) ([]CustomRuntime, error) {
 		if err != nil {
 			return nil, UsageErr(fmt.Errorf("--custom-runtime %s: base platform: %w", name, err))
 		}
-		if slices.ContainsFunc(out, func(c CustomRuntime) bool { return c.Name == name }) {
+		if !slices.ContainsFunc(plats, func(q platform.Platform) bool { return q.String() == p.String() }) {
+			return nil, UsageErr(fmt.Errorf("--custom-runtime %s=%s: the base platform must be one of those installed (--platform), whose binaries the custom runtime runs", name, base))
+		}
+		if slices.ContainsFunc(out, func(c configure.CustomRuntime) bool { return c.Name == name }) {
 			return nil, UsageErr(fmt.Errorf("--custom-runtime %s given twice", name))
 		}
-		out = append(out, CustomRuntime{name, p})
+		out = append(out, configure.CustomRuntime{Name: name, Platform: p})
+	}
+	var names []string
+	for _, c := range out {
+		names = append(names, c.Name)
+	}
+	for i, c := range out {
+		o, err := k.For(c.Platform, c.Name, plats, names)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Kata = o
 	}
 	return out, nil
 }
 
 // PerPlatform returns the options the flags give each of plats (by
-// platform.String()), for a command that configures several.
-func (k KataFlags) PerPlatform(plats []platform.Platform) (map[string]configure.KataOptions, error) {
+// platform.String()), for a command that configures several; customs are
+// the names of its custom runtimes, whose options are their own.
+func (k KataFlags) PerPlatform(plats []platform.Platform, customs []string) (map[string]configure.KataOptions, error) {
 	out := map[string]configure.KataOptions{}
 	for _, p := range plats {
-		o, err := k.For(p, "", plats, nil)
+		o, err := k.For(p, "", plats, customs)
 		if err != nil {
 			return nil, err
 		}

@@ -385,7 +385,7 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	if err := (configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}).Check(); err != nil {
 		return cli.UsageErr(err)
 	}
-	kata, err := fl.kata.PerPlatform(ps)
+	kata, err := fl.kata.PerPlatform(ps, nil)
 	if err != nil {
 		return err
 	}

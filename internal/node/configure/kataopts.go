@@ -357,3 +357,24 @@ func CheckCustomName(name string) error {
 	}
 	return nil
 }
+
+// CustomRuntime is kata-deploy's customRuntimes entry: a handler of its
+// own, Name (suffixed with the install's suffix), made from Platform's
+// binaries and configuration with Kata's options (its drop-in).
+type CustomRuntime struct {
+	Name     string
+	Platform platform.Platform
+	Kata     KataOptions
+}
+
+// CustomHandlersOf lists the custom runtimes' handlers the state holds
+// for platform p of the install of suffix s: removed with p.
+func (st *State) CustomHandlersOf(p platform.Platform, s Suffix) []string {
+	var out []string
+	for _, h := range st.HandlersOf(s) {
+		if st.Platforms[h].Platform == p.String() && h != s.Handler(p) {
+			out = append(out, h)
+		}
+	}
+	return out
+}

@@ -260,6 +260,8 @@ type RuntimeConfig struct {
 	// Kata are the operator's Kata options per platform (by
 	// platform.String()), added to Options for that platform's render.
 	Kata map[string]configure.KataOptions
+	// Customs are custom runtimes, each applied after its base platform.
+	Customs []configure.CustomRuntime
 	// Runtime, when set and ok, is the running runtime: each change is
 	// then applied with a restart, verified over CRI and rolled back if a
 	// handler is lost (configure.ApplyLive); without it the files are only
@@ -322,7 +324,31 @@ func (c RuntimeConfig) Apply(ctx context.Context, p platform.Platform) (*configu
 	if err != nil {
 		return nil, err
 	}
-	r, err := configure.Render(p, t, c.options(p))
+	res, err := c.apply(ctx, p, t, c.options(p))
+	if err != nil {
+		return res, err
+	}
+	for _, cr := range c.Customs {
+		if cr.Platform.String() != p.String() {
+			continue
+		}
+		o := c.Options
+		o.Paths.Custom, o.Kata = cr.Name, cr.Kata
+		cres, err := c.apply(ctx, p, t, o)
+		if cres != nil {
+			res.Changed = append(res.Changed, cres.Changed...)
+			res.Warnings = append(res.Warnings, cres.Warnings...)
+		}
+		if err != nil {
+			return res, fmt.Errorf("custom runtime %s: %w", cr.Name, err)
+		}
+	}
+	return res, nil
+}
+
+// apply renders and applies one handler of p.
+func (c RuntimeConfig) apply(ctx context.Context, p platform.Platform, t configure.Target, o configure.Options) (*configure.Result, error) {
+	r, err := configure.Render(p, t, o)
 	if err != nil {
 		return nil, err
 	}
