@@ -39,9 +39,9 @@ func to(path string) func(*mapper, knob, map[string]shimResult) Knob {
 }
 
 const (
-	whyRCTuning  = "berth's chart has no RuntimeClass overhead, nodeSelector or default-class overrides yet (issue 41, item 3)"
-	whyPlumbing  = "berth's chart does not take this pod setting yet (issue 41, item 4)"
-	whyJob       = "berth's job mode has no such setting: nodeInstaller.job has parallelism and one timeout for all nodes"
+	whyRCTuning = "berth's chart has no RuntimeClass overhead, nodeSelector or default-class overrides yet (issue 41, item 3)"
+	whyPlumbing = "berth's chart does not take this pod setting yet (issue 41, item 4)"
+	whyJob      = "berth's job mode has no such setting: nodeInstaller.job has parallelism and one timeout for all nodes"
 )
 
 // rules cover every value of kata-deploy 4.1's values.yaml.
