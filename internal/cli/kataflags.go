@@ -94,7 +94,7 @@ func (k KataFlags) For(p platform.Platform, custom string, plats []platform.Plat
 			if err != nil {
 				return o, UsageErr(fmt.Errorf("--kata-drop-in %s=%s: %w", e.key, e.value, err))
 			}
-			o.DropIn, o.DropInSource = data, e.value
+			o.DropIn, o.DropInSource = data, e.flag+" "+e.key+"="+e.value
 		case "--kata-drop-in-toml":
 			o.DropIn, o.DropInSource = []byte(e.value), "--kata-drop-in-toml "+e.key
 		case "--agent-https-proxy":

@@ -26,7 +26,7 @@ type KataOptions struct {
 	// Kata's runtime merges key by key over it (katautils decodeDropIns).
 	DropIn []byte
 	// DropInSource names where DropIn came from (a flag and file), for
-	// messages and the file's header.
+	// messages.
 	DropInSource string
 	// HTTPSProxy and NoProxy go into the guest kernel's command line as
 	// agent.https_proxy= and agent.no_proxy=, as kata-deploy writes them.
@@ -175,10 +175,9 @@ func kataDropInFile(p platform.Platform, ps Paths, o KataOptions) File {
 		name = CustomDropInName
 	}
 	var b bytes.Buffer
+	// Not the source's name: the same overrides from another file are
+	// the same file, and a re-apply changes nothing.
 	what := "drop-in of the operator's overrides"
-	if o.DropInSource != "" {
-		what += " from " + o.DropInSource
-	}
 	for _, l := range strings.Split(strings.TrimRight(header(p, what+", merged by Kata's runtime over "+ps.KataConfig(p), nil), "\n"), "\n") {
 		b.WriteString("# " + l + "\n")
 	}

@@ -93,7 +93,7 @@ func TestKataDropInRender(t *testing.T) {
 	if _, ok := paths[cfg]; !ok {
 		t.Errorf("no Kata configuration at %s: %v", cfg, maps.Keys(paths))
 	}
-	if !strings.HasSuffix(paths[drop], qemuDropIn) || !strings.Contains(paths[drop], "x.toml") {
+	if !strings.HasSuffix(paths[drop], qemuDropIn) || strings.Contains(paths[drop], "x.toml") {
 		t.Errorf("drop-in %s:\n%s", drop, paths[drop])
 	}
 	if h := paths["etc/containerd/conf.d/berth-kata-qemu.toml"]; !strings.Contains(h, `ConfigPath = "/`+cfg+`"`) {
