@@ -19,6 +19,7 @@ func TestChartKata(t *testing.T) {
 	for _, want := range []string{
 		`- "--kata-drop-in-toml=kubeadm-qemu-none=[hypervisor.qemu]\ndefault_memory = 4096\n"`,
 		`- "--agent-https-proxy=kubeadm-qemu-snp+gpu=http://proxy.example:3128"`,
+		`- "--agent-https-proxy=kubeadm-qemu-snp+gpu+debug=http://proxy.example:3128"`,
 		`- "--allow-hypervisor-annotations=kubeadm-qemu-none=default_memory,default_vcpus"`,
 		`- "--custom-runtime=kata-big=kubeadm-qemu-none"`,
 		"platforms: kubeadm-qemu-snp+gpu kubeadm-qemu-none kubeadm-qemu-snp+gpu+debug kubeadm-qemu-none+debug",

@@ -12,7 +12,8 @@ import (
 
 // kataShimKnob maps a shim's Kata tuning (shims.<name>.dropIn,
 // .agent.httpsProxy/noProxy, .allowedHypervisorAnnotations) to berth's
-// kata: values for each platform the shim became, checked as the
+// kata: values for the platform the shim became (the proxy for its debug
+// twin too, as kata-deploy's debug runtimes have it), checked as the
 // node-installer will check them, so that what would fail on the node is
 // reported here.
 func kataShimKnob(m *mapper, k knob, sub string, r shimResult) Knob {
@@ -64,8 +65,14 @@ func kataShimKnob(m *mapper, k knob, sub string, r shimResult) Knob {
 	default:
 		return unsupported("not a kata-deploy 4.1 shim setting")
 	}
+	plats := r.platforms
+	if o.HTTPSProxy == "" && o.NoProxy == "" {
+		// kata-deploy's debug runtimes get their shim's kernel_params
+		// (the proxy) but not its drop-in or annotations.
+		plats = plats[:1]
+	}
 	var to []string
-	for _, name := range r.platforms {
+	for _, name := range plats {
 		p, err := platform.Parse(name)
 		if err != nil {
 			return unsupported(err.Error())

@@ -191,6 +191,8 @@ func TestKnobs(t *testing.T) {
 		{"shims:\n  qemu-tdx:\n    agent:\n      httpsProxy: http://p:3128", "shims.qemu-tdx.agent.httpsProxy", Mapped, "kata:\n  agentProxy:\n    kubeadm-qemu-tdx:\n      httpsProxy: http://p:3128"},
 		{"shims:\n  qemu-tdx:\n    agent:\n      httpsProxy: p:3128", "shims.qemu-tdx.agent.httpsProxy", Unsupported, ""},
 		{"shims:\n  qemu-tdx:\n    agent:\n      noProxy: localhost,.svc", "shims.qemu-tdx.agent.noProxy", Mapped, "kata:\n  agentProxy:\n    kubeadm-qemu-tdx:\n      noProxy: localhost,.svc"},
+		{"debug: true\nshims:\n  qemu-tdx:\n    agent:\n      noProxy: localhost", "shims.qemu-tdx.agent.noProxy", Mapped, "kata:\n  agentProxy:\n    kubeadm-qemu-tdx:\n      noProxy: localhost\n    kubeadm-qemu-tdx+debug:\n      noProxy: localhost"},
+		{"debug: true\nshims:\n  qemu:\n    allowedHypervisorAnnotations: [default_vcpus]", "shims.qemu.allowedHypervisorAnnotations", Mapped, "kata:\n  allowedHypervisorAnnotations:\n    kubeadm-qemu-none:\n    - default_vcpus"},
 		{"shims:\n  qemu:\n    allowedHypervisorAnnotations: [default_vcpus]", "shims.qemu.allowedHypervisorAnnotations", Mapped, "kata:\n  allowedHypervisorAnnotations:\n    kubeadm-qemu-none:\n    - default_vcpus"},
 		{"shims:\n  qemu:\n    allowedHypervisorAnnotations: [vcpus]", "shims.qemu.allowedHypervisorAnnotations", Unsupported, ""},
 		{"shims:\n  qemu-tdx:\n    containerd:\n      forceGuestPull: true", "shims.qemu-tdx.containerd.forceGuestPull", Unsupported, ""},

@@ -13,15 +13,8 @@ as `berth platforms` prints it. Fails when a twin is not a berth platform.
 {{- if (.Values.kata | default dict).debug -}}
 {{- $table := .Files.Get "files/platforms.json" | fromJson -}}
 {{- range .Values.platforms -}}
-{{- $parts := splitList "+" . -}}
-{{- if not (has "debug" $parts) -}}
-{{- $head := list (first $parts) -}}
-{{- $rest := rest $parts -}}
-{{- if and $rest (has (first $rest) (list "gpu" "nvidia-cpu")) -}}
-{{- $head = append $head (first $rest) -}}
-{{- $rest = rest $rest -}}
-{{- end -}}
-{{- $twin := join "+" (concat $head (list "debug") $rest) -}}
+{{- $twin := include "berth.debugTwin" . -}}
+{{- if ne $twin . -}}
 {{- if not (hasKey $table.platforms $twin) -}}
 {{- fail (printf "kata.debug: platform %s has no debug variant (%s is not a berth platform)" . $twin) -}}
 {{- end -}}
@@ -32,6 +25,25 @@ as `berth platforms` prints it. Fails when a twin is not a berth platform.
 {{- end -}}
 {{- end -}}
 {{- toJson $out -}}
+{{- end -}}
+
+{{- /*
+berth.debugTwin: the canonical name of a platform's debug twin (+debug
+after the device variant), or the name itself for a debug platform.
+*/ -}}
+{{- define "berth.debugTwin" -}}
+{{- $parts := splitList "+" . -}}
+{{- if has "debug" $parts -}}
+{{- . -}}
+{{- else -}}
+{{- $head := list (first $parts) -}}
+{{- $rest := rest $parts -}}
+{{- if and $rest (has (first $rest) (list "gpu" "nvidia-cpu")) -}}
+{{- $head = append $head (first $rest) -}}
+{{- $rest = rest $rest -}}
+{{- end -}}
+{{- join "+" (concat $head (list "debug") $rest) -}}
+{{- end -}}
 {{- end -}}
 
 {{- /*
@@ -49,13 +61,23 @@ annotation that is not Kata's.
 {{- range $p := keys $dropIns | sortAlpha }}
         - {{ printf "--kata-drop-in-toml=%s=%s" $p (get $dropIns $p) | toJson }}
 {{- end }}
+{{- /* A debug twin the chart adds runs with its platform's proxy, as
+       kata-deploy's debug runtimes get their shim's kernel_params (but
+       not its user drop-in or annotations). */}}
 {{- $proxy := $k.agentProxy | default dict }}
 {{- range $p := keys $proxy | sortAlpha }}
+{{- $for := list $p }}
+{{- $twin := include "berth.debugTwin" $p }}
+{{- if and $k.debug (ne $twin $p) (not (hasKey $proxy $twin)) }}
+{{- $for = append $for $twin }}
+{{- end }}
+{{- range $q := $for }}
 {{- with (get $proxy $p).httpsProxy }}
-        - {{ printf "--agent-https-proxy=%s=%s" $p . | toJson }}
+        - {{ printf "--agent-https-proxy=%s=%s" $q . | toJson }}
 {{- end }}
 {{- with (get $proxy $p).noProxy }}
-        - {{ printf "--agent-no-proxy=%s=%s" $p . | toJson }}
+        - {{ printf "--agent-no-proxy=%s=%s" $q . | toJson }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- $ann := $k.allowedHypervisorAnnotations | default dict }}
