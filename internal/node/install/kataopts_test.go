@@ -15,7 +15,8 @@ import (
 
 // TestRuntimeConfigKataOptions: install's applier gives each platform its
 // own Kata options and applies its custom runtimes after it, each a
-// handler of its own that the state records under its base platform.
+// handler of its own that the state records under its base platform; the
+// node-installer's applier (PruneCustoms) removes one no longer named.
 func TestRuntimeConfigKataOptions(t *testing.T) {
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "etc/containerd"), 0o755); err != nil {
@@ -64,5 +65,22 @@ func TestRuntimeConfigKataOptions(t *testing.T) {
 	}
 	if res, err := rc.Apply(context.Background(), p); err != nil || len(res.Changed) != 0 {
 		t.Errorf("second apply: %+v %v", res, err)
+	}
+	// Without PruneCustoms (berth install), a custom runtime the options
+	// no longer name is kept; with it (the node-installer), removed.
+	rc.Customs = nil
+	if res, err := rc.Apply(context.Background(), p); err != nil || len(res.Changed) != 0 {
+		t.Errorf("apply without the custom runtime: %+v %v", res, err)
+	}
+	rc.PruneCustoms = true
+	res, err = rc.Apply(context.Background(), p)
+	if err != nil || !slices.Contains(res.Changed, "opt/berth/etc/kata/runtimes/kata-big/config.d/50-overrides.toml") {
+		t.Fatalf("pruning apply: %+v %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "opt/berth/etc/kata/runtimes")); !os.IsNotExist(err) {
+		t.Errorf("the custom runtime's directory is left: %v", err)
+	}
+	if st, _ := configure.LoadState(w); len(st.CustomHandlersOf(p, "")) != 0 {
+		t.Errorf("the state still holds %v", st.CustomHandlersOf(p, ""))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -262,6 +263,11 @@ type RuntimeConfig struct {
 	Kata map[string]configure.KataOptions
 	// Customs are custom runtimes, each applied after its base platform.
 	Customs []configure.CustomRuntime
+	// PruneCustoms removes, after a platform's custom runtimes, those of
+	// the platform the state holds that Customs no longer names: the
+	// node-installer's values say which exist (kata-deploy removes a
+	// custom runtime dropped from its values too).
+	PruneCustoms bool
 	// Runtime, when set and ok, is the running runtime: each change is
 	// then applied with a restart, verified over CRI and rolled back if a
 	// handler is lost (configure.ApplyLive); without it the files are only
@@ -343,7 +349,55 @@ func (c RuntimeConfig) Apply(ctx context.Context, p platform.Platform) (*configu
 			return res, fmt.Errorf("custom runtime %s: %w", cr.Name, err)
 		}
 	}
+	if c.PruneCustoms {
+		if err := c.pruneCustoms(ctx, p, res); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
+}
+
+// pruneCustoms removes the custom runtimes of p the state holds and
+// Customs does not name, adding what it removed to res.
+func (c RuntimeConfig) pruneCustoms(ctx context.Context, p platform.Platform, res *configure.Result) error {
+	st, err := configure.LoadState(c.FS)
+	if err != nil {
+		return err
+	}
+	for _, h := range st.CustomHandlersOf(p, c.Options.Paths.Suffix) {
+		if slices.ContainsFunc(c.Customs, func(cr configure.CustomRuntime) bool { return c.Options.Paths.Suffix.Of(cr.Name) == h }) {
+			continue
+		}
+		var rres *configure.Result
+		if rt, ok := c.runtime(ctx, p); ok {
+			lres, err := configure.RemoveLive(ctx, c.FS, h, rt, c.Change...)
+			if lres != nil {
+				rres = lres.Result
+			}
+			if err != nil {
+				return wrapRemove(h, err)
+			}
+		} else if rres, err = configure.Remove(c.FS, h, c.Change...); err != nil {
+			return wrapRemove(h, err)
+		}
+		if rres != nil {
+			res.Changed = append(res.Changed, rres.Changed...)
+			res.Warnings = append(res.Warnings, rres.Warnings...)
+		}
+	}
+	return nil
+}
+
+func wrapRemove(h string, err error) error {
+	return fmt.Errorf("removing custom runtime %s, no longer configured: %w", h, err)
+}
+
+// runtime is the running runtime of p when Runtime gives one.
+func (c RuntimeConfig) runtime(ctx context.Context, p platform.Platform) (configure.Runtime, bool) {
+	if c.Runtime == nil {
+		return nil, false
+	}
+	return c.Runtime(ctx, p)
 }
 
 // apply renders and applies one handler of p.
@@ -352,14 +406,12 @@ func (c RuntimeConfig) apply(ctx context.Context, p platform.Platform, t configu
 	if err != nil {
 		return nil, err
 	}
-	if c.Runtime != nil {
-		if rt, ok := c.Runtime(ctx, p); ok {
-			res, err := configure.ApplyLive(ctx, c.FS, r, rt, c.Change...)
-			if res == nil || res.Result == nil {
-				return nil, err
-			}
-			return res.Result, err
+	if rt, ok := c.runtime(ctx, p); ok {
+		res, err := configure.ApplyLive(ctx, c.FS, r, rt, c.Change...)
+		if res == nil || res.Result == nil {
+			return nil, err
 		}
+		return res.Result, err
 	}
 	return configure.Apply(c.FS, r, c.Change...)
 }
