@@ -49,6 +49,7 @@ func TestKataFlagsPerPlatform(t *testing.T) {
 		{"no key", KataFlags{NoProxies: []string{"localhost"}}, nil, "expected PLATFORM=VALUE"},
 		{"two drop-ins for one platform", KataFlags{DropIns: []string{"kubeadm-qemu-none=/dev/null"}, InlineDropIns: []string{"kubeadm-qemu-none=x"}}, nil, "--kata-drop-in given twice"},
 		{"base not installed", KataFlags{}, []string{"big=kubeadm-qemu-tdx"}, "must be one of those installed"},
+		{"base unknown", KataFlags{}, []string{"big=kubeadm-qemu-nope"}, "--custom-runtime big: base platform"},
 		{"custom name invalid", KataFlags{}, []string{"Big=kubeadm-qemu-none"}, "lower-case"},
 		{"custom runtime twice", KataFlags{}, []string{"big=kubeadm-qemu-none", "big=kubeadm-qemu-snp"}, "given twice"},
 		{"custom drop-in bad", KataFlags{InlineDropIns: []string{"big=[hypervisor.qemu]\nx = 1\n"}}, []string{"big=kubeadm-qemu-none"}, "hypervisor.qemu.x is not a key"},
