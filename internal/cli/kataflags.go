@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -90,7 +91,7 @@ func (k KataFlags) For(p platform.Platform, custom string, plats []platform.Plat
 		seen[once] = true
 		switch e.flag {
 		case "--kata-drop-in":
-			data, err := os.ReadFile(e.value)
+			data, err := readBounded(e.value, configure.MaxDropIn+1)
 			if err != nil {
 				return o, UsageErr(fmt.Errorf("--kata-drop-in %s=%s: %w", e.key, e.value, err))
 			}
@@ -172,4 +173,15 @@ func (k KataFlags) PerPlatform(plats []platform.Platform, customs []string) (map
 		}
 	}
 	return out, nil
+}
+
+// readBounded reads at most max bytes of file: a drop-in larger than
+// configure.MaxDropIn is refused by its check, never read whole.
+func readBounded(file string, max int64) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
 }

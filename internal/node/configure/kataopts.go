@@ -190,6 +190,10 @@ func kataDropInFile(p platform.Platform, ps Paths, o KataOptions) File {
 		Content: b.Bytes(), Purpose: "Kata configuration drop-in (" + name + ")"}
 }
 
+// MaxDropIn bounds a drop-in: Kata's largest configuration is some 40 KiB,
+// and a drop-in overrides part of it.
+const MaxDropIn = 256 << 10
+
 // CheckDropIn refuses a drop-in that Kata's runtime would not apply as the
 // operator meant: TOML that does not parse, a table or key that Kata's
 // configuration for p's shim (the 4.1 template berth renders from) does
@@ -198,6 +202,9 @@ func kataDropInFile(p platform.Platform, ps Paths, o KataOptions) File {
 func CheckDropIn(p platform.Platform, source string, data []byte) error {
 	if source == "" {
 		source = "drop-in"
+	}
+	if len(data) > MaxDropIn {
+		return fmt.Errorf("%s: %d bytes, expected at most %d (a drop-in overrides a few keys)", source, len(data), MaxDropIn)
 	}
 	var doc map[string]any
 	if err := toml.Unmarshal(data, &doc); err != nil {

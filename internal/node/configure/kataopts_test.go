@@ -132,6 +132,7 @@ func TestKataOptionsRefused(t *testing.T) {
 		{"another hypervisor's table", "", KataOptions{DropIn: []byte("[hypervisor.clh]\ndefault_memory = 1\n")},
 			[]string{"table [hypervisor.clh]", "[hypervisor.qemu]"}},
 		{"not TOML", "", KataOptions{DropIn: []byte("[hypervisor.qemu\n")}, []string{"line 1", "expected TOML"}},
+		{"too large", "", KataOptions{DropIn: []byte(strings.Repeat("# x\n", MaxDropIn/4+1))}, []string{"expected at most"}},
 		{"malformed proxy", "", KataOptions{HTTPSProxy: "proxy.example:3128"}, []string{"https proxy", "expected a URL"}},
 		{"proxy with a space", "", KataOptions{HTTPSProxy: "http://p:1 init=/bin/sh"}, []string{"without spaces"}},
 		{"malformed no-proxy", "", KataOptions{NoProxy: "a, b"}, []string{"no-proxy", "entry 2"}},
