@@ -30,13 +30,9 @@ type cachedBlobs struct {
 // QEMU upgrade or another machine shape dumps afresh. dir "" disables the
 // cache. A cache that cannot be written is logged by the caller, not fatal.
 func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs, [3]int, error) {
-	ver, err := QEMUVersion(ctx, m.Binary)
+	ver, verLine, err := qemuIdentity(ctx, m.Binary)
 	if err != nil {
 		return nil, ver, err
-	}
-	verLine, err := exec.CommandContext(ctx, m.Binary, "--version").Output()
-	if err != nil {
-		return nil, ver, fmt.Errorf("%s --version: %w", m.Binary, err)
 	}
 	args := m.Args()
 	key := sha256.Sum256([]byte(string(verLine) + "\x00" + strings.Join(args, "\x00")))
@@ -68,12 +64,26 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 	return blobs, ver, nil
 }
 
+// qemuIdentity returns QEMU's version and its whole `--version` output,
+// which names the distribution build too and so keys the caches.
+func qemuIdentity(ctx context.Context, qemu string) ([3]int, []byte, error) {
+	ver, err := QEMUVersion(ctx, qemu)
+	if err != nil {
+		return ver, nil, err
+	}
+	verLine, err := exec.CommandContext(ctx, qemu, "--version").Output()
+	if err != nil {
+		return ver, nil, fmt.Errorf("%s --version: %w", qemu, err)
+	}
+	return ver, verLine, nil
+}
+
 // ErrCacheWrite marks a result that is valid but could not be cached.
 var ErrCacheWrite = errors.New("ACPI blob cache not written")
 
 // writeCache writes the entry atomically (hostfs.WriteAtomic), so a
 // reader never sees half an entry.
-func writeCache(path string, c cachedBlobs) error {
+func writeCache(path string, c any) error {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return err

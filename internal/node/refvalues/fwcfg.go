@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -122,26 +123,39 @@ func dumpACPIBlobs(ctx context.Context, m QEMUMachine, settle time.Duration) (*A
 	if m.Binary == "" {
 		return nil, fmt.Errorf("no QEMU binary given: the ACPI tables measured into RTMR0 come from QEMU")
 	}
+	var blobs *ACPIBlobs
+	err := runQtest(ctx, m, m.Args(), nil, settle, func(q *qtest) (err error) {
+		blobs, err = q.dumpACPI()
+		return err
+	})
+	return blobs, err
+}
+
+// runQtest starts QEMU stopped with the qtest server on its standard
+// input and output, with args and extra (inherited from fd 3 on), waits
+// settle, hands the connection to talk and ends QEMU once talk returns.
+func runQtest(ctx context.Context, m QEMUMachine, args []string, extra []*os.File, settle time.Duration, talk func(*qtest) error) error {
 	if m.MemoryMiB == 0 || m.VCPUs <= 0 {
-		return nil, fmt.Errorf("QEMU machine needs memory and vCPUs, got %d MiB and %d vCPUs", m.MemoryMiB, m.VCPUs)
+		return fmt.Errorf("QEMU machine needs memory and vCPUs, got %d MiB and %d vCPUs", m.MemoryMiB, m.VCPUs)
 	}
 	// A QEMU that does not speak qtest as expected must not hang berth:
 	// the dump takes about a second.
 	ctx, cancel := context.WithTimeout(ctx, qtestTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, m.Binary, m.Args()...)
+	cmd := exec.CommandContext(ctx, m.Binary, args...)
+	cmd.ExtraFiles = extra
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("qtest pipe: %w", err)
+		return fmt.Errorf("qtest pipe: %w", err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("qtest pipe: %w", err)
+		return fmt.Errorf("qtest pipe: %w", err)
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", m.Binary, err)
+		return fmt.Errorf("start %s: %w", m.Binary, err)
 	}
 	q := &qtest{w: stdin, r: bufio.NewReader(stdout)}
 	if settle > 0 {
@@ -150,7 +164,7 @@ func dumpACPIBlobs(ctx context.Context, m QEMUMachine, settle time.Duration) (*A
 		case <-ctx.Done():
 		}
 	}
-	blobs, derr := q.dumpACPI()
+	derr := talk(q)
 	// The qtest server keeps QEMU running after its client leaves:
 	// end it once the blobs are read.
 	stdin.Close()
@@ -158,11 +172,11 @@ func dumpACPIBlobs(ctx context.Context, m QEMUMachine, settle time.Duration) (*A
 	_ = cmd.Wait()
 	if derr != nil {
 		if s := strings.TrimSpace(stderr.String()); s != "" {
-			return nil, fmt.Errorf("%s %s: %w (qemu: %s)", m.Binary, strings.Join(m.Args(), " "), derr, s)
+			return fmt.Errorf("%s %s: %w (qemu: %s)", m.Binary, strings.Join(args, " "), derr, s)
 		}
-		return nil, fmt.Errorf("%s %s: %w", m.Binary, strings.Join(m.Args(), " "), derr)
+		return fmt.Errorf("%s %s: %w", m.Binary, strings.Join(args, " "), derr)
 	}
-	return blobs, nil
+	return nil
 }
 
 // qtest speaks QEMU's qtest protocol: one command a line, one "OK ..."
@@ -207,12 +221,40 @@ const (
 	qtestBufAddr     = 0x100000
 	maxFwCfgFileSize = 16 << 20
 	qtestTimeout     = 2 * time.Minute
+	// qtestChunk is the most one DMA read of a large item moves.
+	qtestChunk = 4 << 20
 )
 
 // read reads n bytes of fw_cfg item sel from offset 0 by DMA.
 func (q *qtest) read(sel uint16, n uint32) ([]byte, error) {
+	return q.dma(uint32(sel)<<16|fwCfgDMASelect|fwCfgDMARead, sel, n)
+}
+
+// readLarge reads n bytes of item sel in pieces of qtestChunk: after the
+// first, which selects the item, each DMA read goes on where the last
+// ended, so neither guest memory nor a qtest line holds a whole initrd.
+func (q *qtest) readLarge(sel uint16, n uint32) ([]byte, error) {
+	if n <= qtestChunk {
+		return q.read(sel, n)
+	}
+	out := make([]byte, 0, n)
+	ctl := uint32(sel)<<16 | fwCfgDMASelect | fwCfgDMARead
+	for uint32(len(out)) < n {
+		part, err := q.dma(ctl, sel, min(n-uint32(len(out)), qtestChunk))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, part...)
+		ctl = fwCfgDMARead
+	}
+	return out, nil
+}
+
+// dma runs one fw_cfg DMA transfer with control word ctl of n bytes into
+// guest memory and reads them back.
+func (q *qtest) dma(ctl uint32, sel uint16, n uint32) ([]byte, error) {
 	desc := make([]byte, 16)
-	binary.BigEndian.PutUint32(desc[0:], uint32(sel)<<16|fwCfgDMASelect|fwCfgDMARead)
+	binary.BigEndian.PutUint32(desc[0:], ctl)
 	binary.BigEndian.PutUint32(desc[4:], n)
 	binary.BigEndian.PutUint64(desc[8:], qtestBufAddr)
 	if _, err := q.cmd("b64write %#x %d %s", qtestDescAddr, len(desc), base64.StdEncoding.EncodeToString(desc)); err != nil {
@@ -225,13 +267,13 @@ func (q *qtest) read(sel uint16, n uint32) ([]byte, error) {
 	if _, err := q.cmd("outl %#x %#x", fwCfgDMALowPort, binary.LittleEndian.Uint32(be[:])); err != nil {
 		return nil, err
 	}
-	ctl, err := q.cmd("b64read %#x 4", qtestDescAddr)
+	ctlOut, err := q.cmd("b64read %#x 4", qtestDescAddr)
 	if err != nil {
 		return nil, err
 	}
-	c, err := base64.StdEncoding.DecodeString(ctl)
+	c, err := base64.StdEncoding.DecodeString(ctlOut)
 	if err != nil || len(c) != 4 {
-		return nil, fmt.Errorf("qtest: bad b64read answer %q", ctl)
+		return nil, fmt.Errorf("qtest: bad b64read answer %q", ctlOut)
 	}
 	if binary.BigEndian.Uint32(c)&fwCfgDMAError != 0 {
 		return nil, fmt.Errorf("fw_cfg DMA read of item %#x failed", sel)
@@ -250,7 +292,15 @@ func (q *qtest) read(sel uint16, n uint32) ([]byte, error) {
 	return data, nil
 }
 
-func (q *qtest) dumpACPI() (*ACPIBlobs, error) {
+// fwCfgEntry is a named file in QEMU's fw_cfg directory.
+type fwCfgEntry struct {
+	sel  uint16
+	size uint32
+}
+
+// fileDir reads the fw_cfg file directory (item 0x19: a big-endian count,
+// then 64-byte entries of size, selector and a NUL-padded name).
+func (q *qtest) fileDir() (map[string]fwCfgEntry, error) {
 	hdr, err := q.read(fwCfgFileDir, 4)
 	if err != nil {
 		return nil, err
@@ -263,14 +313,18 @@ func (q *qtest) dumpACPI() (*ACPIBlobs, error) {
 	if err != nil {
 		return nil, err
 	}
-	type ent struct {
-		sel  uint16
-		size uint32
-	}
-	files := map[string]ent{}
+	files := map[string]fwCfgEntry{}
 	for i := range count {
 		e := dir[4+64*i:]
-		files[cString(e[8:64])] = ent{sel: binary.BigEndian.Uint16(e[4:]), size: binary.BigEndian.Uint32(e)}
+		files[cString(e[8:64])] = fwCfgEntry{sel: binary.BigEndian.Uint16(e[4:]), size: binary.BigEndian.Uint32(e)}
+	}
+	return files, nil
+}
+
+func (q *qtest) dumpACPI() (*ACPIBlobs, error) {
+	files, err := q.fileDir()
+	if err != nil {
+		return nil, err
 	}
 	get := func(name string) ([]byte, error) {
 		e, ok := files[name]

@@ -79,7 +79,8 @@ func withOracleHOBLayout(td *TDVF) *TDVF {
 // AISEC's calculate-tdx-mrs (testdata/rtmr-oracle.sh, SOURCES.md) on the
 // Debian 12 OVMF.fd builds, QEMU 7.2's ACPI blobs for 2048 and 4096 MiB,
 // and the Debian 6.1 cloud kernel, for QEMU 7 (patched setup header, with
-// and without initrd) and QEMU 10 (unpatched).
+// and without initrd) and QEMU 10 (unpatched): from the model, and (kinds
+// *-fwcfg) from what the real QEMU 7.2 and 10.0 hand the firmware.
 func TestRTMRVectors(t *testing.T) {
 	rows := readPSV(t, "vectors-rtmr.psv", 9)
 	kernel := debianKernel(t)
@@ -135,6 +136,8 @@ func TestRTMRVectors(t *testing.T) {
 				if evs[1].Digest != sha384(req.Initrd) {
 					t.Errorf("initrd event = %s, want SHA-384 of the initrd", evs[1].Digest)
 				}
+			case "rtmr1-fwcfg", "rtmr2-fwcfg", "cmdline-event-fwcfg":
+				fwcfgVector(t, row, req)
 			default:
 				t.Fatalf("unknown vector kind %q", row[1])
 			}
