@@ -238,3 +238,14 @@ func bootSourceText(source string) string {
 func (r *RTMRValues) sourceNote() string {
 	return fmt.Sprintf("RTMR1, RTMR2: source %s", bootSourceText(r.Source))
 }
+
+// checkBzImage refuses a kernel QEMU would not hand the firmware as a
+// bzImage: one without the Linux x86 setup header (QEMU then tries it as
+// a multiboot or ELF kernel) or whose header describes more than the file
+// holds (checkSetup).
+func checkBzImage(kernel []byte) error {
+	if len(kernel) < setupHdrS+4 || string(kernel[setupHdrS:setupHdrS+4]) != "HdrS" {
+		return fmt.Errorf("kernel has no Linux x86 setup header (\"HdrS\" at offset %#x): a direct-boot TDX kernel is an EFI-stub bzImage, which QEMU hands the firmware through fw_cfg", setupHdrS)
+	}
+	return checkSetup(kernel, int64(len(kernel)))
+}

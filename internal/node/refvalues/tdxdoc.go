@@ -69,8 +69,14 @@ func tdxRTMRs(t *TDVF, r *TDXRTMRRequest, in *Inputs) (*RTMRValues, error) {
 	}
 	if r.FwCfg != nil {
 		// QEMU's refusal of a kernel that is not a whole bzImage says less
-		// than berth's.
-		if err := checkSetup(kernel, int64(len(kernel))); err != nil {
+		// than berth's, and QEMU loads a file without a setup header as
+		// some other kind of kernel.
+		if err := checkBzImage(kernel); err != nil {
+			return nil, fmt.Errorf("RTMRs with kernel %s: %w", r.Kernel.Name(), err)
+		}
+		// RTMR0's inputs are checked first: no QEMU is started for a
+		// firmware or memory size refused anyway.
+		if _, err := rtmr0Events(req); err != nil {
 			return nil, fmt.Errorf("RTMRs with kernel %s: %w", r.Kernel.Name(), err)
 		}
 		if req.FwCfg, err = r.FwCfg(req.Kernel, req.Initrd, req.Cmdline); err != nil {

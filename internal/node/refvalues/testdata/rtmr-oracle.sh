@@ -58,7 +58,9 @@ initrd_addr() { # QEMU MEM -> FW_CFG_INITRD_ADDR, decimal
   echo "$v"
 }
 row "rtmr1-fwcfg|-|-|7|2048|-|-|$(mr --mrs 2 --kernel "$KERNEL" --config "$(cfg 0 0)")"
-for m in 1024 2048 4096; do
+# 2815 MiB: all RAM below 4 GiB, and the kernel takes its initrd above initrd_addr_max
+# (XLF_CAN_BE_LOADED_ABOVE_4G), so QEMU puts it at the top of low RAM.
+for m in 1024 2048 2815 4096; do
   row "rtmr1-fwcfg|-|-|7|$m|initrd-synthetic.bin|-|$(mr --mrs 2 --kernel "$KERNEL" --config "$(cfg "$(initrd_addr "$QEMU7" $m)" $isize)")"
 done
 # QEMU >= 10 offers the kernel file unpatched (etc/boot/kernel), with or without an initrd.
