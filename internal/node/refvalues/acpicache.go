@@ -35,7 +35,9 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 		return nil, ver, err
 	}
 	args := m.Args()
-	key := sha256.Sum256([]byte(string(verLine) + "\x00" + strings.Join(args, "\x00")))
+	// acpiDumpVersion names how the blobs are read: entries written by a
+	// berth that read them from another chipset state are not reused.
+	key := sha256.Sum256([]byte(acpiDumpVersion + "\x00" + string(verLine) + "\x00" + strings.Join(args, "\x00")))
 	path := ""
 	if dir != "" {
 		path = filepath.Join(dir, "acpi", hex.EncodeToString(key[:])+".json")
@@ -77,6 +79,10 @@ func qemuIdentity(ctx context.Context, qemu string) ([3]int, []byte, error) {
 	}
 	return ver, verLine, nil
 }
+
+// acpiDumpVersion is part of every ACPI cache key: "chipset-v2" is the
+// dump after programChipset (the first, unnamed, read the reset state).
+const acpiDumpVersion = "chipset-v2"
 
 // ErrCacheWrite marks a result that is valid but could not be cached.
 var ErrCacheWrite = errors.New("ACPI blob cache not written")

@@ -89,8 +89,10 @@ type QEMUMachine struct {
 // (hw/i386/acpi-build.c acpi_build_update; acpi_get_mcfg, the DSDT's DRAC
 // device and PCI0 _CRS, the FADT PM and GPE0 blocks). Whichever of berth
 // and SeaBIOS came first decided the blobs, so the dump, and the RTMR0
-// predicted from it, depended on CPU load. Stopped, the tables are always
-// built from the chipset's reset state.
+// predicted from it, depended on CPU load. Stopped, the tables are built
+// from the chipset state berth sets up through qtest before the first read:
+// the registers TDVF programs before its DXE phase reads the tables
+// (programChipset), not the reset state and not SeaBIOS's.
 //
 // "-accel tcg" keeps a host's /dev/kvm out of it: under KVM without SMM
 // support QEMU leaves the FADT's SMI command port out, so the same
@@ -321,7 +323,109 @@ func (q *qtest) fileDir() (map[string]fwCfgEntry, error) {
 	return files, nil
 }
 
+// Chipset registers TDVF programs before DXE reads the ACPI tables
+// (edk2 OvmfPkg/Library/PlatformInitLib/Platform.c
+// PlatformMiscInitialization and PciExBarInitialization, run on the PEI
+// and on TDX's PEI-less path alike; values from
+// OvmfPkg/Include/IndustryStandard/Q35MchIch9.h and OVMF's
+// PcdPciExpressBaseAddress).
+const (
+	q35MCHDeviceID    = 0x29c0
+	ich9LPC           = 0x1f << 11 // bus 0, device 0x1f, function 0
+	ich9PMBase        = 0x40
+	ich9PMBaseMask    = 0xff80
+	ich9PMBaseValue   = 0x600
+	ich9ACPICntl      = 0x44
+	ich9ACPIEn        = 0x80
+	ich9RCBA          = 0xf0
+	ich9RCBAValue     = 0xfed1c000 | 1 // base | enable
+	mchPCIExBarLow    = 0x60
+	mchPCIExBarHigh   = 0x64
+	mchPCIExBarValue  = 0xb0000000 | 1 // base, 256 buses, enable
+	pciCommand        = 0x04
+	pciCommandIOSpace = 0x01
+)
+
+// pciRead32 and pciWrite32 access bus 0's configuration space through
+// the 0xcf8/0xcfc ports, as the firmware does; dev is device<<11|fn<<8.
+func (q *qtest) pciRead32(dev, reg uint32) (uint32, error) {
+	if _, err := q.cmd("outl 0xcf8 %#x", 0x80000000|dev|reg); err != nil {
+		return 0, err
+	}
+	out, err := q.cmd("inl 0xcfc")
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseUint(strings.TrimPrefix(out, "0x"), 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("qtest: bad inl answer %q", out)
+	}
+	return uint32(v), nil
+}
+
+func (q *qtest) pciWrite32(dev, reg, v uint32) error {
+	if _, err := q.cmd("outl 0xcf8 %#x", 0x80000000|dev|reg); err != nil {
+		return err
+	}
+	_, err := q.cmd("outl 0xcfc %#x", v)
+	return err
+}
+
+// programChipset sets the q35 registers TDVF sets before its DXE phase
+// reads the ACPI tables: the ICH9 ACPI PM I/O base (0x600) with ACPI
+// decoding on, the root complex base and the PCI Express MMCONFIG window
+// at 0xb0000000. QEMU builds the tables from these registers on the
+// first fw_cfg read (hw/i386/acpi-build.c: the MCFG table, the FADT's
+// PM1a/PM timer/GPE0 blocks, the DSDT's PCI0 resources), so tables read
+// from a chipset at reset are not the ones the firmware measures: an
+// OVMF that ran reads exactly the tables dumped after this
+// (TestACPIBlobsAsFirmwareReads).
+func (q *qtest) programChipset() error {
+	id, err := q.pciRead32(0, 0)
+	if err != nil {
+		return err
+	}
+	if id>>16 != q35MCHDeviceID {
+		return fmt.Errorf("host bridge %04x:%04x is not the q35 MCH (8086:%04x): berth sets up the chipset as TDVF does on q35 only", id&0xffff, id>>16, q35MCHDeviceID)
+	}
+	pm, err := q.pciRead32(ich9LPC, ich9PMBase)
+	if err != nil {
+		return err
+	}
+	if err := q.pciWrite32(ich9LPC, ich9PMBase, pm&^ich9PMBaseMask|ich9PMBaseValue); err != nil {
+		return err
+	}
+	for _, r := range []struct{ reg, bits uint32 }{{pciCommand, pciCommandIOSpace}, {ich9ACPICntl, ich9ACPIEn}} {
+		v, err := q.pciRead32(ich9LPC, r.reg)
+		if err != nil {
+			return err
+		}
+		if err := q.pciWrite32(ich9LPC, r.reg, v|r.bits); err != nil {
+			return err
+		}
+	}
+	for _, w := range []struct{ dev, reg, v uint32 }{
+		{ich9LPC, ich9RCBA, ich9RCBAValue},
+		// The enable bit is cleared before the high half is written.
+		{0, mchPCIExBarLow, 0}, {0, mchPCIExBarHigh, 0}, {0, mchPCIExBarLow, mchPCIExBarValue},
+	} {
+		if err := q.pciWrite32(w.dev, w.reg, w.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (q *qtest) dumpACPI() (*ACPIBlobs, error) {
+	if err := q.programChipset(); err != nil {
+		return nil, err
+	}
+	return q.readACPI()
+}
+
+// readACPI reads the table loader and the files it allocates, from the
+// chipset as it is.
+func (q *qtest) readACPI() (*ACPIBlobs, error) {
 	files, err := q.fileDir()
 	if err != nil {
 		return nil, err

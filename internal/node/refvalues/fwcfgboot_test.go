@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"berth.dev/berth/internal/testkit"
 )
@@ -248,5 +250,59 @@ func TestDumpBootBlobsRefusals(t *testing.T) {
 	}
 	if err := b.check(kernel, []byte("i"), "x"); err == nil || !strings.Contains(err.Error(), "initrd") {
 		t.Errorf("another initrd: %v", err)
+	}
+}
+
+// TestACPIBlobsAsFirmwareReads boots Debian 12's OVMF (TCG, no TDX) with
+// the Debian kernel until the kernel prints its banner, long after the
+// firmware's DXE phase read and installed the ACPI tables, and reads the
+// blobs QEMU built for that read: they must be the ones DumpACPIBlobs
+// reads from a stopped QEMU after setting up the chipset as the firmware
+// does (programChipset), for the same machine. The tables of a chipset
+// at reset (no MCFG, no ACPI PM block) are not what firmware measures.
+func TestACPIBlobsAsFirmwareReads(t *testing.T) {
+	kernel := os.Getenv("BERTH_TDX_KERNEL")
+	debianKernel(t)
+	q := testQEMU(t, 7)
+	m := KataTDXMachine(q, 2048, 1, 1)
+	serial := filepath.Join(t.TempDir(), "serial.log")
+	m.Extra = []string{"-bios", "testdata/OVMF.debian12u2.fd", "-kernel", kernel, "-append", "console=ttyS0 panic=0", "-serial", "file:" + serial}
+	want, err := DumpACPIBlobs(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var running []string
+	for _, a := range m.Args() {
+		if a != "-S" {
+			running = append(running, a)
+		}
+	}
+	var got *ACPIBlobs
+	err = runQtest(context.Background(), m, running, nil, 0, func(q *qtest) error {
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			if b, _ := os.ReadFile(serial); bytes.Contains(b, []byte("Linux version")) {
+				break
+			}
+			if time.Now().After(deadline) {
+				b, _ := os.ReadFile(serial)
+				return fmt.Errorf("the kernel printed no banner within 3 minutes; serial output: %q", b)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		var err error
+		got, err = q.readACPI()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Loader, want.Loader) || len(got.Files) != len(want.Files) {
+		t.Fatal("the firmware read another table loader or allocation list")
+	}
+	for i := range got.Files {
+		if got.Files[i].Name != want.Files[i].Name || !bytes.Equal(got.Files[i].Data, want.Files[i].Data) {
+			t.Errorf("%s: the firmware read other bytes than DumpACPIBlobs", got.Files[i].Name)
+		}
 	}
 }
