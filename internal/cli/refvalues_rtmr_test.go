@@ -42,7 +42,7 @@ func TestRefvaluesTDXRTMR(t *testing.T) {
 			name: "debian firmware 2048 MiB",
 			args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--cmdline", "console=hvc0", "--memory", "2048"},
 			wantOut: []string{
-				"RTMR0     ae46d8c020c5983b2c23012d86736f0e87072185af81194544c7935d8e80dae794198d383dc17cd7b69ba89ff32855f9",
+				"RTMR0     22e44a0af16ec8796d49d658438a131994c03154ab37531e2d9ad802205775e8f70b297cada1db7fa64f8b03c0c059b1",
 				"RTMR1     3e9d0209771c01791a10591cbd27cbde9892e638519944f26000301545452fb1c629ccf774b0e63da62c60904a49d883",
 				"RTMR2     2392480552c81c55a64283523191f66aa2ef465545ffb29dc4486a4b9f8a7c4e5cb6795fbddad865defe6bd88c7aedb3",
 				"Boot:      qemu-fw_cfg (kernel, initrd and command line as QEMU hands them to the firmware)",

@@ -460,9 +460,14 @@ func (q *qtest) readACPI() (*ACPIBlobs, error) {
 }
 
 // KataTDXMachine is the guest Kata's qemu-tdx runtime starts, as far as
-// the ACPI tables see it: a q35 machine with a split IRQ chip.
+// the ACPI tables see it: a q35 machine with a split IRQ chip, without
+// SMM and without the legacy PIC. A TDX QEMU turns both off for a TD
+// itself (target/i386/kvm/tdx.c tdx_kvm_init: smm and pic "auto" become
+// off; TDX has no SMM), and both change the tables (the FADT's SMI
+// command port; from QEMU 10 the MADT's PC-AT flag); berth, which cannot
+// create the TDX object, has to say so.
 func KataTDXMachine(qemu string, memMiB uint64, vcpus, maxVCPUs int) QEMUMachine {
-	return QEMUMachine{Binary: qemu, Machine: "q35,kernel-irqchip=split", MemoryMiB: memMiB, VCPUs: vcpus, MaxVCPUs: maxVCPUs}
+	return QEMUMachine{Binary: qemu, Machine: "q35,kernel-irqchip=split,smm=off,pic=off", MemoryMiB: memMiB, VCPUs: vcpus, MaxVCPUs: maxVCPUs}
 }
 
 // QEMUVersion asks a QEMU binary for its version.

@@ -48,7 +48,7 @@ done
 # ports (select at 0x510, data at 0x511, 32 bits little-endian) over qtest.
 initrd_addr() { # QEMU MEM -> FW_CFG_INITRD_ADDR, decimal
   local q=$1 m=$2 line v=0 i
-  coproc QT { exec "$q" -machine q35,kernel-irqchip=split -m "${m}M" -smp 1,maxcpus=1 -display none \
+  coproc QT { exec "$q" -machine q35,kernel-irqchip=split,smm=off,pic=off -m "${m}M" -smp 1,maxcpus=1 -display none \
     -nodefaults -no-user-config -S -accel tcg -qtest stdio -qtest-log /dev/null \
     -kernel "$KERNEL" -initrd initrd-synthetic.bin -append console=hvc0 2>/dev/null; }
   qt() { echo "$1" >&"${QT[1]}"; while read -r line <&"${QT[0]}"; do [[ $line == OK* ]] && break; done; echo "${line#OK}"; }
