@@ -46,19 +46,19 @@ const (
 type FwCfgBoot struct {
 	// Setup is FW_CFG_SETUP_DATA: the kernel's real-mode setup sectors,
 	// with the boot-protocol header as this QEMU patched it.
-	Setup []byte `json:"-"`
+	Setup []byte
 	// KernelData is FW_CFG_KERNEL_DATA: the rest of the kernel file.
-	KernelData []byte `json:"-"`
+	KernelData []byte
 	// BootKernel is the fw_cfg file etc/boot/kernel (QEMU 10 and later):
 	// the kernel file unpatched; nil when QEMU offers no such file.
-	BootKernel []byte `json:"-"`
+	BootKernel []byte
 	// Initrd is FW_CFG_INITRD_DATA; nil without an initrd.
-	Initrd []byte `json:"-"`
+	Initrd []byte
 	// InitrdAddr is FW_CFG_INITRD_ADDR, where QEMU placed the initrd (and
 	// wrote into a patched setup header).
-	InitrdAddr uint32 `json:"-"`
+	InitrdAddr uint32
 	// Cmdline is FW_CFG_CMDLINE_DATA up to its terminating NUL.
-	Cmdline string `json:"-"`
+	Cmdline string
 }
 
 // FirmwareKernel returns the kernel image the firmware assembles and
