@@ -5,12 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -55,19 +50,13 @@ func CachedBootBlobs(ctx context.Context, dir string, m QEMUMachine, kernel, ini
 		args = append(args, "-initrd", "sha256:"+sha256Hex(initrd))
 	}
 	args = append(args, "-append", cmdline)
-	key := sha256.Sum256([]byte(string(verLine) + "\x00" + strings.Join(args, "\x00")))
-	path := ""
-	if dir != "" {
-		path = filepath.Join(dir, "fwcfg", hex.EncodeToString(key[:])+".json")
-		if b, err := os.ReadFile(path); err == nil {
-			var c cachedBoot
-			if json.Unmarshal(b, &c) == nil {
-				if boot := c.rebuild(kernel, initrd); boot != nil {
-					return boot, ver, nil
-				}
-			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, ver, fmt.Errorf("fw_cfg boot cache: %w", err)
+	path := cachePath(dir, "fwcfg", string(verLine), args)
+	var c cachedBoot
+	if ok, err := readCache(path, &c); err != nil {
+		return nil, ver, fmt.Errorf("fw_cfg boot cache: %w", err)
+	} else if ok {
+		if boot := c.rebuild(kernel, initrd); boot != nil {
+			return boot, ver, nil
 		}
 	}
 	boot, err := DumpBootBlobs(ctx, m, kernel, initrd, cmdline)
