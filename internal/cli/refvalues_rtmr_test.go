@@ -49,9 +49,10 @@ func TestRefvaluesTDXRTMR(t *testing.T) {
 			},
 		},
 		{
-			name:    "json carries the event log",
-			args:    []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--memory", "4096", "-o", "json"},
-			wantOut: []string{`"memoryMiB": 4096`, `"source": "qemu-fw_cfg"`, `"event": "etc/acpi/tables"`, `"event": "kernel (Authenticode)"`},
+			name: "json carries the event log",
+			args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--memory", "4096", "-o", "json"},
+			wantOut: []string{`"memoryMiB": 4096`, `"source": "qemu-fw_cfg"`, `"event": "etc/acpi/tables"`, `"event": "kernel (Authenticode)"`,
+				`"edk2": "the firmware carries no version string: assumed edk2 2022.11-2025.02 (--edk2 to say otherwise)"`},
 		},
 		{
 			// QEMU 7.2 placed the initrd 32 KiB lower than berth's old
@@ -73,11 +74,13 @@ func TestRefvaluesTDXRTMR(t *testing.T) {
 				`"1075d51908619dececf2f111ca5b3c1f7a4d93ceac5d30f5e5b313b3f47c7a8e845dd9f9d2ce40032436acb67aa41376"`,
 			},
 		},
+		{name: "edk2 2026.08 firmware: not modelled, refused", args: []string{"--firmware", rvData + "OVMF.sid-2026.08.fd", "--kernel", kernel}, wantCode: ExitUsage, wantErr: "firmware version 2026.08+ds-2 is edk2 2026.08"},
+		{name: "edk2 2026.08 firmware, --edk2 forces the old model", args: []string{"--firmware", rvData + "OVMF.sid-2026.08.fd", "--kernel", kernel, "--edk2", "default"}, wantOut: []string{"edk2:      given with --edk2", "RTMR2"}},
 		{name: "secure boot firmware", args: []string{"--firmware", rvData + "OVMF.inteltdx.ms.fd", "--kernel", kernel}, wantCode: ExitUsage, wantErr: "enforces Secure Boot"},
 		{name: "non-PE kernel", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", rvData + "kernel-synthetic.bin"}, wantCode: ExitUsage, wantErr: "no Linux x86 setup header"},
 		{name: "memory under firmware minimum", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--memory", "8"}, wantCode: ExitUsage, wantErr: "under the firmware's minimum"},
 		{name: "memory without kernel", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--memory", "4096"}, wantCode: ExitUsage, wantErr: "--memory needs --kernel", noCache: true},
-		{name: "bad edk2 profile", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--edk2", "2030"}, wantCode: ExitUsage, wantErr: "default or 202408"},
+		{name: "bad edk2 profile", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--edk2", "2030"}, wantCode: ExitUsage, wantErr: "auto, default or 202408"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,9 +110,10 @@ func TestRefvaluesTDXRTMR(t *testing.T) {
 		t.Errorf("ACPI cache holds %d entries (%v), want one for each QEMU and memory size", len(entries), err)
 	}
 	// One for each QEMU, memory size and set of boot inputs that passed
-	// the checks before QEMU is asked (the refused firmware, kernel and
-	// memory size start none).
-	if entries, err := os.ReadDir(cache + "/fwcfg"); err != nil || len(entries) != 4 {
-		t.Errorf("fw_cfg cache holds %d entries (%v), want 4", len(entries), err)
+	// the checks before QEMU is asked (2048 MiB with and without the
+	// command line and with the initrd, 4096 MiB, QEMU 10; the refused
+	// firmwares, kernel and memory size start none).
+	if entries, err := os.ReadDir(cache + "/fwcfg"); err != nil || len(entries) != 5 {
+		t.Errorf("fw_cfg cache holds %d entries (%v), want 5", len(entries), err)
 	}
 }
