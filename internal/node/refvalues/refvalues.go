@@ -455,7 +455,7 @@ func (d *Document) WriteTable(w io.Writer) error {
 	if t := d.TDX; t != nil {
 		fmt.Fprintf(&b, "\nPAGE ORDER   MRTD (SHA-384)\n%-12s %s\n", t.PageOrder, t.MRTD)
 		if r := t.RTMR; r != nil {
-			fmt.Fprintf(&b, "\nMemory:    %d MiB\nQEMU:      %s\n", r.MemoryMiB, r.QEMU)
+			fmt.Fprintf(&b, "\nMemory:    %d MiB\nQEMU:      %s\nBoot:      %s\n", r.MemoryMiB, r.QEMU, bootSourceText(r.Source))
 			if r.EDK2 != "" {
 				fmt.Fprintf(&b, "edk2:      %s\n", r.EDK2)
 			}
