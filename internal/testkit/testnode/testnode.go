@@ -456,6 +456,50 @@ func (n *Node) Sandboxes(t testing.TB, label string) []string {
 	return out
 }
 
+// RunPod starts a pod sandbox with handler over CRI as the kubelet
+// starts a pod's (metadata namespace/name, a uid), and returns its id: a
+// pod that runs on the handler, for the tests of what must not disturb
+// it. Stop removes it with everything else.
+func (n *Node) RunPod(t testing.TB, handler, namespace, name string) string {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+n.ContainerdSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	uid := randHex(8)
+	resp, err := runtimeapi.NewRuntimeServiceClient(conn).RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{RuntimeHandler: handler,
+		Config: &runtimeapi.PodSandboxConfig{
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: uid},
+			Hostname: name,
+			Labels:   map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace, "io.kubernetes.pod.uid": uid},
+			Linux:    &runtimeapi.LinuxPodSandboxConfig{},
+		}})
+	if err != nil {
+		t.Fatalf("starting pod %s/%s with handler %s: %v", namespace, name, handler, err)
+	}
+	return resp.PodSandboxId
+}
+
+// PodState is the state of sandbox id over CRI ("" when it is gone).
+func (n *Node) PodState(t testing.TB, id string) string {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+n.ContainerdSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := runtimeapi.NewRuntimeServiceClient(conn).PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	if err != nil {
+		return ""
+	}
+	return st.GetStatus().GetState().String()
+}
+
 // removeSandboxes stops and removes every pod sandbox through CRI, as the
 // kubelet would for deleted pods: containerd kills the containers,
 // unmounts their root file systems and runs CNI DEL.
