@@ -187,7 +187,13 @@ created once they are empty. With --restart, unless nothing changed and the
 handler is gone from the runtime already, it restarts the runtime's unit and
 checks that every other handler is still live, rolling back if not. A run
 that was killed is completed first, so --all restores the originals byte for
-byte after a kill at any step.`,
+byte after a kill at any step.
+
+On a running system (--root / or --live) it first asks the runtime over
+CRI which pods run on the handlers it would remove, and refuses (exit 1,
+nothing changed) while any does, naming them (namespace/name, up to 10 and
+a count), or while the runtime cannot be asked; --force removes anyway and
+says what it overrode.`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return outsideRoot(runConfigRemove(cmd.Context(), g, fl), g.root)
@@ -198,6 +204,7 @@ byte after a kill at any step.`,
 	f.BoolVar(&fl.all, "all", false, "remove every platform berth configured on this node (for --install-suffix, of that install only)")
 	AddSuffixFlag(cmd, &fl.suffix)
 	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime unless nothing changed and the handler is gone, verify every other handler, and roll back if one is lost")
+	f.BoolVar(&fl.force, "force", false, "remove even while pods run on the handler on this node, or when the runtime cannot say which do")
 	return cmd
 }
 
@@ -548,6 +555,17 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 	if len(handlers) == 0 {
 		fmt.Fprintln(g.stdout, "nothing to remove: berth has configured no platform on this node")
 		return nil
+	}
+	var plats []platform.Platform
+	for _, h := range handlers {
+		p, err := platform.Parse(st.Platforms[h].Platform)
+		if err != nil {
+			return fmt.Errorf("berth's configuration state names platform %q for handler %s: %w", st.Platforms[h].Platform, h, err)
+		}
+		plats = append(plats, p)
+	}
+	if err := g.GuardRemoval(ctx, plats, suffix, st, fl.force); err != nil {
+		return err
 	}
 	return ch.RemoveHandlers(ctx, st, handlers)
 }
