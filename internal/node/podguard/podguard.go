@@ -101,7 +101,7 @@ func (c Check) Decide(force bool) (warning string, err error) {
 	if c.Err != nil {
 		remedy = "start the container runtime and try again"
 	}
-	return "", errdefs.Refused(&RefusedError{Check: c, msg: fmt.Sprintf("refusing to remove %s: %s; removing it would leave them without their runtime: %s, or pass %s", what, why, remedy, c.Force)})
+	return "", errdefs.Refused(&RefusedError{Check: c, msg: fmt.Sprintf("refusing to remove %s: %s; removing it would leave those pods without their runtime: %s, or pass %s", what, why, remedy, c.Force)})
 }
 
 // RefusedError is a removal refused because pods run on a handler (or
