@@ -91,6 +91,16 @@ func (n *NodeReport) DeepCopyInto(out *NodeReport) {
 	n.Status.DeepCopyInto(&out.Status)
 }
 
+// DeepCopy returns a deep copy of s.
+func (s *NodeReportStatus) DeepCopy() *NodeReportStatus {
+	if s == nil {
+		return nil
+	}
+	out := new(NodeReportStatus)
+	s.DeepCopyInto(out)
+	return out
+}
+
 // DeepCopyInto copies s into out.
 func (s *NodeReportStatus) DeepCopyInto(out *NodeReportStatus) {
 	*out = *s
