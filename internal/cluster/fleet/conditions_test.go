@@ -24,7 +24,7 @@ func TestFleetConditions(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Install = install
-		var prev = nodereport.Conditions(nil, r, epoch)
+		prev := nodereport.Conditions(nil, r, epoch)
 		if prevInstalled {
 			ok := r
 			ok.Install = &v1alpha1.InstallStatus{Platforms: []v1alpha1.PlatformInstall{{Name: "k3s-qemu-snp", State: v1alpha1.InstallInstalled}}}
