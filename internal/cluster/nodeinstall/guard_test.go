@@ -113,3 +113,67 @@ func TestRemovalGuard(t *testing.T) {
 		}
 	})
 }
+
+// TestUpgradeKeepsPods is kata issue #12761 the other way round: a chart
+// change that keeps a platform removes nothing of it, so its pods are
+// never in the way and never touched. With a pod running on kata-qemu
+// (kubeadm-qemu-none's handler), an upgrade to another release with the
+// same platforms installs without asking for pods at all, and dropping
+// the other platform (TDX) asks only about kata-qemu-tdx and goes ahead;
+// the pod runs on throughout. As in TestRemovalGuard, the pod runs on a
+// second real containerd that the installer asks as it asks the node's.
+func TestUpgradeKeepsPods(t *testing.T) {
+	testenv.Need(t)
+	ctx := context.Background()
+	n := newNode(t, "ni-upgrade-pods", "tdx-emr-kubeadm-ready", "1.7.35")
+	both := mustPlatforms(t, "kubeadm-qemu-none", "kubeadm-qemu-tdx")
+	if _, err := n.installer(t, both, true).Run(ctx, ModeInstall); err != nil {
+		t.Fatalf("install of both: %v", err)
+	}
+	dir := t.TempDir()
+	pods := testnode.StartSandboxHandlers(t, dir, filepath.Join(dir, "marker"))
+	pod := pods.RunPod(t, "kata-qemu", "shop", "web-0")
+	var asked [][]string
+	guarded := func(plats []platform.Platform) *Installer {
+		in := n.installer(t, plats, true)
+		in.cfg.Pods = func(ctx context.Context, _ platform.Layout, handlers []string) ([]podguard.Pod, error) {
+			asked = append(asked, handlers)
+			return cri.Endpoint{Path: pods.ContainerdSocket}.RunningPods(ctx, handlers, 10*time.Second)
+		}
+		return in
+	}
+
+	upgrade := guarded(both)
+	upgrade.cfg.Manifest = newTestReleaseVersion(t, "2.0.0").Manifest
+	rep, err := upgrade.Run(ctx, ModeInstall)
+	if err != nil {
+		t.Fatalf("upgrade with the same platforms: %v", err)
+	}
+	if !rep.Installed || len(asked) != 0 || len(rep.Blocked) != 0 {
+		t.Errorf("upgrade: installed %v, asked for pods on %v, blocked %v; want the new release installed and nothing asked", rep.Installed, asked, rep.Blocked)
+	}
+	if _, ok := n.handlers(t)["kata-qemu"]; !ok {
+		t.Error("kata-qemu not live after the upgrade")
+	}
+	if st := pods.PodState(t, pod); st != "SANDBOX_READY" {
+		t.Errorf("the pod is %s after the upgrade", st)
+	}
+
+	rep, err = guarded(mustPlatforms(t, "kubeadm-qemu-none")).Run(ctx, ModeInstall)
+	if err != nil {
+		t.Fatalf("dropping TDX while a pod runs on kata-qemu: %v", err)
+	}
+	if len(asked) != 1 || len(asked[0]) != 1 || asked[0][0] != "kata-qemu-tdx" || len(rep.Blocked) != 0 {
+		t.Errorf("dropping TDX asked about %v (blocked %v), want kata-qemu-tdx alone", asked, rep.Blocked)
+	}
+	hs := n.handlers(t)
+	if _, ok := hs["kata-qemu-tdx"]; ok {
+		t.Error("kata-qemu-tdx still live after it was dropped")
+	}
+	if _, ok := hs["kata-qemu"]; !ok {
+		t.Error("kata-qemu lost when TDX was dropped")
+	}
+	if st := pods.PodState(t, pod); st != "SANDBOX_READY" {
+		t.Errorf("the pod is %s after TDX was dropped", st)
+	}
+}
