@@ -83,9 +83,9 @@ func Conditions(prev []metav1.Condition, r v1alpha1.Report, now time.Time) []met
 			}
 			switch p.State {
 			case v1alpha1.InstallFailed:
-				failed = append(failed, withError(p))
+				failed = append(failed, p.Name)
 			case v1alpha1.InstallNotReady:
-				notReady = append(notReady, withError(p))
+				notReady = append(notReady, p.Name)
 			case v1alpha1.InstallInstalled:
 				ok = append(ok, p.Name)
 				if v, known := verdict[p.Name]; known && v == v1alpha1.VerdictNotReady {
@@ -93,35 +93,40 @@ func Conditions(prev []metav1.Condition, r v1alpha1.Report, now time.Time) []met
 				}
 			}
 		}
-		omitted := ""
-		if in.PlatformsOmitted > 0 {
-			omitted = fmt.Sprintf(" (and %d more not listed)", in.PlatformsOmitted)
+		// Listed, the rest counted: report.install keeps failed entries
+		// first, and holds the errors the messages leave out.
+		names := func(ns []string) string {
+			s := strings.Join(ns, ", ")
+			if in.PlatformsOmitted > 0 {
+				s = fmt.Sprintf("(%d more not listed) %s", in.PlatformsOmitted, s)
+			}
+			return s
 		}
 		if len(can) > 0 {
-			set(&ready, metav1.ConditionTrue, ReasonPlatformReady, fmt.Sprintf("can run %s of the %d requested platforms", strings.Join(can, ", "), len(in.Platforms)))
+			set(&ready, metav1.ConditionTrue, ReasonPlatformReady, "requested platforms that can run here: "+strings.Join(can, ", "))
 		} else {
-			set(&ready, metav1.ConditionFalse, ReasonNoRequestedPlatformReady, "none of the requested platforms can run here: "+strings.Join(cannot, "; "))
+			set(&ready, metav1.ConditionFalse, ReasonNoRequestedPlatformReady, "no requested platform can run here: "+names(cannot))
 		}
 		switch {
 		case len(failed) > 0:
-			set(&installed, metav1.ConditionFalse, ReasonInstallFailed, "install failed: "+strings.Join(failed, "; "))
+			set(&installed, metav1.ConditionFalse, ReasonInstallFailed, "failed to install (report.install says why): "+names(failed))
 		case len(notReady) > 0:
-			set(&installed, metav1.ConditionFalse, ReasonPlatformNotReady, "not installed, the node is not ready for it: "+strings.Join(notReady, "; "))
+			set(&installed, metav1.ConditionFalse, ReasonPlatformNotReady, "not installed, the node is not ready for them: "+names(notReady))
 		default:
-			msg := "installed and proven live: " + strings.Join(ok, ", ") + omitted
+			msg := "installed and proven live"
 			if in.Version != "" {
-				msg += " (release " + in.Version + ")"
+				msg += ", release " + in.Version
 			}
-			set(&installed, metav1.ConditionTrue, ReasonInstalled, msg)
+			set(&installed, metav1.ConditionTrue, ReasonInstalled, msg+": "+names(ok))
 		}
 		if len(broken) > 0 {
-			set(&degraded, metav1.ConditionTrue, ReasonInstalledPlatformNotReady, "installed, but now failing its checks: "+strings.Join(broken, "; "))
+			set(&degraded, metav1.ConditionTrue, ReasonInstalledPlatformNotReady, "installed, now failing its checks: "+strings.Join(broken, ", "))
 		}
 	}
 	if degraded.Status == "" {
 		wasWorking := meta.IsStatusConditionTrue(prev, v1alpha1.ConditionInstalled) || meta.IsStatusConditionTrue(prev, v1alpha1.ConditionDegraded)
 		if wasWorking && (installed.Reason == ReasonInstallFailed || installed.Reason == ReasonPlatformNotReady) {
-			set(&degraded, metav1.ConditionTrue, installed.Reason, "the node was Installed; "+installed.Message)
+			set(&degraded, metav1.ConditionTrue, installed.Reason, "the node was Installed and is not any more (see the Installed condition)")
 		} else {
 			set(&degraded, metav1.ConditionFalse, ReasonNoFailure, "no platform that worked here fails")
 		}
@@ -155,8 +160,13 @@ func SameConditions(a, b []metav1.Condition) bool {
 	})
 }
 
+// MaxConditionMessage caps a condition's message: the report's own
+// fields hold the details (report.install, report.platforms), and three
+// conditions must fit the NodeReport's size budget beside them.
+const MaxConditionMessage = 128
+
 func set(c *metav1.Condition, status metav1.ConditionStatus, reason, msg string) {
-	c.Status, c.Reason, c.Message = status, reason, clip(msg, v1alpha1.MaxTextLen)
+	c.Status, c.Reason, c.Message = status, reason, clip(msg, MaxConditionMessage)
 }
 
 // blocker is " (first blocker B)" for a platform the agent found not
@@ -168,11 +178,4 @@ func blocker(r v1alpha1.Report, name string) string {
 		}
 	}
 	return ""
-}
-
-func withError(p v1alpha1.PlatformInstall) string {
-	if p.Error == "" {
-		return p.Name
-	}
-	return p.Name + ": " + p.Error
 }

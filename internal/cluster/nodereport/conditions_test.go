@@ -1,6 +1,7 @@
 package nodereport
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"berth.dev/berth/api/v1alpha1"
+	"berth.dev/berth/internal/testkit/testhosts"
 )
 
 // TestConditionsTransitions walks one node through its life, each step's
@@ -50,23 +52,23 @@ func TestConditionsTransitions(t *testing.T) {
 		{"evaluated, nothing requested", plats(ready(snp), notReady(tdx, "tee.tdx.module")), nil,
 			want{"True", ReasonPlatformReady, "1 of 2"}, want{"False", ReasonNotInstalled, ""}, want{"False", ReasonNoFailure, ""}},
 		{"requested, not ready", plats(ready(snp), notReady(tdx, "tee.tdx.module")), record(pi(tdx, v1alpha1.InstallNotReady, "tee.tdx.module: not initialised")),
-			want{"False", ReasonNoRequestedPlatformReady, "kubeadm-qemu-tdx (tee.tdx.module)"}, want{"False", ReasonPlatformNotReady, "not initialised"}, want{"False", ReasonNoFailure, ""}},
+			want{"False", ReasonNoRequestedPlatformReady, "kubeadm-qemu-tdx (tee.tdx.module)"}, want{"False", ReasonPlatformNotReady, "not installed, the node is not ready for them: kubeadm-qemu-tdx"}, want{"False", ReasonNoFailure, ""}},
 		{"installed", plats(ready(snp), notReady(tdx, "tee.tdx.module")), record(pi(snp, v1alpha1.InstallInstalled, "")),
-			want{"True", ReasonPlatformReady, "kubeadm-qemu-snp"}, want{"True", ReasonInstalled, "release 3.24.0"}, want{"False", ReasonNoFailure, ""}},
+			want{"True", ReasonPlatformReady, "requested platforms that can run here: kubeadm-qemu-snp"}, want{"True", ReasonInstalled, "release 3.24.0"}, want{"False", ReasonNoFailure, ""}},
 		{"installed, rerun with a second platform", plats(ready(snp), ready(tdx)), record(pi(snp, v1alpha1.InstallInstalled, ""), pi(tdx, v1alpha1.InstallInstalled, "")),
 			want{"True", ReasonPlatformReady, "kubeadm-qemu-snp, kubeadm-qemu-tdx"}, want{"True", ReasonInstalled, "kubeadm-qemu-tdx"}, want{"False", ReasonNoFailure, ""}},
 		{"an installed platform fails its checks", plats(notReady(snp, "tee.snp.firmware"), ready(tdx)), record(pi(snp, v1alpha1.InstallInstalled, ""), pi(tdx, v1alpha1.InstallInstalled, "")),
 			want{"True", ReasonPlatformReady, "kubeadm-qemu-tdx"}, want{"True", ReasonInstalled, ""}, want{"True", ReasonInstalledPlatformNotReady, "kubeadm-qemu-snp (tee.snp.firmware)"}},
 		{"the next install finds it not ready", plats(notReady(snp, "tee.snp.firmware"), ready(tdx)), record(pi(snp, v1alpha1.InstallNotReady, "tee.snp.firmware: too old"), pi(tdx, v1alpha1.InstallInstalled, "")),
-			want{"True", ReasonPlatformReady, "kubeadm-qemu-tdx"}, want{"False", ReasonPlatformNotReady, "too old"}, want{"True", ReasonPlatformNotReady, "was Installed"}},
+			want{"True", ReasonPlatformReady, "kubeadm-qemu-tdx"}, want{"False", ReasonPlatformNotReady, ": kubeadm-qemu-snp"}, want{"True", ReasonPlatformNotReady, "was Installed and is not any more"}},
 		{"an install fails while degraded", plats(ready(snp), ready(tdx)), record(pi(snp, v1alpha1.InstallFailed, "handler not live"), pi(tdx, v1alpha1.InstallFailed, "handler not live")),
-			want{"True", ReasonPlatformReady, ""}, want{"False", ReasonInstallFailed, "handler not live"}, want{"True", ReasonInstallFailed, "was Installed"}},
+			want{"True", ReasonPlatformReady, ""}, want{"False", ReasonInstallFailed, "failed to install (report.install says why): kubeadm-qemu-snp, kubeadm-qemu-tdx"}, want{"True", ReasonInstallFailed, "was Installed and is not any more"}},
 		{"repaired", plats(ready(snp), ready(tdx)), record(pi(snp, v1alpha1.InstallInstalled, ""), pi(tdx, v1alpha1.InstallInstalled, "")),
 			want{"True", ReasonPlatformReady, ""}, want{"True", ReasonInstalled, ""}, want{"False", ReasonNoFailure, ""}},
 		{"cleaned up", plats(ready(snp), ready(tdx)), nil,
 			want{"True", ReasonPlatformReady, "none was requested"}, want{"False", ReasonNotInstalled, ""}, want{"False", ReasonNoFailure, ""}},
 		{"requested again, the install fails at once", plats(ready(snp)), record(pi(snp, v1alpha1.InstallFailed, "download failed")),
-			want{"True", ReasonPlatformReady, ""}, want{"False", ReasonInstallFailed, "download failed"}, want{"False", ReasonNoFailure, ""}},
+			want{"True", ReasonPlatformReady, ""}, want{"False", ReasonInstallFailed, "failed to install (report.install says why): kubeadm-qemu-snp"}, want{"False", ReasonNoFailure, ""}},
 	}
 	start := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
 	var prev []metav1.Condition
@@ -118,4 +120,42 @@ func TestConditionsDropForeign(t *testing.T) {
 			t.Errorf("kept %+v", c)
 		}
 	}
+}
+
+// maxConditionsBytes is the size budget of status.conditions as JSON:
+// three conditions with messages at MaxConditionMessage.
+const maxConditionsBytes = 3 * (MaxConditionMessage + 140)
+
+// TestConditionsSizeBudget computes the conditions of every fixture
+// host's report with the worst install status (40 platforms, long names,
+// all failed, after the node was Installed, so that every message is as
+// long as it gets) and checks they stay within maxConditionsBytes, and
+// logs the whole object's size.
+func TestConditionsSizeBudget(t *testing.T) {
+	largest, largestHost := 0, ""
+	for _, h := range testhosts.Names(t) {
+		r := WithInstall(fixtureReport(t, h), new(worstInstall()))
+		was := WithInstall(fixtureReport(t, h), &v1alpha1.InstallStatus{Platforms: []v1alpha1.PlatformInstall{{Name: "x", State: v1alpha1.InstallInstalled}}})
+		conds := Conditions(Conditions(nil, was, time.Now()), r, time.Now())
+		b, err := json.Marshal(v1alpha1.NodeReportStatus{Conditions: conds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > maxConditionsBytes {
+			t.Errorf("%s: conditions are %d bytes, want at most %d", h, len(b), maxConditionsBytes)
+		}
+		for _, c := range conds {
+			if len(c.Message) > MaxConditionMessage {
+				t.Errorf("%s: %s message is %d bytes", h, c.Type, len(c.Message))
+			}
+		}
+		whole, err := json.Marshal(v1alpha1.NodeReport{Report: r, Status: v1alpha1.NodeReportStatus{Conditions: conds}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(whole) > largest {
+			largest, largestHost = len(whole), h
+		}
+	}
+	t.Logf("largest report and conditions with the worst install status: %s, %d bytes", largestHost, largest)
 }
