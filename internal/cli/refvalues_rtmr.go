@@ -27,7 +27,7 @@ const kataQEMU = "/opt/kata/bin/qemu-system-x86_64"
 func addRTMRFlags(fl *pflag.FlagSet, f *rtmrFlags) {
 	fl.Uint64Var(&f.memory, "memory", 2048, "TDX guest memory in MiB (Kata's default_memory), for the TD HOB and ACPI tables in RTMR0")
 	fl.StringVar(&f.qemu, "qemu", "", "QEMU binary whose ACPI tables RTMR0 measures (default "+kataQEMU+", else qemu-system-x86_64 in PATH)")
-	fl.StringVar(&f.edk2, "edk2", "default", "TDVF event-log profile: default (edk2 2022.11-2025.02) or 202408")
+	fl.StringVar(&f.edk2, "edk2", "auto", "TDVF event-log profile: auto (from the version the firmware carries), default (edk2 2022.11-2025.02) or 202408")
 }
 
 // tdxRTMRRequest builds the RTMR0-2 request when a kernel is given: it

@@ -44,15 +44,18 @@ func TestRefvaluesTDXRTMR(t *testing.T) {
 			},
 		},
 		{
-			name:    "json carries the event log",
-			args:    []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--memory", "4096", "-o", "json"},
-			wantOut: []string{`"memoryMiB": 4096`, `"event": "etc/acpi/tables"`, `"event": "kernel (Authenticode)"`},
+			name: "json carries the event log",
+			args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--memory", "4096", "-o", "json"},
+			wantOut: []string{`"memoryMiB": 4096`, `"event": "etc/acpi/tables"`, `"event": "kernel (Authenticode)"`,
+				`"edk2": "the firmware carries no version string: assumed edk2 2022.11-2025.02 (--edk2 to say otherwise)"`},
 		},
+		{name: "edk2 2026.08 firmware: not modelled, refused", args: []string{"--firmware", rvData + "OVMF.sid-2026.08.fd", "--kernel", kernel}, wantCode: ExitUsage, wantErr: "firmware version 2026.08+ds-2 is edk2 2026.08"},
+		{name: "edk2 2026.08 firmware, --edk2 forces the old model", args: []string{"--firmware", rvData + "OVMF.sid-2026.08.fd", "--kernel", kernel, "--edk2", "default"}, wantOut: []string{"edk2:      given with --edk2", "RTMR2"}},
 		{name: "secure boot firmware", args: []string{"--firmware", rvData + "OVMF.inteltdx.ms.fd", "--kernel", kernel}, wantCode: ExitUsage, wantErr: "enforces Secure Boot"},
 		{name: "non-PE kernel", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", rvData + "kernel-synthetic.bin"}, wantCode: ExitUsage, wantErr: "no Linux x86 setup header"},
 		{name: "memory under firmware minimum", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--memory", "8"}, wantCode: ExitUsage, wantErr: "under the firmware's minimum"},
 		{name: "memory without kernel", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--memory", "4096"}, wantCode: ExitUsage, wantErr: "--memory needs --kernel", noCache: true},
-		{name: "bad edk2 profile", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--edk2", "2030"}, wantCode: ExitUsage, wantErr: "default or 202408"},
+		{name: "bad edk2 profile", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--edk2", "2030"}, wantCode: ExitUsage, wantErr: "auto, default or 202408"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

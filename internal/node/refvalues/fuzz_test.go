@@ -2,6 +2,7 @@ package refvalues
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 )
 
@@ -103,6 +104,38 @@ func FuzzTableLoader(f *testing.F) {
 		}
 		if len(names) == 0 || len(names) > len(b)/128 {
 			t.Fatalf("%d allocations from %d bytes", len(names), len(b))
+		}
+	})
+}
+
+// FuzzParseSNPReport: the seeds are the real reports of
+// testdata/snpreports (and malformed variants); a report the parser
+// accepts must be explainable against a reference without panicking.
+func FuzzParseSNPReport(f *testing.F) {
+	ref := &Document{SNP: &SNPValues{GuestPolicy: DefaultGuestPolicy, Sets: []SNPSet{{ProductLine: Genoa, LaunchDigests: []LaunchDigest{{VCPUs: 1}}}}},
+		InitData: &InitDataValues{HostData: "00"}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeSNPReport(b)
+		if err != nil {
+			return
+		}
+		if r.Version != 2 && r.Version != 3 && r.Version != 5 {
+			t.Fatalf("version %d accepted", r.Version)
+		}
+		var out bytes.Buffer
+		if err := ExplainSNP(r, ref).WriteTable(&out); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzLZMA: the decoder reads compressed volumes out of firmware images
+// (ReadFirmwareVersion); the seed is liblzma's stream of edk2version_test.
+func FuzzLZMA(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := lzmaDecode(b, 1<<20)
+		if err == nil && len(b) >= 13 && uint64(len(out)) != binary.LittleEndian.Uint64(b[5:]) {
+			t.Fatalf("%d bytes out, the header says %d", len(out), binary.LittleEndian.Uint64(b[5:]))
 		}
 	})
 }

@@ -33,17 +33,22 @@ const (
 	// EDK2Stable202408 is edk2-stable202408(.01): the separator closes
 	// RTMR0 instead of sitting in RTMR1.
 	EDK2Stable202408
+	// EDK2Auto picks the profile from the version the firmware image
+	// carries (ReadFirmwareVersion).
+	EDK2Auto
 )
 
-// ParseEDK2Profile parses "default" or "202408".
+// ParseEDK2Profile parses "auto", "default" or "202408".
 func ParseEDK2Profile(s string) (EDK2Profile, error) {
 	switch s {
+	case "auto":
+		return EDK2Auto, nil
 	case "", "default":
 		return EDK2Default, nil
 	case "202408", "edk2-stable202408", "edk2-stable202408.01":
 		return EDK2Stable202408, nil
 	}
-	return 0, fmt.Errorf("unknown edk2 event-log profile %q: expected default or 202408", s)
+	return 0, fmt.Errorf("unknown edk2 event-log profile %q: expected auto, default or 202408", s)
 }
 
 // RTMRRequest holds the inputs of RTMR0-2.
@@ -169,6 +174,9 @@ func DirectBootCmdline(cmdline string, initrd bool) string {
 
 // ComputeRTMRs replays the TDVF direct-boot event log for RTMR0-2.
 func ComputeRTMRs(req RTMRRequest) (*RTMRs, error) {
+	if req.Profile == EDK2Auto {
+		return nil, fmt.Errorf("edk2 profile auto is resolved from the firmware image (resolveEDK2) before the events are computed")
+	}
 	r := &RTMRs{}
 	for _, f := range []func(RTMRRequest) ([]TDXEvent, error){rtmr0Events, rtmr1Events, rtmr2Events} {
 		evs, err := f(req)

@@ -25,6 +25,8 @@ type RTMRValues struct {
 	QEMU      string       `json:"qemu"`
 	RTMR      [3]Digest384 `json:"rtmr"`
 	Events    []TDXEvent   `json:"events"`
+	// EDK2 says which edk2 event-log profile was used and why.
+	EDK2 string `json:"edk2,omitempty"`
 }
 
 // maxInitrdSize bounds an initrd: QEMU loads it whole below the kernel's
@@ -43,7 +45,18 @@ func tdxRTMRs(t *TDVF, r *TDXRTMRRequest, in *Inputs) (*RTMRValues, error) {
 		return nil, err
 	}
 	in.Kernel = &kIn
-	req := RTMRRequest{Firmware: t, MemoryMiB: r.MemoryMiB, ACPI: r.ACPI, Kernel: kernel, QEMUMajor: r.QEMU[0], Profile: r.Profile}
+	// A firmware that would not boot the kernel at all says so before
+	// its release is looked at.
+	if cfv, err := t.cfvSection(); err == nil {
+		if err := checkSecureBoot(cfv); err != nil {
+			return nil, err
+		}
+	}
+	profile, why, err := resolveEDK2(r.Profile, t.Image)
+	if err != nil {
+		return nil, err
+	}
+	req := RTMRRequest{Firmware: t, MemoryMiB: r.MemoryMiB, ACPI: r.ACPI, Kernel: kernel, QEMUMajor: r.QEMU[0], Profile: profile}
 	if r.Initrd.Given() {
 		initrd, iIn, err := r.Initrd.readAll("initrd", maxInitrdSize)
 		if err != nil {
@@ -65,6 +78,6 @@ func tdxRTMRs(t *TDVF, r *TDXRTMRRequest, in *Inputs) (*RTMRValues, error) {
 	}
 	return &RTMRValues{
 		MemoryMiB: r.MemoryMiB, QEMU: fmt.Sprintf("%d.%d.%d", r.QEMU[0], r.QEMU[1], r.QEMU[2]),
-		RTMR: rt.RTMR, Events: rt.Events,
+		RTMR: rt.RTMR, Events: rt.Events, EDK2: why,
 	}, nil
 }
