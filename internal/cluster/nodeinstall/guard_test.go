@@ -19,6 +19,21 @@ import (
 	"berth.dev/berth/platform"
 )
 
+// nodeWithPod is a TDX kubeadm node named name with kubeadm-qemu-none and
+// kubeadm-qemu-tdx (both, returned) installed, and pod, a pod running on
+// kata-qemu in the second containerd pods.
+func nodeWithPod(t *testing.T, name string) (n *node, both []platform.Platform, pods *testnode.Node, pod string) {
+	t.Helper()
+	n = newNode(t, name, "tdx-emr-kubeadm-ready", "1.7.35")
+	both = mustPlatforms(t, "kubeadm-qemu-none", "kubeadm-qemu-tdx")
+	if _, err := n.installer(t, both, true).Run(context.Background(), ModeInstall); err != nil {
+		t.Fatalf("install of both: %v", err)
+	}
+	dir := t.TempDir()
+	pods = testnode.StartSandboxHandlers(t, dir, filepath.Join(dir, "marker"))
+	return n, both, pods, pods.RunPod(t, "kata-qemu", "shop", "web-0")
+}
+
 // TestRemovalGuard is issue #41's guard on the node-installer: with a pod
 // running on kata-qemu, neither dropping kubeadm-qemu-none from the list
 // nor cleanup removes anything (refused, exit class refused, the host
@@ -33,14 +48,7 @@ func TestRemovalGuard(t *testing.T) {
 	testenv.Need(t)
 	ctx := context.Background()
 	dyn := dynClient(t)
-	n := newNode(t, "ni-guard", "tdx-emr-kubeadm-ready", "1.7.35")
-	both := mustPlatforms(t, "kubeadm-qemu-none", "kubeadm-qemu-tdx")
-	if _, err := n.installer(t, both, true).Run(ctx, ModeInstall); err != nil {
-		t.Fatalf("install of both: %v", err)
-	}
-	dir := t.TempDir()
-	pods := testnode.StartSandboxHandlers(t, dir, filepath.Join(dir, "marker"))
-	pod := pods.RunPod(t, "kata-qemu", "shop", "web-0")
+	n, both, pods, pod := nodeWithPod(t, "ni-guard")
 	listed := func(ctx context.Context, _ platform.Layout, handlers []string) ([]podguard.Pod, error) {
 		return cri.Endpoint{Path: pods.ContainerdSocket}.RunningPods(ctx, handlers, 10*time.Second)
 	}
@@ -125,14 +133,7 @@ func TestRemovalGuard(t *testing.T) {
 func TestUpgradeKeepsPods(t *testing.T) {
 	testenv.Need(t)
 	ctx := context.Background()
-	n := newNode(t, "ni-upgrade-pods", "tdx-emr-kubeadm-ready", "1.7.35")
-	both := mustPlatforms(t, "kubeadm-qemu-none", "kubeadm-qemu-tdx")
-	if _, err := n.installer(t, both, true).Run(ctx, ModeInstall); err != nil {
-		t.Fatalf("install of both: %v", err)
-	}
-	dir := t.TempDir()
-	pods := testnode.StartSandboxHandlers(t, dir, filepath.Join(dir, "marker"))
-	pod := pods.RunPod(t, "kata-qemu", "shop", "web-0")
+	n, both, pods, pod := nodeWithPod(t, "ni-upgrade-pods")
 	var asked [][]string
 	guarded := func(plats []platform.Platform) *Installer {
 		in := n.installer(t, plats, true)

@@ -21,12 +21,12 @@ func (e Endpoint) RunningPods(ctx context.Context, handlers []string, timeout ti
 	socket := e.String()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := e.client()
+	rs, done, err := e.runtimeService()
 	if err != nil {
-		return nil, fmt.Errorf("CRI socket %s: %w", socket, err)
+		return nil, err
 	}
-	defer conn.Close()
-	list, err := runtimeapi.NewRuntimeServiceClient(conn).ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
+	defer done()
+	list, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
 		Filter: &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}})
 	if err != nil {
 		return nil, fmt.Errorf("CRI ListPodSandbox over %s: %w", socket, err)
@@ -40,4 +40,13 @@ func (e Endpoint) RunningPods(ctx context.Context, handlers []string, timeout ti
 			Handler: sb.GetRuntimeHandler(), ID: sb.GetId()})
 	}
 	return pods, nil
+}
+
+// runtimeService is a CRI runtime client of e; done closes it.
+func (e Endpoint) runtimeService() (rs runtimeapi.RuntimeServiceClient, done func(), _ error) {
+	conn, err := e.client()
+	if err != nil {
+		return nil, nil, fmt.Errorf("CRI socket %s: %w", e.String(), err)
+	}
+	return runtimeapi.NewRuntimeServiceClient(conn), func() { conn.Close() }, nil
 }
