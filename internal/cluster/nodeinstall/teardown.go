@@ -279,14 +279,14 @@ func teardownState(ctx context.Context, dyn dynamic.Interface, opt TeardownOptio
 // maxFailureLen bounds a failure quoted from a pod's status.
 const maxFailureLen = 1024
 
-// lastFailure is the error the node-installer container of pod last
-// exited with: the last line of its termination message (the chart sets
-// terminationMessagePolicy FallbackToLogsOnError, so the message is the
-// tail of its log, whose last line is the error), "" when it has not
-// failed.
+// lastFailure is the error the node-installer container of pod (one of
+// names; nil: any) last exited with: the last line of its termination
+// message (the chart sets terminationMessagePolicy FallbackToLogsOnError,
+// so the message is the tail of its log, whose last line is the error),
+// "" when it has not failed.
 func lastFailure(pod *corev1.Pod, names []string) string {
 	for _, cs := range pod.Status.ContainerStatuses {
-		if !slices.Contains(names, cs.Name) {
+		if names != nil && !slices.Contains(names, cs.Name) {
 			continue
 		}
 		for _, term := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
