@@ -57,7 +57,42 @@ type NodeReport struct {
 
 	// Report is the content the agent publishes.
 	Report Report `json:"report"`
+	// Status holds the node's conditions, for `kubectl wait
+	// --for=condition=Installed nodereport/<node>`.
+	Status NodeReportStatus `json:"status,omitempty"`
 }
+
+// NodeReportStatus is the part of a NodeReport that tools wait on. It is
+// an ordinary field, not a status subresource: the agent writes the whole
+// object in one apply (see NodeReport).
+type NodeReportStatus struct {
+	// Conditions are the node's standard conditions: Ready, Installed and
+	// Degraded (ConditionReady and the others), each with a reason. A
+	// condition's lastTransitionTime changes only when its status does.
+	// observedGeneration is left unset: the report has no spec whose
+	// generation a condition could follow, and every write of the agent
+	// raises metadata.generation, which kubectl wait would take for a
+	// condition not yet observed.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// The condition types of NodeReportStatus.Conditions.
+const (
+	// ConditionReady is True when the node can run at least one
+	// requested platform: one the node-installer was asked to install
+	// (Report.Install), or, without an install record, any evaluated one.
+	ConditionReady = "Ready"
+	// ConditionInstalled is True when every requested platform is
+	// installed and its handler proven live.
+	ConditionInstalled = "Installed"
+	// ConditionDegraded is True when a platform that worked fails: one
+	// installed that now fails its checks, or an install that failed
+	// after the node was Installed.
+	ConditionDegraded = "Degraded"
+)
+
+// MaxConditions caps NodeReportStatus.Conditions.
+const MaxConditions = 8
 
 // NodeReportList is a list of NodeReports.
 type NodeReportList struct {

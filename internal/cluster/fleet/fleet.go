@@ -37,6 +37,9 @@ type Node struct {
 	// Install is what the node-installer last did on the node, one entry
 	// per platform (none when no node-installer ran there).
 	Install []Install `json:"install,omitempty"`
+	// Conditions are the report's status.conditions (none from an agent
+	// older than them).
+	Conditions []Condition `json:"conditions,omitempty"`
 }
 
 // The install states of a platform on a node (v1alpha1.InstallState).
@@ -155,6 +158,9 @@ type Analysis struct {
 	InstallNodes    int              `json:"installNodes,omitempty"`
 	Install         []InstallSummary `json:"install,omitempty"`
 	InstallFailures []InstallFailure `json:"installFailures,omitempty"`
+	// Conditions summarise the reports' conditions per hardware class
+	// (empty when no report has any).
+	Conditions []ClassConditions `json:"conditions,omitempty"`
 }
 
 // Summary returns the counts for platform name, and whether any node
@@ -277,6 +283,7 @@ func Analyze(nodes []Node, malformed []Malformed) *Analysis {
 
 	a.Outliers, a.Splits = consistency(nodes)
 	a.InstallNodes, a.Install, a.InstallFailures = installs(nodes)
+	a.Conditions = conditionSummary(nodes)
 	return a
 }
 

@@ -95,6 +95,7 @@ func WriteText(w io.Writer, a *Analysis) error {
 	}
 
 	writeInstallText(bw, a)
+	writeConditionsText(bw, a)
 
 	fmt.Fprintln(bw, "\nConsistency (facts that differ from the majority of the node's hardware class):")
 	if len(a.Outliers) == 0 && len(a.Splits) == 0 {
