@@ -50,7 +50,7 @@ func cdiSpecs(s *session) []facts.CDISpec {
 			b, err := hostfs.ReadFileLimit(s.root.FS(), p, maxCDISpec)
 			if err != nil {
 				spec.Error = ReadReason("/"+p, err)
-			} else if spec.Kind, spec.Version, err = parseCDISpec(b); err != nil {
+			} else if spec.Kind, _, err = parseCDISpec(b); err != nil {
 				spec.Error = unparseable("/"+p, 0, err.Error())
 			}
 			out = append(out, spec)

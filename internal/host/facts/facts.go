@@ -326,8 +326,6 @@ type CDISpec struct {
 	Path string `json:"path"`
 	// Kind is the spec's "vendor/class" ("nvidia.com/pgpu").
 	Kind string `json:"kind,omitempty"`
-	// Version is its cdiVersion ("0.5.0").
-	Version string `json:"cdiVersion,omitempty"`
 	// Error says why the file was not read or its kind not found, naming
 	// the line; the runtime skips such a file.
 	Error string `json:"error,omitempty"`

@@ -363,10 +363,6 @@ func (e *jsonEnc) encCDISpec(v *CDISpec) {
 		e.key(start, "\"kind\":")
 		e.str(string(v.Kind))
 	}
-	if len(v.Version) != 0 {
-		e.key(start, "\"cdiVersion\":")
-		e.str(string(v.Version))
-	}
 	if len(v.Error) != 0 {
 		e.key(start, "\"error\":")
 		e.str(string(v.Error))
