@@ -14,6 +14,9 @@ const (
 	MaxFindings = 32
 	// MaxGPUs caps Facts.GPUs.
 	MaxGPUs = 16
+	// MaxGPUResources caps Report.GPUResources: a node's device plugins
+	// advertise a few NVIDIA resources (one per GPU model, NVSwitches).
+	MaxGPUResources = 16
 	// MaxTextLen caps free-text fields (finding messages and remedies); the
 	// agent cuts longer text and ends it with "…".
 	MaxTextLen = 256
@@ -99,6 +102,21 @@ type Report struct {
 	// optional, so adding it kept v1alpha1: older agents leave it out and
 	// older readers ignore it.
 	Install *InstallStatus `json:"install,omitempty"`
+	// GPUResources are the NVIDIA device plugin resources in the Node's
+	// allocatable (nvidia.com/pgpu or a per-model name such as
+	// nvidia.com/GH100_H100_PCIE from the GPU operator's sandbox device
+	// plugin; nvidia.com/gpu from its container device plugin), sorted by
+	// name, at most MaxGPUResources. The agent reads them only on a node
+	// with a GPU; optional, so adding it kept v1alpha1.
+	GPUResources []GPUResource `json:"gpuResources,omitempty"`
+}
+
+// GPUResource is one extended resource in the Node's allocatable.
+type GPUResource struct {
+	// Name is the resource name ("nvidia.com/pgpu").
+	Name string `json:"name"`
+	// Allocatable is how many the node can hand out.
+	Allocatable int32 `json:"allocatable"`
 }
 
 // InstallState is the outcome of installing one platform on a node.
