@@ -149,7 +149,9 @@ type Analysis struct {
 	Groups    []Group           `json:"groups"`
 	Outliers  []Outlier         `json:"outliers"`
 	Splits    []Split           `json:"splits,omitempty"`
-	Malformed []Malformed       `json:"malformed,omitempty"`
+	// GPUs summarises the GPUs of each hardware class with GPU nodes.
+	GPUs      []GPUClass  `json:"gpus,omitempty"`
+	Malformed []Malformed `json:"malformed,omitempty"`
 	// InstallNodes counts the nodes whose report carries a node-installer
 	// run; Install and InstallFailures are empty when none does.
 	InstallNodes    int              `json:"installNodes,omitempty"`
@@ -276,6 +278,7 @@ func Analyze(nodes []Node, malformed []Malformed) *Analysis {
 	})
 
 	a.Outliers, a.Splits = consistency(nodes)
+	a.GPUs = gpuClasses(nodes)
 	a.InstallNodes, a.Install, a.InstallFailures = installs(nodes)
 	return a
 }

@@ -94,6 +94,7 @@ func WriteText(w io.Writer, a *Analysis) error {
 		}
 	}
 
+	writeGPUText(bw, a)
 	writeInstallText(bw, a)
 
 	fmt.Fprintln(bw, "\nConsistency (facts that differ from the majority of the node's hardware class):")

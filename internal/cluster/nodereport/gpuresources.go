@@ -48,12 +48,12 @@ func GPUResources(alloc corev1.ResourceList) []v1alpha1.GPUResource {
 	return out
 }
 
-// passthroughGPU reports whether name is a resource that hands a pod a
+// PassthroughGPU reports whether name is a resource that hands a pod a
 // whole GPU for a VM: the sandbox device plugin's nvidia.com/pgpu, or the
 // per-model name it uses without P_GPU_ALIAS (the device's pci.ids name
 // in upper case, "nvidia.com/GH100_H100_PCIE"). NVSwitches get per-model
 // names too, which name the switch.
-func passthroughGPU(name string) bool {
+func PassthroughGPU(name string) bool {
 	class, ok := strings.CutPrefix(name, nvidiaResourcePrefix)
 	return ok && name != containerGPU && !strings.HasPrefix(class, "mig-") && !strings.Contains(strings.ToUpper(class), "NVSWITCH")
 }
@@ -73,7 +73,7 @@ func WithGPUResources(r v1alpha1.Report, alloc corev1.ResourceList) v1alpha1.Rep
 			ready = append(ready, pv.Name)
 		}
 	}
-	if len(ready) == 0 || slices.ContainsFunc(r.GPUResources, func(g v1alpha1.GPUResource) bool { return passthroughGPU(g.Name) && g.Allocatable > 0 }) {
+	if len(ready) == 0 || slices.ContainsFunc(r.GPUResources, func(g v1alpha1.GPUResource) bool { return PassthroughGPU(g.Name) && g.Allocatable > 0 }) {
 		r.ContentHash = Hash(r)
 		return r
 	}
