@@ -40,7 +40,9 @@ func TestFleetGPUView(t *testing.T) {
 		}
 		nodes = append(nodes, n)
 	}
-	pgpu := func(n string) corev1.ResourceList { return corev1.ResourceList{"nvidia.com/pgpu": resource.MustParse(n)} }
+	pgpu := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{"nvidia.com/pgpu": resource.MustParse(n)}
+	}
 	add("hgx-h100-tdx-ppcie", "hgx-1", pgpu("8"))
 	add("hgx-h100-tdx-ppcie", "hgx-2", nil)
 	add("h100-snp-cc-on", "h100-1", pgpu("1"))
