@@ -318,15 +318,9 @@ func installs(nodes []Node) (int, []InstallSummary, []InstallFailure) {
 	}
 	out := make([]InstallSummary, 0, len(by))
 	for p, s := range by {
-		for v, c := range releases[p] {
-			s.Releases = append(s.Releases, ValueCount{Value: v, Nodes: c})
+		if rs := releases[p]; len(rs) > 0 {
+			s.Releases = valueCounts(rs)
 		}
-		slices.SortFunc(s.Releases, func(x, y ValueCount) int {
-			if c := cmp.Compare(y.Nodes, x.Nodes); c != 0 {
-				return c
-			}
-			return cmp.Compare(x.Value, y.Value)
-		})
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(x, y InstallSummary) int { return cmp.Compare(x.Platform, y.Platform) })
@@ -377,16 +371,7 @@ func consistency(nodes []Node) ([]Outlier, []Split) {
 			if len(counts) == 1 {
 				continue
 			}
-			vc := make([]ValueCount, 0, len(counts))
-			for v, c := range counts {
-				vc = append(vc, ValueCount{Value: v, Nodes: c})
-			}
-			slices.SortFunc(vc, func(x, y ValueCount) int {
-				if c := cmp.Compare(y.Nodes, x.Nodes); c != 0 {
-					return c
-				}
-				return cmp.Compare(x.Value, y.Value)
-			})
+			vc := valueCounts(counts)
 			top := vc[0]
 			if top.Nodes*2 <= len(members) {
 				splits = append(splits, Split{Class: class, Fact: fact, Values: vc})

@@ -86,7 +86,8 @@ func gpuClasses(nodes []Node) []GPUClass {
 	return out
 }
 
-// valueCounts sorts a count map, most common first, then by value.
+// valueCounts lists the values of a count map, most common first, then
+// by value.
 func valueCounts(m map[string]int) []ValueCount {
 	vc := make([]ValueCount, 0, len(m))
 	for v, n := range m {

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"berth.dev/berth/api/v1alpha1"
 	"berth.dev/berth/internal/cluster/nodereport"
@@ -23,22 +22,7 @@ import (
 func TestFleetGPUView(t *testing.T) {
 	var nodes []Node
 	add := func(host, node string, alloc corev1.ResourceList) {
-		u := fixtureObject(t, host, node)
-		var r v1alpha1.Report
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object["report"].(map[string]any), &r); err != nil {
-			t.Fatal(err)
-		}
-		r = nodereport.WithGPUResources(r, alloc)
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.Object["report"] = m
-		n, err := decodeU(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
+		nodes = append(nodes, fixtureNode(t, host, node, func(r *v1alpha1.Report) { *r = nodereport.WithGPUResources(*r, alloc) }))
 	}
 	pgpu := func(n string) corev1.ResourceList {
 		return corev1.ResourceList{"nvidia.com/pgpu": resource.MustParse(n)}

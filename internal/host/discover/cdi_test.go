@@ -8,6 +8,7 @@ import (
 
 	"berth.dev/berth/internal/host/facts"
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/testkit/treetest"
 )
 
 func TestParseCDISpec(t *testing.T) {
@@ -70,16 +71,7 @@ func FuzzParseCDISpec(f *testing.F) {
 // with the reason for a file that does not parse.
 func TestCDISpecsListing(t *testing.T) {
 	dir := t.TempDir()
-	write := func(p, s string) {
-		t.Helper()
-		p = filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(p, s string) { treetest.Write(t, dir, p, s) }
 	pgpu, err := os.ReadFile(filepath.Join("testdata", "cdi", "nvidia.com-pgpu.yaml"))
 	if err != nil {
 		t.Fatal(err)
