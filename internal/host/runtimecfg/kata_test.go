@@ -54,3 +54,18 @@ image = "/opt/kata/share/kata-containers/kata-containers-confidential.img"
 		})
 	}
 }
+
+// FuzzKataGuest checks that no Kata configuration makes the guest reader
+// panic, that its errors name the file, and that merging is total.
+func FuzzKataGuest(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g, err := ParseKataGuest("configuration.toml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "configuration.toml") {
+				t.Fatalf("error without file name: %v", err)
+			}
+			return
+		}
+		g.Merge(g)
+	})
+}
