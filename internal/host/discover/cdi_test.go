@@ -103,3 +103,25 @@ func TestCDISpecsListing(t *testing.T) {
 		t.Errorf("unknown = %v, want none (a missing directory holds no specs)", s.unknown)
 	}
 }
+
+// BenchmarkGPUConfigFacts measures what the CDI listing and the handlers'
+// Kata guests add to a discovery run, on the fixture with kata-deploy's
+// GPU handler and the sandbox device plugin's specification.
+func BenchmarkGPUConfigFacts(b *testing.B) {
+	root, err := hostfs.OpenDir(filepath.Join(hostsDir, "h100-snp-cc-on"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &session{root: root}
+	rt := containerdFacts(s, "k3s", nil)
+	if rt == nil || len(rt.Handlers) == 0 {
+		b.Fatal("no containerd handlers in the fixture")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if specs := cdiSpecs(s); len(specs) != 1 {
+			b.Fatalf("CDI specs %v", specs)
+		}
+		kataGuests(s, rt)
+	}
+}
