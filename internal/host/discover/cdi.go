@@ -105,7 +105,7 @@ func parseCDISpec(b []byte) (kind, version string, err error) {
 			return "", "", fmt.Errorf("line %d: %q is not a key: value", n, truncate(line, 60))
 		}
 		v = yamlScalar(v)
-		switch strings.TrimSpace(k) {
+		switch yamlScalar(k) {
 		case "kind":
 			if kindLine != 0 {
 				return "", "", fmt.Errorf("line %d: kind again (first on line %d)", n, kindLine)

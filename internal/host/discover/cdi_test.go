@@ -23,6 +23,7 @@ func TestParseCDISpec(t *testing.T) {
 		{name: "CDI example JSON", file: "cncf-spec-example.json", kind: "vendor.com/device", version: "0.2.0"},
 		{name: "CDI minimal JSON", file: "cncf-minimal.json", kind: "vendor.com/device", version: "0.2.0"},
 		{name: "quoted with comment", in: "cdiVersion: \"0.6.0\"\nkind: 'nvidia.com/GH100_H100_PCIE' # per model\n", kind: "nvidia.com/GH100_H100_PCIE", version: "0.6.0"},
+		{name: "quoted key", in: "\"kind\": nvidia.com/pgpu\n", kind: "nvidia.com/pgpu"},
 		{name: "plain with comment", in: "kind: nvidia.com/pgpu # sandbox\n", kind: "nvidia.com/pgpu"},
 		{name: "indented kind is not top level", in: "devices:\n  - name: x\n    kind: nvidia.com/pgpu\n", errHas: "no top-level kind"},
 		{name: "second document ignored", in: "kind: nvidia.com/pgpu\n---\nkind: other.com/x\n", kind: "nvidia.com/pgpu"},
