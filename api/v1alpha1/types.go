@@ -15,8 +15,14 @@ const (
 	// MaxGPUs caps Facts.GPUs.
 	MaxGPUs = 16
 	// MaxGPUResources caps Report.GPUResources: a node's device plugins
-	// advertise a few NVIDIA resources (one per GPU model, NVSwitches).
-	MaxGPUResources = 16
+	// advertise one to three NVIDIA resources (the GPUs, per model or as
+	// nvidia.com/pgpu, and the NVSwitches), and four of the longest names
+	// keep the largest fixture report with the worst install status under
+	// 8 KiB.
+	MaxGPUResources = 4
+	// MaxGPUResourceName caps GPUResource.Name: "nvidia.com/" and the 63
+	// characters a resource name may have after its prefix.
+	MaxGPUResourceName = len("nvidia.com/") + 63
 	// MaxTextLen caps free-text fields (finding messages and remedies); the
 	// agent cuts longer text and ends it with "…".
 	MaxTextLen = 256
@@ -27,9 +33,10 @@ const (
 	MaxInstallPlatforms = 16
 	// MaxInstallBytes caps the compact JSON of Report.Install, so that the
 	// largest report of the fixture hosts with a worst-case install status
-	// still stays under 8 KiB; entries past it are counted in
+	// (and, on a GPU node, MaxGPUResources of the longest names) still
+	// stays under 8 KiB; entries past it are counted in
 	// InstallStatus.PlatformsOmitted, failed ones kept first.
-	MaxInstallBytes = 1600
+	MaxInstallBytes = 1150
 	// InstallStatusSchema is the version of the InstallStatusAnnotation's
 	// JSON: a reader refuses a record of another version rather than
 	// misreading it.

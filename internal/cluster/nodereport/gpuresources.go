@@ -34,12 +34,13 @@ const gpuAllocatableRemedy = "deploy NVIDIA's GPU Operator with sandboxWorkloads
 func GPUResources(alloc corev1.ResourceList) []v1alpha1.GPUResource {
 	var out []v1alpha1.GPUResource
 	for name, q := range alloc {
-		if !strings.HasPrefix(string(name), nvidiaResourcePrefix) {
+		if !strings.HasPrefix(string(name), nvidiaResourcePrefix) || len(name) > v1alpha1.MaxGPUResourceName {
+			// Kubernetes allows no longer name under the prefix.
 			continue
 		}
 		n := q.Value()
 		n = min(max(n, 0), 1<<31-1)
-		out = append(out, v1alpha1.GPUResource{Name: clip(string(name), 253), Allocatable: int32(n)})
+		out = append(out, v1alpha1.GPUResource{Name: string(name), Allocatable: int32(n)})
 	}
 	slices.SortFunc(out, func(a, b v1alpha1.GPUResource) int { return strings.Compare(a.Name, b.Name) })
 	if len(out) > v1alpha1.MaxGPUResources {

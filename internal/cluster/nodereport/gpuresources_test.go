@@ -1,6 +1,7 @@
 package nodereport
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"berth.dev/berth/api/v1alpha1"
+	"berth.dev/berth/internal/testkit/testhosts"
 )
 
 // TestWithGPUResources: the report carries the Node's NVIDIA resources,
@@ -75,11 +77,42 @@ func TestWithGPUResources(t *testing.T) {
 	}
 	t.Run("capped", func(t *testing.T) {
 		l := corev1.ResourceList{}
-		for i := range 20 {
+		for i := range v1alpha1.MaxGPUResources + 2 {
 			l[corev1.ResourceName(fmt.Sprintf("nvidia.com/M%02d", i))] = resource.MustParse("1")
 		}
 		if got := GPUResources(l); len(got) != v1alpha1.MaxGPUResources || got[0].Name != "nvidia.com/M00" {
 			t.Errorf("GPUResources = %v, want the first %d by name", got, v1alpha1.MaxGPUResources)
 		}
 	})
+}
+
+// TestGPUResourcesSizeBudget: on every fixture host with a GPU, the report
+// with the worst install status and the most GPU resources the agent
+// keeps, or with the gpu.allocatable warning instead, stays under 8 KiB.
+func TestGPUResourcesSizeBudget(t *testing.T) {
+	full := corev1.ResourceList{}
+	for i := range v1alpha1.MaxGPUResources + 4 {
+		// The longest name a resource of nvidia.com can have: 63
+		// characters after the prefix.
+		full[corev1.ResourceName(fmt.Sprintf("nvidia.com/%02d%s", i, strings.Repeat("X", 61)))] = resource.MustParse("2147483647")
+	}
+	for _, h := range testhosts.Names(t) {
+		r := fixtureReport(t, h)
+		if len(r.Facts.GPUs) == 0 {
+			continue
+		}
+		t.Run(h, func(t *testing.T) {
+			for _, alloc := range []corev1.ResourceList{full, nil} {
+				got := WithGPUResources(WithInstall(r, new(worstInstall())), alloc)
+				b, err := json.Marshal(got)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(b) > 8<<10 {
+					t.Errorf("report with %d GPU resources and %d findings is %d bytes, want under 8 KiB", len(got.GPUResources), len(got.Findings), len(b))
+				}
+				t.Logf("%s: %d bytes with %d GPU resources, %d findings", h, len(b), len(got.GPUResources), len(got.Findings))
+			}
+		})
+	}
 }
