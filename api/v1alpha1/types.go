@@ -16,9 +16,7 @@ const (
 	MaxGPUs = 16
 	// MaxGPUResources caps Report.GPUResources: a node's device plugins
 	// advertise one to three NVIDIA resources (the GPUs, per model or as
-	// nvidia.com/pgpu, and the NVSwitches), and four of the longest names
-	// keep the largest fixture report with the worst install status under
-	// 8 KiB.
+	// nvidia.com/pgpu, and the NVSwitches).
 	MaxGPUResources = 4
 	// MaxGPUResourceName caps GPUResource.Name: "nvidia.com/" and the 63
 	// characters a resource name may have after its prefix.
@@ -33,10 +31,10 @@ const (
 	MaxInstallPlatforms = 16
 	// MaxInstallBytes caps the compact JSON of Report.Install, so that the
 	// largest report of the fixture hosts with a worst-case install status
-	// (and, on a GPU node, MaxGPUResources of the longest names) still
+	// (and, on a GPU node, the GPU resources an HGX node advertises) still
 	// stays under 8 KiB; entries past it are counted in
 	// InstallStatus.PlatformsOmitted, failed ones kept first.
-	MaxInstallBytes = 1150
+	MaxInstallBytes = 1200
 	// InstallStatusSchema is the version of the InstallStatusAnnotation's
 	// JSON: a reader refuses a record of another version rather than
 	// misreading it.

@@ -55,6 +55,8 @@ type nodeInstallerFlags struct {
 	runOnce          bool
 	parallel         int
 	ignore           []string
+	kata             cli.KataFlags
+	customRuntimes   []string
 }
 
 func newNodeInstallerCmd(g *cli.Globals) *cobra.Command {
@@ -131,6 +133,8 @@ rollout waits on this node.`,
 	f.BoolVar(&fl.runOnce, "run-once", false, "exit after the run (job mode): 0 when every platform is installed and verified, 1 otherwise; no health server")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
 	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings, so that the platform installs anyway (comma-separated, case-insensitive; \"all\" only alone), as berth check --ignore")
+	fl.kata.Add(cmd)
+	f.StringArrayVar(&fl.customRuntimes, "custom-runtime", nil, "NAME=PLATFORM: a custom runtime (kata-deploy's customRuntimes), a handler of its own made from an installed platform and its --kata-drop-in NAME=...; repeatable")
 	cli.Positive(cmd, "parallel", "sandbox-timeout")
 	cmd.AddCommand(newTeardownCmd(g), newDispatchCmd(g))
 	return cmd
@@ -142,7 +146,20 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 	if err != nil {
 		return nodeinstall.Options{}, err
 	}
+	customs, err := fl.kata.ParseCustomRuntimes(fl.customRuntimes, ps)
+	if err != nil {
+		return nodeinstall.Options{}, err
+	}
+	var names []string
+	for _, c := range customs {
+		names = append(names, c.Name)
+	}
+	kata, err := fl.kata.PerPlatform(ps, names)
+	if err != nil {
+		return nodeinstall.Options{}, err
+	}
 	return nodeinstall.Options{
+		Kata: kata, CustomRuntimes: customs,
 		Mode: fl.mode, NodeName: fl.nodeName, Platforms: ps, Manifest: fl.manifest,
 		Prefix: fl.prefix, Suffix: fl.suffix, KataConfigDir: fl.kataConfigDir,
 		ContainerdConfig: fl.containerdConfig, CRIOConfig: fl.crioConfig, RuntimeUnit: fl.runtimeUnit, RuntimeSocket: fl.runtimeSocket,

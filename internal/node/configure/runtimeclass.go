@@ -33,6 +33,9 @@ type RuntimeClassOptions struct {
 	// Suffix names the class and its handler for a side-by-side install
 	// (kata-qemu-snp-<suffix>) and labels it berth.dev/install-suffix.
 	Suffix Suffix
+	// Custom names the class and its handler after a custom runtime
+	// (kata-deploy's customRuntimes) made from p.
+	Custom string
 }
 
 // KataDeployLabel is the label kata-deploy sets to "true" on nodes where it
@@ -89,6 +92,9 @@ func RuntimeClass(p platform.Platform, opt RuntimeClassOptions) []byte {
 		fixed[p.TEE().KeyResource()] = "1"
 	}
 	name := opt.Suffix.RuntimeClass(p)
+	if opt.Custom != "" {
+		name = opt.Suffix.Of(opt.Custom)
+	}
 	d := runtimeClassDoc{
 		APIVersion: "node.k8s.io/v1",
 		Kind:       "RuntimeClass",
@@ -96,7 +102,7 @@ func RuntimeClass(p platform.Platform, opt RuntimeClassOptions) []byte {
 			"app.kubernetes.io/managed-by": "berth",
 			"berth.dev/platform":           p.Name(),
 		}},
-		Handler:    opt.Suffix.Handler(p),
+		Handler:    Paths{Suffix: opt.Suffix, Custom: opt.Custom}.handler(p),
 		Overhead:   rcOverhead{PodFixed: fixed},
 		Scheduling: map[string]any{"nodeSelector": sel},
 	}

@@ -59,7 +59,7 @@ for --skip-schema-validation.
 {{- define "berth.platforms" -}}
 {{- $table := .Files.Get "files/platforms.json" | fromJson -}}
 {{- $rows := list -}}
-{{- range $i, $p := .Values.platforms -}}
+{{- range $i, $p := include "berth.chosenPlatforms" . | fromJsonArray -}}
 {{- $class := index $table.platforms $p -}}
 {{- if not $class -}}
 {{- fail (printf "platforms[%d]: %q is not a berth platform (canonical names as `berth platforms` prints them)" $i $p) -}}

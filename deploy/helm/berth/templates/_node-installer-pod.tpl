@@ -96,6 +96,7 @@ Jobs (job: true) run it --run-once and end.
         {{- if gt (int $ni.maxConcurrentRestarts) 1 }}
         - --max-concurrent-restarts={{ int $ni.maxConcurrentRestarts }}
         {{- end }}
+        {{- include "berth.kataArgs" $ }}
         {{- range $ni.extraArgs }}
         - {{ . | quote }}
         {{- end }}
@@ -185,7 +186,7 @@ spec:
       annotations:
         # The platforms and manifest (from the ConfigMap the pod reads):
         # a change makes another configuration, whose Jobs replace these.
-        berth.dev/config-checksum: {{ toJson (dict "platforms" (join " " .Values.platforms) "manifest" .Values.nodeInstaller.manifest) | sha256sum }}
+        berth.dev/config-checksum: {{ toJson (dict "platforms" (join " " (include "berth.chosenPlatforms" . | fromJsonArray)) "manifest" .Values.nodeInstaller.manifest) | sha256sum }}
     spec:
       {{- include "berth.nodeInstallerPodSpec" (dict "root" . "job" true) }}
 {{- end }}
