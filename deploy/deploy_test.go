@@ -197,6 +197,7 @@ func fullReport(node string) v1alpha1.Report {
 			},
 			PlatformsOmitted: 1,
 		},
+		GPUResources: []v1alpha1.GPUResource{{Name: "nvidia.com/pgpu", Allocatable: 8}},
 	}
 }
 

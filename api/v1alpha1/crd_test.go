@@ -49,6 +49,8 @@ func rules() map[string]fieldRule {
 		"Report.Platforms":        {maxItems: i64(MaxPlatforms), listType: "map", listKeys: []string{"name"}},
 		"Report.Findings":         {maxItems: i64(MaxFindings)},
 		"FactsSummary.GPUs":       {maxItems: i64(MaxGPUs)},
+		"Report.GPUResources":     {maxItems: i64(MaxGPUResources), listType: "map", listKeys: []string{"name"}},
+		"GPUResource.Name":        {maxLength: i64(MaxGPUResourceName)},
 		"Finding.Message":         {maxLength: i64(MaxTextLen)},
 		"Finding.Remedy":          {maxLength: i64(MaxTextLen)},
 		"FactsSummary.OS":         {maxLength: i64(MaxTextLen)},

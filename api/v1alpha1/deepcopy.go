@@ -27,6 +27,10 @@ func (r *Report) DeepCopyInto(out *Report) {
 	if r.Install != nil {
 		out.Install = r.Install.DeepCopy()
 	}
+	if r.GPUResources != nil {
+		out.GPUResources = make([]GPUResource, len(r.GPUResources))
+		copy(out.GPUResources, r.GPUResources)
+	}
 }
 
 // DeepCopyInto copies s into out.

@@ -279,12 +279,14 @@ func (a *Agent) sync(ctx context.Context, d *desired) error {
 // report it verified or wrote.
 func (a *Agent) syncOnce(ctx context.Context, d *desired) (string, error) {
 	name := a.cfg.NodeName
-	m, err := a.meta.Resource(nodes).Get(ctx, name, metav1.GetOptions{})
+	node, err := a.node(ctx, name, len(d.report.Facts.GPUs) > 0)
 	if err != nil {
-		return "", fmt.Errorf("reading node %s: %w", name, err)
+		return "", err
 	}
-	node := &corev1.Node{ObjectMeta: m.ObjectMeta}
 	report := nodereport.WithInstall(d.report, a.installStatus(node))
+	if len(d.report.Facts.GPUs) > 0 {
+		report = nodereport.WithGPUResources(report, node.Status.Allocatable)
+	}
 	if nodelabels.Differ(node.Labels, d.labels, nodelabels.Owned(node, v1alpha1.FieldManager), isOwnLabel) {
 		labels := make(map[string]any, len(d.labels))
 		for k, v := range d.labels {
@@ -336,6 +338,29 @@ func (a *Agent) syncOnce(ctx context.Context, d *desired) (string, error) {
 	a.wrote("report")
 	a.cfg.Log.Info("NodeReport published", "node", name, "hash", report.ContentHash, "replaced", cur != nil)
 	return report.ContentHash, nil
+}
+
+// node reads the agent's Node: its metadata only, or with withStatus the
+// whole object, whose status carries the allocatable of the GPU device
+// plugins. Only a node with a GPU pays for the status (a real Node's image
+// list alone is kilobytes); it is still one read per cycle.
+func (a *Agent) node(ctx context.Context, name string, withStatus bool) (*corev1.Node, error) {
+	if !withStatus {
+		m, err := a.meta.Resource(nodes).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading node %s: %w", name, err)
+		}
+		return &corev1.Node{ObjectMeta: m.ObjectMeta}, nil
+	}
+	u, err := a.dyn.Resource(nodes).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", name, err)
+	}
+	node := &corev1.Node{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, node); err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", name, err)
+	}
+	return node, nil
 }
 
 // installStatus is the node-installer's record on the node (its

@@ -276,6 +276,7 @@ func Facts(r *v1alpha1.Report) map[string]string {
 		m["gpu.vfio"] = fmt.Sprintf("%d/%d", vfio, len(f.GPUs))
 	}
 	set("berth.version", r.BerthVersion)
+	gpuFacts(r, m)
 	return m
 }
 

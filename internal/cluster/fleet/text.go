@@ -94,6 +94,7 @@ func WriteText(w io.Writer, a *Analysis) error {
 		}
 	}
 
+	writeGPUText(bw, a)
 	writeInstallText(bw, a)
 	writeConditionsText(bw, a)
 
