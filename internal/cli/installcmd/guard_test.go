@@ -22,23 +22,7 @@ import (
 // On a root that is not a running system nothing is asked.
 func TestRemovalGuardCLI(t *testing.T) {
 	const handler = "kata-qemu-snp"
-	n := testnode.StartRuntime(t, testnode.RuntimeOptions{Runtimes: testnode.RuntimeTable(handler, "io.containerd.runc.v2", os.Getenv(testnode.ShimEnv),
-		fmt.Sprintf("    Root = %q\n", filepath.Join(t.TempDir(), "runc")))})
-	bins := buildBinaries(t)
-	berth := filepath.Join(bins, "berth")
-	// The node's root holds the runtime's socket: the k3s socket of the
-	// fixture is a link to it, inside the root, where verify resolves it.
-	root := n.Dir
-	if err := os.CopyFS(root, os.DirFS(filepath.Join(hostsDir, "snp-genoa-k3s-ready"))); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(root, "run/k3s/containerd/containerd.sock")
-	if err := os.Remove(sock); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("../../../c.sock", sock); err != nil {
-		t.Fatal(err)
-	}
+	n, root, berth := guardNode(t, handler)
 	rel := makeCLIRelease(t, "http://127.0.0.1:9/unplugged")
 	mp, mirror := rel.write(t)
 	if code, out, errOut := runBinary(t, berth, "--root", root, "install", "-p", "k3s-qemu-snp", "-m", mp, "--from", mirror); code != 0 {
@@ -92,24 +76,7 @@ func TestRemovalGuardCLI(t *testing.T) {
 // base's own pods do not block removing the custom runtime alone.
 func TestRemovalGuardCustomRuntime(t *testing.T) {
 	const base, custom = "kata-qemu-snp", "shop-snp"
-	runc := func(name string) string {
-		return testnode.RuntimeTable(name, "io.containerd.runc.v2", os.Getenv(testnode.ShimEnv),
-			fmt.Sprintf("    Root = %q\n", filepath.Join(t.TempDir(), "runc")))
-	}
-	n := testnode.StartRuntime(t, testnode.RuntimeOptions{Runtimes: runc(base) + runc(custom)})
-	bins := buildBinaries(t)
-	berth := filepath.Join(bins, "berth")
-	root := n.Dir
-	if err := os.CopyFS(root, os.DirFS(filepath.Join(hostsDir, "snp-genoa-k3s-ready"))); err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(root, "run/k3s/containerd/containerd.sock")
-	if err := os.Remove(sock); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("../../../c.sock", sock); err != nil {
-		t.Fatal(err)
-	}
+	n, root, berth := guardNode(t, base, custom)
 	for _, args := range [][]string{
 		{"config", "apply", "-p", "k3s-qemu-snp"},
 		{"config", "apply", "-p", "k3s-qemu-snp", "--custom-runtime", custom},
@@ -147,4 +114,31 @@ func TestRemovalGuardCustomRuntime(t *testing.T) {
 	if configured(base) {
 		t.Error("config remove of the base left its handler")
 	}
+}
+
+// guardNode starts a real containerd whose handlers (runc's shim) run
+// pods, on a copy of fixture snp-genoa-k3s-ready, and builds berth. The
+// node's root holds the runtime's socket: the k3s socket of the fixture
+// is a link to it, inside the root, where verify resolves it.
+func guardNode(t *testing.T, handlers ...string) (n *testnode.Node, root, berth string) {
+	t.Helper()
+	var table string
+	for _, h := range handlers {
+		table += testnode.RuntimeTable(h, "io.containerd.runc.v2", os.Getenv(testnode.ShimEnv),
+			fmt.Sprintf("    Root = %q\n", filepath.Join(t.TempDir(), "runc")))
+	}
+	n = testnode.StartRuntime(t, testnode.RuntimeOptions{Runtimes: table})
+	berth = filepath.Join(buildBinaries(t), "berth")
+	root = n.Dir
+	if err := os.CopyFS(root, os.DirFS(filepath.Join(hostsDir, "snp-genoa-k3s-ready"))); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(root, "run/k3s/containerd/containerd.sock")
+	if err := os.Remove(sock); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../../c.sock", sock); err != nil {
+		t.Fatal(err)
+	}
+	return n, root, berth
 }

@@ -92,9 +92,7 @@ func Query(ctx context.Context, socket string, timeout time.Duration) (*Status, 
 // Status).
 func (e Endpoint) Query(ctx context.Context, timeout time.Duration) (*Status, error) {
 	socket := e.String()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	rs, done, err := e.runtimeService()
+	ctx, rs, done, err := e.runtimeService(ctx, timeout)
 	if err != nil {
 		return nil, err
 	}

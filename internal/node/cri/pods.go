@@ -19,9 +19,7 @@ import (
 // starts a new sandbox to run it again.
 func (e Endpoint) RunningPods(ctx context.Context, handlers []string, timeout time.Duration) ([]podguard.Pod, error) {
 	socket := e.String()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	rs, done, err := e.runtimeService()
+	ctx, rs, done, err := e.runtimeService(ctx, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -42,11 +40,13 @@ func (e Endpoint) RunningPods(ctx context.Context, handlers []string, timeout ti
 	return pods, nil
 }
 
-// runtimeService is a CRI runtime client of e; done closes it.
-func (e Endpoint) runtimeService() (rs runtimeapi.RuntimeServiceClient, done func(), _ error) {
+// runtimeService is a CRI runtime client of e for one question of at most
+// timeout, and the context to ask it in; done closes both.
+func (e Endpoint) runtimeService(ctx context.Context, timeout time.Duration) (_ context.Context, rs runtimeapi.RuntimeServiceClient, done func(), _ error) {
 	conn, err := e.client()
 	if err != nil {
-		return nil, nil, fmt.Errorf("CRI socket %s: %w", e.String(), err)
+		return nil, nil, nil, fmt.Errorf("CRI socket %s: %w", e.String(), err)
 	}
-	return runtimeapi.NewRuntimeServiceClient(conn), func() { conn.Close() }, nil
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return ctx, runtimeapi.NewRuntimeServiceClient(conn), func() { cancel(); conn.Close() }, nil
 }
