@@ -439,7 +439,8 @@ func TestHelmTemplate(t *testing.T) {
 		{"job", []string{"-f", fullValues, "--set", "nodeInstaller.mode=job", "--set", "nodeInstaller.job.parallelism=3", "--set", "nodeInstaller.job.timeout=45m"}},
 		// The second release of an A/B upgrade: suffixed, without its
 		// own agent (and so without the CRD the first release owns).
-		{"suffix", []string{"-f", fullValues, "--set", "installSuffix=blue", "--set", "agent.enabled=false"}},
+		// (The default class stays with the unsuffixed release.)
+		{"suffix", []string{"-f", fullValues, "--set", "installSuffix=blue", "--set", "agent.enabled=false", "--set", "runtimeClasses.createDefault=false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			goldenfile.Assert(t, filepath.Join("testdata", "helm", tc.name+".yaml"), []byte(mustRender(t, tc.args...)))
@@ -508,7 +509,29 @@ func TestChartSchema(t *testing.T) {
 			[]string{"'/image/digest'", "does not match pattern"}},
 		{"maxUnavailable zero", []string{"--set", "agent.maxUnavailable=0"},
 			[]string{"'/agent/maxUnavailable'"}},
+		{"RuntimeClass overhead not a quantity", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-snp.overhead.cpu=lots"},
+			[]string{"'/runtimeClasses/overrides/kubeadm-qemu-snp/overhead/cpu'", "does not match pattern"}},
+		{"RuntimeClass overhead of a TEE key", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-snp.overhead.sev-snp\\.amd\\.com/esids=2"},
+			[]string{"'/runtimeClasses/overrides/kubeadm-qemu-snp/overhead'", "additional properties 'sev-snp.amd.com/esids' not allowed"}},
+		{"RuntimeClass selector on berth's key", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-snp.nodeSelector.berth\\.dev/installed\\.kubeadm-qemu-snp=no"},
+			[]string{"'/runtimeClasses/overrides/kubeadm-qemu-snp/nodeSelector/berth.dev~1installed.kubeadm-qemu-snp'", "keys under berth.dev/ belong to berth"}},
+		{"RuntimeClass override of an unknown platform", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-snpp.overhead.cpu=1"},
+			[]string{"a platform name as `berth platforms` prints it"}},
+		{"default class without its platform", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.createDefault=true"},
+			[]string{"'/runtimeClasses/defaultPlatform'", "minLength"}},
+		{"default class name not a DNS name", []string{"--set", "runtimeClasses.defaultName=Kata_1"},
+			[]string{"'/runtimeClasses/defaultName'", "does not match pattern"}},
 		// The templates' own checks, for what a schema cannot say.
+		{"default class of a platform not listed", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.createDefault=true", "--set", "runtimeClasses.defaultPlatform=kubeadm-qemu-tdx"},
+			[]string{`runtimeClasses.defaultPlatform "kubeadm-qemu-tdx": the default RuntimeClass kata must point at one of platforms (kubeadm-qemu-snp)`}},
+		{"default class named as a platform's class", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.createDefault=true", "--set", "runtimeClasses.defaultPlatform=kubeadm-qemu-snp", "--set", "runtimeClasses.defaultName=kata-qemu-snp"},
+			[]string{`runtimeClasses.defaultName "kata-qemu-snp" is already the RuntimeClass of platform kubeadm-qemu-snp`}},
+		{"default class of a side-by-side release", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.createDefault=true", "--set", "runtimeClasses.defaultPlatform=kubeadm-qemu-snp", "--set", "installSuffix=blue"},
+			[]string{`runtimeClasses.createDefault with installSuffix "blue"`}},
+		{"RuntimeClass override of a platform not listed", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-tdx.overhead.cpu=1"},
+			[]string{"runtimeClasses.overrides.kubeadm-qemu-tdx: kubeadm-qemu-tdx is not in platforms"}},
+		{"RuntimeClass selector on berth's key without the schema", []string{"--skip-schema-validation", "--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-snp.nodeSelector.berth\\.dev/x=no"},
+			[]string{"runtimeClasses.overrides.kubeadm-qemu-snp.nodeSelector.berth.dev/x: keys under berth.dev/ are berth's own"}},
 		{"two platforms of one class", []string{"--set", "platforms={k3s-qemu-tdx,kubeadm-qemu-tdx}", manifest},
 			[]string{"k3s-qemu-tdx and kubeadm-qemu-tdx are both RuntimeClass kata-qemu-tdx"}},
 		{"suffix too long for a platform's installed label", []string{"--set", "platforms={microk8s-cloud-hypervisor-none+debug+rust+devmapper}", manifest, "--set", "installSuffix=ab"},

@@ -33,6 +33,13 @@ type RuntimeClassOptions struct {
 	// Suffix names the class and its handler for a side-by-side install
 	// (kata-qemu-snp-<suffix>) and labels it berth.dev/install-suffix.
 	Suffix Suffix
+	// Tuning is the operator's override of the class's overhead and node
+	// selector (kata-deploy's shims.<shim>.runtimeClass); Check it first.
+	Tuning RuntimeClassTuning
+	// Name, when set, names the class instead of kata-deploy's name of the
+	// shim, with the same handler: the cluster's default class
+	// (kata-deploy's runtimeClasses.defaultName). Never with a Suffix.
+	Name string
 }
 
 // KataDeployLabel is the label kata-deploy sets to "true" on nodes where it
@@ -88,7 +95,14 @@ func RuntimeClass(p platform.Platform, opt RuntimeClassOptions) []byte {
 		}
 		fixed[p.TEE().KeyResource()] = "1"
 	}
+	// The operator's values last: they win over berth's defaults, and
+	// Check has kept them off berth's own keys and the TEE keys.
+	maps.Copy(fixed, opt.Tuning.Overhead)
+	maps.Copy(sel, opt.Tuning.NodeSelector)
 	name := opt.Suffix.RuntimeClass(p)
+	if opt.Name != "" {
+		name = opt.Name
+	}
 	d := runtimeClassDoc{
 		APIVersion: "node.k8s.io/v1",
 		Kind:       "RuntimeClass",
