@@ -521,7 +521,29 @@ func TestChartSchema(t *testing.T) {
 			[]string{"'/runtimeClasses/defaultPlatform'", "minLength"}},
 		{"default class name not a DNS name", []string{"--set", "runtimeClasses.defaultName=Kata_1"},
 			[]string{"'/runtimeClasses/defaultName'", "does not match pattern"}},
+		{"update strategy OnDelete", []string{"--set", "nodeInstaller.updateStrategy.type=OnDelete"},
+			[]string{"'/nodeInstaller/updateStrategy/type'", "value must be 'RollingUpdate'"}},
+		{"update strategy with a surge", []string{"--set", "nodeInstaller.updateStrategy.rollingUpdate.maxSurge=1"},
+			[]string{"'/nodeInstaller/updateStrategy/rollingUpdate'", "additional properties 'maxSurge' not allowed"}},
+		{"pod label the DaemonSet selects on", []string{"--set", "nodeInstaller.podLabels.app\\.kubernetes\\.io/name=x"},
+			[]string{"invalid propertyName 'app.kubernetes.io/name'"}},
+		{"pod annotation the chart sets", []string{"--set", "nodeInstaller.podAnnotations.berth\\.dev/config-checksum=x"},
+			[]string{"invalid propertyName 'berth.dev/config-checksum'"}},
+		{"priority class not a name", []string{"--set", "nodeInstaller.priorityClassName=Node Critical"},
+			[]string{"'/nodeInstaller/priorityClassName'", "does not match pattern"}},
+		{"affinity not an Affinity", []string{"--set", "agent.affinity.nodeSelector.x=y"},
+			[]string{"'/agent/affinity'", "additional properties 'nodeSelector' not allowed"}},
+		{"pull secret object without a name", []string{"--set-json", `imagePullSecrets=[{"secret":"x"}]`},
+			[]string{"'/imagePullSecrets/0'"}},
 		// The templates' own checks, for what a schema cannot say.
+		{"node affinity in job mode", []string{"--set", "nodeInstaller.mode=job", "--set-json", `nodeInstaller.affinity={"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[]}}}`},
+			[]string{"nodeInstaller.affinity.nodeAffinity: job mode pins each node's Job to its node"}},
+		{"startup taints entry without a key", []string{"--set", "nodeInstaller.startupTaints={:NoSchedule}"},
+			[]string{"'/nodeInstaller/startupTaints/0'", "does not match pattern"}},
+		{"startup taints entry without the schema", []string{"--skip-schema-validation", "--set", "nodeInstaller.startupTaints={k:Never}"},
+			[]string{`nodeInstaller.startupTaints[0] "k:Never": expected KEY[=VALUE]:EFFECT or a bare KEY`}},
+		{"pod label the DaemonSet selects on without the schema", []string{"--skip-schema-validation", "--set", "agent.podLabels.app\\.kubernetes\\.io/name=x"},
+			[]string{"agent.podLabels.app.kubernetes.io/name: the chart sets this label itself"}},
 		{"default class of a platform not listed", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.createDefault=true", "--set", "runtimeClasses.defaultPlatform=kubeadm-qemu-tdx"},
 			[]string{`runtimeClasses.defaultPlatform "kubeadm-qemu-tdx": the default RuntimeClass kata must point at one of platforms (kubeadm-qemu-snp)`}},
 		{"default class named as a platform's class", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.createDefault=true", "--set", "runtimeClasses.defaultPlatform=kubeadm-qemu-snp", "--set", "runtimeClasses.defaultName=kata-qemu-snp"},
@@ -739,13 +761,15 @@ func TestChartInstall(t *testing.T) {
 		t.Errorf("the release's agent writing another node's NodeReport: want a refusal by policy edge-agent, got %v", err)
 	}
 
-	// The release's node-installer may remove the startup taint the
-	// values configure (example.com/kata-not-ready), not the base's key.
+	// The release's node-installer may remove the startup taints the
+	// values configure (example.com/kata-not-ready and the list's keys,
+	// a bare key's of any effect), not the base's key.
 	admin := testenv.Clientset(t, env.Admin)
 	createNode(t, admin, "node-edge-ni", nil)
 	const configured = `{"key":"example.com/kata-not-ready","value":"true","effect":"NoExecute"}`
+	const listed = `{"key":"example.com/gpu-not-ready","effect":"PreferNoSchedule"}`
 	const baseKey = `{"key":"berth.dev/runtime-not-ready","effect":"NoSchedule"}`
-	if err := mergePatchNode(ctx(t), env.Admin, "node-edge-ni", `{"spec":{"taints":[`+configured+`,`+baseKey+`]}}`); err != nil {
+	if err := mergePatchNode(ctx(t), env.Admin, "node-edge-ni", `{"spec":{"taints":[`+configured+`,`+listed+`,`+baseKey+`]}}`); err != nil {
 		t.Fatal(err)
 	}
 	installer := env.AsServiceAccount(ns, "edge-node-installer", "node-edge-ni")
@@ -754,9 +778,9 @@ func TestChartInstall(t *testing.T) {
 	})
 	runAccessCases(t, []accessCase{
 		{"remove the base's startup taint", func(c context.Context) error {
-			return mergePatchNode(c, installer, "node-edge-ni", `{"spec":{"taints":[`+configured+`]}}`)
-		}, false, "may only remove the startup taint example.com/kata-not-ready from its node"},
-		{"remove the configured startup taint", func(c context.Context) error {
+			return mergePatchNode(c, installer, "node-edge-ni", `{"spec":{"taints":[`+configured+`,`+listed+`]}}`)
+		}, false, "may only remove the startup taints example.com/kata-not-ready, katacontainers.io/kata-runtime, example.com/gpu-not-ready from its node"},
+		{"remove the configured startup taints", func(c context.Context) error {
 			return mergePatchNode(c, installer, "node-edge-ni", `{"spec":{"taints":[`+baseKey+`]}}`)
 		}, true, ""},
 	})

@@ -164,10 +164,9 @@ type Config struct {
 	// KataDeployLabels also sets kata-deploy's KataDeployLabel on a node
 	// where a platform was installed.
 	KataDeployLabels bool
-	// StartupTaint, when set, is removed from the Node after a run in
-	// which every platform's handler is verified live, and kept after any
-	// other (nil: none).
-	StartupTaint *StartupTaint
+	// StartupTaints are removed from the Node after a run in which every
+	// platform's handler is verified live, and kept after any other.
+	StartupTaints []*StartupTaint
 	// AdvertiseTEEKeys advertises, in the Node's status.capacity, the
 	// number of keys of each TEE an installed platform uses
 	// (ResourceSNPKeys, ResourceTDXKeys), where the host's facts give it;

@@ -69,9 +69,9 @@ type Options struct {
 	// with it (Config.Sandbox), within SandboxTimeout (0: 2 min).
 	VerifySandbox  bool
 	SandboxTimeout time.Duration
-	// StartupTaint is KEY[=VALUE]:EFFECT, the taint to remove from the
-	// Node once every platform is installed ("": none).
-	StartupTaint string
+	// StartupTaints are KEY[=VALUE]:EFFECT or KEY (any effect), the taints
+	// to remove from the Node once every platform is installed.
+	StartupTaints []string
 	// AdvertiseTEEKeys is Config.AdvertiseTEEKeys.
 	AdvertiseTEEKeys bool
 	// Getenv reads the environment the defaults come from; nil reads
@@ -99,8 +99,8 @@ type Settings struct {
 	Check check.Options
 	// LeaseNamespace and LeaseName name the restart Lease ("": none).
 	LeaseNamespace, LeaseName string
-	// StartupTaint is the startup taint (nil: none).
-	StartupTaint *StartupTaint
+	// StartupTaints are the startup taints.
+	StartupTaints []*StartupTaint
 	// Target is the install, defaulted and validated once
 	// (configure.NewInstall).
 	Target configure.Install
@@ -178,10 +178,12 @@ func (o Options) Check() (*Settings, error) {
 	case o.MaxConcurrentRestarts > 1 && o.RestartLease == "":
 		return nil, usage(fmt.Errorf("--max-concurrent-restarts %d needs --restart-lease, the Lease it limits", o.MaxConcurrentRestarts))
 	}
-	if o.StartupTaint != "" {
-		if s.StartupTaint, err = ParseStartupTaint(o.StartupTaint); err != nil {
+	for _, t := range o.StartupTaints {
+		st, err := ParseStartupTaint(t)
+		if err != nil {
 			return nil, usage(fmt.Errorf("--startup-taint: %w", err))
 		}
+		s.StartupTaints = append(s.StartupTaints, st)
 	}
 	return s, nil
 }
@@ -261,7 +263,7 @@ func (s *Settings) Config(h Host) (Config, error) {
 		Discover:         h.Discover,
 		Check:            s.Check,
 		KataDeployLabels: o.KataDeployLabels,
-		StartupTaint:     s.StartupTaint,
+		StartupTaints:    s.StartupTaints,
 		AdvertiseTEEKeys: o.AdvertiseTEEKeys,
 		Log:              h.Log,
 	}

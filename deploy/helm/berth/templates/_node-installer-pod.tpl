@@ -13,21 +13,22 @@ Jobs (job: true) run it --run-once and end.
       {{- end }}
       serviceAccountName: {{ include "berth.nodeInstaller" $ }}
       automountServiceAccountToken: true
-      priorityClassName: system-node-critical
+      {{- with $ni.priorityClassName }}
+      priorityClassName: {{ . }}
+      {{- end }}
       {{- with $ni.nodeSelector }}
       nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $ni.affinity }}
+      affinity:
         {{- toYaml . | nindent 8 }}
       {{- end }}
       {{- with $ni.tolerations }}
       tolerations:
         {{- toYaml . | nindent 6 }}
       {{- end }}
-      {{- with $.Values.imagePullSecrets }}
-      imagePullSecrets:
-      {{- range . }}
-      - name: {{ . }}
-      {{- end }}
-      {{- end }}
+      {{- include "berth.imagePullSecrets" $ }}
       enableServiceLinks: false
       {{- if $.Values.hostNetwork }}
       hostNetwork: true
@@ -90,7 +91,7 @@ Jobs (job: true) run it --run-once and end.
         {{- if $ni.advertiseTEEKeys }}
         - --advertise-tee-keys
         {{- end }}
-        {{- with $ni.startupTaint }}
+        {{- range include "berth.startupTaints" $ | fromJsonArray }}
         - {{ printf "--startup-taint=%s" . | quote }}
         {{- end }}
         {{- if gt (int $ni.maxConcurrentRestarts) 1 }}
@@ -182,10 +183,12 @@ spec:
         {{- with .Values.installSuffix }}
         berth.dev/install-suffix: {{ . }}
         {{- end }}
+        {{- with include "berth.podLabels" (dict "values" .Values.nodeInstaller "name" "nodeInstaller") }}{{ . | nindent 8 }}{{ end }}
       annotations:
         # The platforms and manifest (from the ConfigMap the pod reads):
         # a change makes another configuration, whose Jobs replace these.
         berth.dev/config-checksum: {{ toJson (dict "platforms" (join " " .Values.platforms) "manifest" .Values.nodeInstaller.manifest) | sha256sum }}
+        {{- with include "berth.podAnnotations" (dict "values" .Values.nodeInstaller "name" "nodeInstaller") }}{{ . | nindent 8 }}{{ end }}
     spec:
       {{- include "berth.nodeInstallerPodSpec" (dict "root" . "job" true) }}
 {{- end }}
@@ -197,12 +200,7 @@ spec:
       tolerations:
         {{- toYaml . | nindent 6 }}
       {{- end }}
-      {{- with .Values.imagePullSecrets }}
-      imagePullSecrets:
-      {{- range . }}
-      - name: {{ . }}
-      {{- end }}
-      {{- end }}
+      {{- include "berth.imagePullSecrets" . }}
       enableServiceLinks: false
       {{- if .Values.hostNetwork }}
       hostNetwork: true
