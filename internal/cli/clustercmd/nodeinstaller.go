@@ -51,6 +51,7 @@ type nodeInstallerFlags struct {
 	restartLease     string
 	maxRestarts      int
 	startupTaints    []string
+	containerdDropIn string
 	advertiseTEEKeys bool
 	runOnce          bool
 	parallel         int
@@ -128,6 +129,7 @@ rollout waits on this node.`,
 	f.StringVar(&fl.restartLease, "restart-lease", "", "NAMESPACE/NAME of a coordination.k8s.io Lease held while this node restarts its runtime, so that at most one node of the cluster does at a time (empty: no lock)")
 	f.IntVar(&fl.maxRestarts, "max-concurrent-restarts", 1, "how many nodes may restart their runtime at once under --restart-lease (slots NAME, NAME-1, ... NAME-(N-1); above 1 the Role also needs list on leases)")
 	f.StringArrayVar(&fl.startupTaints, "startup-taint", nil, "KEY[=VALUE]:EFFECT of a taint the operator puts on nodes at registration (e.g. berth.dev/runtime-not-ready:NoSchedule), or a bare KEY for that key's taints of any effect, removed from this node once every platform's handler is verified live; a failed install keeps it; repeatable")
+	f.StringVar(&fl.containerdDropIn, "containerd-drop-in", "", "file holding a containerd drop-in of the operator's own (TOML; kata-deploy's containerd.userDropIn), written as "+configure.UserDropInName+" beside berth's handler drop-in, loaded and checked by the restart like berth's own change, and removed with the last platform (containerd 2.x or a drop-in directory only)")
 	f.BoolVar(&fl.advertiseTEEKeys, "advertise-tee-keys", false, "advertise the node's TEE keys as the extended resources sev-snp.amd.com/esids and tdx.intel.com/keys (kata-deploy's names) in its status.capacity, for the TEEs of the installed platforms; without it, those it advertised before are removed")
 	f.BoolVar(&fl.runOnce, "run-once", false, "exit after the run (job mode): 0 when every platform is installed and verified, 1 otherwise; no health server")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
@@ -149,7 +151,7 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 		ContainerdConfig: fl.containerdConfig, CRIOConfig: fl.crioConfig, RuntimeUnit: fl.runtimeUnit, RuntimeSocket: fl.runtimeSocket,
 		SystemdSocket: fl.systemdSocket, ConfigVersion: fl.configVersion, KataDeployLabels: fl.kataDeployLabels,
 		VerifySandbox: fl.verifySandbox, SandboxTimeout: fl.sandboxTimeout,
-		RestartLease: fl.restartLease, MaxConcurrentRestarts: fl.maxRestarts, StartupTaints: fl.startupTaints, AdvertiseTEEKeys: fl.advertiseTEEKeys, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
+		RestartLease: fl.restartLease, MaxConcurrentRestarts: fl.maxRestarts, StartupTaints: fl.startupTaints, ContainerdDropIn: fl.containerdDropIn, AdvertiseTEEKeys: fl.advertiseTEEKeys, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
 	}, nil
 }
 

@@ -74,6 +74,9 @@ type Options struct {
 	StartupTaints []string
 	// AdvertiseTEEKeys is Config.AdvertiseTEEKeys.
 	AdvertiseTEEKeys bool
+	// ContainerdDropIn is a file holding the operator's containerd
+	// drop-in (Config.ContainerdDropIn; "": none).
+	ContainerdDropIn string
 	// Getenv reads the environment the defaults come from; nil reads
 	// none.
 	Getenv func(string) string
@@ -101,6 +104,8 @@ type Settings struct {
 	LeaseNamespace, LeaseName string
 	// StartupTaints are the startup taints.
 	StartupTaints []*StartupTaint
+	// ContainerdDropIn is the content of Options.ContainerdDropIn, checked.
+	ContainerdDropIn []byte
 	// Target is the install, defaulted and validated once
 	// (configure.NewInstall).
 	Target configure.Install
@@ -185,6 +190,16 @@ func (o Options) Check() (*Settings, error) {
 		}
 		s.StartupTaints = append(s.StartupTaints, st)
 	}
+	if o.ContainerdDropIn != "" {
+		data, err := os.ReadFile(o.ContainerdDropIn)
+		if err != nil {
+			return nil, usage(fmt.Errorf("--containerd-drop-in: %w", err))
+		}
+		if err := configure.CheckUserDropIn("--containerd-drop-in "+o.ContainerdDropIn, data); err != nil {
+			return nil, usage(err)
+		}
+		s.ContainerdDropIn = data
+	}
 	return s, nil
 }
 
@@ -264,6 +279,7 @@ func (s *Settings) Config(h Host) (Config, error) {
 		Check:            s.Check,
 		KataDeployLabels: o.KataDeployLabels,
 		StartupTaints:    s.StartupTaints,
+		ContainerdDropIn: s.ContainerdDropIn,
 		AdvertiseTEEKeys: o.AdvertiseTEEKeys,
 		Log:              h.Log,
 	}

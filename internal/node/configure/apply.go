@@ -238,7 +238,11 @@ func applyOps(fsys FS, st *State, r *Rendered) (*Result, []op, error) {
 		return nil, nil, refused("handler %s is applied for platform %s: a node carries one platform per handler; run berth config remove --platform %s first", r.Handler, prev.Platform, prev.Platform+suffixFlag(prev.Suffix))
 	}
 	if had && !slices.Equal(prev.Files, ps.Files) {
-		return nil, nil, refused("handler %s was applied with other files (%v): run berth config remove --platform %s first", r.Handler, prev.Files, prev.Platform+suffixFlag(prev.Suffix))
+		gone, ok := ownedDropped(prev.Files, ps.Files)
+		if !ok {
+			return nil, nil, refused("handler %s was applied with other files (%v): run berth config remove --platform %s first", r.Handler, prev.Files, prev.Platform+suffixFlag(prev.Suffix))
+		}
+		ops = append(ops, removeDropped(fsys, st, r.Handler, gone)...)
 	}
 	ops = dedupe(ops)
 	if len(ops) == 0 && had && prev.Platform == ps.Platform {

@@ -162,3 +162,17 @@ them first; this is the guard for --skip-schema-validation).
 {{- range . }}{{ $q = append $q (printf "'%s'" .) }}{{ end -}}
 {{- join ", " $q -}}
 {{- end -}}
+
+{{- /*
+berth.nodeInstallerConfig: the node-installer ConfigMap's data, as JSON:
+the platforms, the manifest and, when set, the operator's containerd
+drop-in (nodeInstaller.containerdUserDropIn). Its checksum on the pod
+template rolls the pods when it changes; without a drop-in it is what it
+always was, so that an upgrade of the chart alone rolls nothing.
+*/}}
+{{- define "berth.nodeInstallerConfig" -}}
+{{- $ni := .Values.nodeInstaller -}}
+{{- $cm := dict "platforms" (join " " .Values.platforms) "manifest" $ni.manifest -}}
+{{- with $ni.containerdUserDropIn }}{{ $_ := set $cm "containerdUserDropIn" . }}{{ end -}}
+{{- toJson $cm -}}
+{{- end -}}

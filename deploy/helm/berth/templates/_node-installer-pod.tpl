@@ -94,6 +94,9 @@ Jobs (job: true) run it --run-once and end.
         {{- range include "berth.startupTaints" $ | fromJsonArray }}
         - {{ printf "--startup-taint=%s" . | quote }}
         {{- end }}
+        {{- if $ni.containerdUserDropIn }}
+        - --containerd-drop-in=/etc/berth-drop-in/containerd.toml
+        {{- end }}
         {{- if gt (int $ni.maxConcurrentRestarts) 1 }}
         - --max-concurrent-restarts={{ int $ni.maxConcurrentRestarts }}
         {{- end }}
@@ -147,6 +150,11 @@ Jobs (job: true) run it --run-once and end.
           mountPropagation: HostToContainer
         - name: tmp
           mountPath: /tmp
+        {{- if $ni.containerdUserDropIn }}
+        - name: containerd-drop-in
+          mountPath: /etc/berth-drop-in
+          readOnly: true
+        {{- end }}
         {{- with $ni.extraVolumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -158,6 +166,16 @@ Jobs (job: true) run it --run-once and end.
       - name: tmp
         emptyDir:
           sizeLimit: 64Mi
+      {{- if $ni.containerdUserDropIn }}
+      {{- /* The operator's containerd drop-in, from the ConfigMap whose
+             checksum rolls the pods when it changes. */}}
+      - name: containerd-drop-in
+        configMap:
+          name: {{ include "berth.nodeInstaller" $ }}
+          items:
+          - key: containerdUserDropIn
+            path: containerd.toml
+      {{- end }}
       {{- with $ni.extraVolumes }}
       {{- toYaml . | nindent 6 }}
       {{- end }}
@@ -187,7 +205,7 @@ spec:
       annotations:
         # The platforms and manifest (from the ConfigMap the pod reads):
         # a change makes another configuration, whose Jobs replace these.
-        berth.dev/config-checksum: {{ toJson (dict "platforms" (join " " .Values.platforms) "manifest" .Values.nodeInstaller.manifest) | sha256sum }}
+        berth.dev/config-checksum: {{ include "berth.nodeInstallerConfig" . | fromJson | toJson | sha256sum }}
         {{- with include "berth.podAnnotations" (dict "values" .Values.nodeInstaller "name" "nodeInstaller") }}{{ . | nindent 8 }}{{ end }}
     spec:
       {{- include "berth.nodeInstallerPodSpec" (dict "root" . "job" true) }}
