@@ -100,6 +100,7 @@ func TestHelmTemplate(t *testing.T) {
 				"--startup-taint=katacontainers.io/kata-runtime:NoSchedule", "--startup-taint=example.com/kata-not-ready",
 				"priorityClassName: system-cluster-critical\n", "maxUnavailable: 25%\n", "team: platform\n", "example.com/owner: platform-team\n",
 				"- key: node.cloud/reserved\n", "- name: registry-credentials\n",
+				"--containerd-drop-in=/etc/berth-drop-in/containerd.toml", "max_concurrent_downloads = 8",
 			} {
 				if !strings.Contains(stdout.String(), want) {
 					t.Errorf("the rendered chart lacks %q", want)

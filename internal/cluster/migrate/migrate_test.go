@@ -60,9 +60,9 @@ func TestUpstreamFiles(t *testing.T) {
 		{[]string{"try-kata-nvidia-gpu.values.yaml"}, []string{
 			"kata-qemu-nvidia-gpu", "kata-qemu-nvidia-gpu-runtime-rs", "kata-qemu-nvidia-gpu-snp", "kata-qemu-nvidia-gpu-snp-runtime-rs",
 			"kata-qemu-nvidia-gpu-tdx", "kata-qemu-nvidia-gpu-tdx-runtime-rs",
-		}, []string{"containerd.userDropIn", "snapshotter.erofsSnapshotterMode", "snapshotter.erofsDmverity"}},
+		}, []string{"snapshotter.erofsSnapshotterMode", "snapshotter.erofsDmverity"}},
 		{[]string{"try-kata-nvidia-cpu.values.yaml"}, []string{"kata-qemu-nvidia-cpu", "kata-qemu-nvidia-cpu-runtime-rs"},
-			[]string{"containerd.userDropIn", "snapshotter.erofsSnapshotterMode", "snapshotter.erofsDmverity"}},
+			[]string{"snapshotter.erofsSnapshotterMode", "snapshotter.erofsDmverity"}},
 	}
 	for _, tt := range tests {
 		name := strings.Join(tt.files, "+")
@@ -149,7 +149,9 @@ func TestKnobs(t *testing.T) {
 		{"k8sDistribution: k0s", "k8sDistribution", Mapped, ""},
 		{"containerd:\n  runtimeSocket: unix:///run/x.sock", "containerd.runtimeSocket", Mapped, "nodeInstaller:\n  runtimeSocket: /run/x.sock"},
 		{"containerd:\n  configDir: /etc/x/", "containerd.configDir", Unsupported, ""},
-		{"containerd:\n  userDropIn: x", "containerd.userDropIn", Unsupported, ""},
+		{"containerd:\n  userDropIn: |\n    [plugins.'io.containerd.snapshotter.v1.erofs']\n      enable_fsverity = false\n", "containerd.userDropIn", Mapped,
+			"nodeInstaller:\n  containerdUserDropIn: |\n    [plugins.'io.containerd.snapshotter.v1.erofs']\n      enable_fsverity = false"},
+		{"containerd:\n  userDropIn: '[plugins'", "containerd.userDropIn", Unsupported, ""},
 		{"nodeSelector:\n  a.b/c: d", "nodeSelector", Mapped, "nodeInstaller:\n  nodeSelector:\n    a.b/c: d"},
 		{"tolerations: []", "tolerations", Mapped, "nodeInstaller:\n  tolerations: []"},
 		{"startupTaints: ['k:NoSchedule']", "startupTaints", Mapped, "nodeInstaller:\n  startupTaints:\n  - k:NoSchedule"},

@@ -74,7 +74,7 @@ func rules() []rule {
 			s, _ := k.n.v.(string)
 			return mapped(m.set("nodeInstaller.runtimeSocket", strings.TrimPrefix(s, "unix://")))
 		}},
-		{pattern: "containerd.userDropIn", do: fixed(unsupported("berth's chart has no containerd user drop-in yet (issue 41, item 4)"))},
+		{pattern: "containerd.userDropIn", do: userDropInKnob},
 		{pattern: "containerd", do: fixed(unsupported("berth takes containerd's config path only for platforms of the custom distribution (nodeInstaller.containerdConfig with custom-... platforms); the other distributions' paths are in its distribution table"))},
 		{pattern: "nodeSelector", do: to("nodeInstaller.nodeSelector")},
 		// berth's node-installer tolerates every taint by default; a file

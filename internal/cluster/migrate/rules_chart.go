@@ -191,3 +191,14 @@ func updateStrategyKnob(m *mapper, k knob, _ map[string]shimResult) Knob {
 	}
 	return mapped(m.set("nodeInstaller.updateStrategy", map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxUnavailable": mu}}))
 }
+
+// userDropInKnob maps kata-deploy's containerd drop-in to the
+// node-installer's, which writes it the same way: after berth's own, so
+// that its keys win.
+func userDropInKnob(m *mapper, k knob, _ map[string]shimResult) Knob {
+	s, _ := k.n.v.(string)
+	if err := configure.CheckUserDropIn("the drop-in", []byte(s)); err != nil {
+		return unsupported(err.Error())
+	}
+	return mapped(m.set("nodeInstaller.containerdUserDropIn", s))
+}
