@@ -174,6 +174,8 @@ func TestHelmChartOnRealNode(t *testing.T) {
 			"podLabels":         map[string]string{"example.com/team": "platform"},
 			"podAnnotations":    map[string]string{"example.com/owner": "platform-team"},
 			"priorityClassName": "system-cluster-critical",
+			// kata-deploy's containerd.userDropIn, checked in step 3.
+			"containerdUserDropIn": userDropIn,
 		},
 		// kata-deploy's RuntimeClass tuning (issue 41 item 3): the
 		// platform's class with another overhead and a further selector
@@ -285,6 +287,7 @@ func TestHelmChartOnRealNode(t *testing.T) {
 		t.Errorf("containerd's config %s and its directory are unchanged after the install", n.ContainerdConfig)
 	}
 	t.Logf("installed: %s", strings.ReplaceAll(before.diff(installed), "\n", "\n  "))
+	dropIn := checkUserDropIn(t, n)
 	st, err := cri.Query(ctx, n.ContainerdSocket, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -384,6 +387,9 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	}
 	if d := before.diff(after); d != "" {
 		t.Errorf("helm uninstall left the node changed:\n%s", d)
+	}
+	if _, err := os.Stat(dropIn); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the containerd drop-in %s left after helm uninstall (%v)", dropIn, err)
 	}
 	if _, err := cs.NodeV1().RuntimeClasses().Get(ctx, configure.DefaultRuntimeClassName, metav1.GetOptions{}); err == nil {
 		t.Errorf("the default RuntimeClass %s left after helm uninstall", configure.DefaultRuntimeClassName)

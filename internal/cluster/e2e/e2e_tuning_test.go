@@ -2,7 +2,12 @@ package e2e
 
 import (
 	"context"
+	"io/fs"
 	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +17,7 @@ import (
 
 	"berth.dev/berth/internal/cluster/nodeinstall"
 	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/internal/testkit/testnode"
 )
 
 // tunedOverhead is the pod overhead the real-node test's values give the
@@ -68,4 +74,40 @@ func checkInstallerPod(ctx context.Context, t *testing.T, cs *kubernetes.Clients
 		t.Errorf("node-installer pod %s: labels %v, annotations %v, priority class %q; want the values' team label, owner annotation and system-cluster-critical",
 			name, p.Labels, p.Annotations, p.Spec.PriorityClassName)
 	}
+}
+
+// userDropIn is the values' nodeInstaller.containerdUserDropIn.
+const userDropIn = "[plugins.'io.containerd.cri.v1.images']\n  max_concurrent_downloads = 7\n"
+
+// checkUserDropIn: the node-installer wrote the operator's containerd
+// drop-in beside its handler drop-in, and containerd reads it (`containerd
+// config dump` of the node's config, imports merged, has its setting). It
+// returns the file's path.
+func checkUserDropIn(t *testing.T, n *testnode.Node) string {
+	t.Helper()
+	var found string
+	err := filepath.WalkDir(filepath.Dir(n.ContainerdConfig), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == configure.UserDropInName {
+			found = p
+		}
+		return err
+	})
+	if err != nil || found == "" {
+		t.Errorf("no %s under %s (%v)", configure.UserDropInName, filepath.Dir(n.ContainerdConfig), err)
+		return filepath.Join(filepath.Dir(n.ContainerdConfig), configure.UserDropInName)
+	}
+	if b, err := os.ReadFile(found); err != nil || !strings.Contains(string(b), userDropIn) {
+		t.Errorf("%s: %v, or without the values' drop-in:\n%s", found, err, b)
+	}
+	bin := os.Getenv("BERTH_CONTAINERD2")
+	if bin == "" {
+		t.Fatal("BERTH_CONTAINERD2 is not set: run `. .ci/tools.env`")
+	}
+	out, err := exec.CommandContext(t.Context(), bin, "--config", n.ContainerdConfig, "config", "dump").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "max_concurrent_downloads = 7") {
+		t.Errorf("containerd config dump of %s: %v, or without the drop-in's max_concurrent_downloads = 7:\n%s", n.ContainerdConfig, err, out)
+	} else {
+		t.Logf("the containerd drop-in %s is in containerd's config dump (max_concurrent_downloads = 7)", found)
+	}
+	return found
 }
