@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"berth.dev/berth/internal/cluster/nodeinstall"
 	"berth.dev/berth/internal/node/configure"
 )
 
@@ -94,6 +93,11 @@ func defaultClassKnob(m *mapper, k knob, shims map[string]shimResult) Knob {
 	return mapped("runtimeClasses.defaultPlatform: " + r.platforms[0])
 }
 
+// startupTaint is an entry berth's chart takes (values.schema.json's
+// nodeInstaller.startupTaints; the node-installer's ParseStartupTaint),
+// matched here without linking the cluster code into berth.
+var startupTaint = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?((=[A-Za-z0-9_.-]*)?:(NoSchedule|PreferNoSchedule|NoExecute))?$`)
+
 // startupTaintsKnob maps the list, each entry KEY:EFFECT or a bare KEY,
 // as berth's node-installer takes them.
 func startupTaintsKnob(m *mapper, k knob, _ map[string]shimResult) Knob {
@@ -104,8 +108,8 @@ func startupTaintsKnob(m *mapper, k knob, _ map[string]shimResult) Knob {
 	var taints []string
 	for i, e := range l {
 		s, _ := e.(string)
-		if _, err := nodeinstall.ParseStartupTaint(s); err != nil {
-			return unsupported(fmt.Sprintf("entry %d: %v", i, err))
+		if !startupTaint.MatchString(s) {
+			return unsupported(fmt.Sprintf("entry %d %q: expected KEY[=VALUE]:EFFECT or a bare KEY (any effect), EFFECT NoSchedule, PreferNoSchedule or NoExecute", i, s))
 		}
 		taints = append(taints, s)
 	}

@@ -9,8 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"berth.dev/berth/api/v1alpha1"
 )
 
 // DefaultRuntimeClassName is the name of the cluster's default Kata class
@@ -57,8 +55,8 @@ func (t RuntimeClassTuning) Check() error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.NodeSelector)) {
 		v := t.NodeSelector[k]
-		if strings.HasPrefix(k, v1alpha1.LabelPrefix) {
-			errs = append(errs, fmt.Errorf("nodeSelector %s: keys under %s are berth's own (they select the nodes where the platform is installed) and cannot be overridden", k, v1alpha1.LabelPrefix))
+		if strings.HasPrefix(k, labelPrefix) {
+			errs = append(errs, fmt.Errorf("nodeSelector %s: keys under %s are berth's own (they select the nodes where the platform is installed) and cannot be overridden", k, labelPrefix))
 			continue
 		}
 		if e := validation.IsQualifiedName(k); len(e) > 0 {
