@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // DefaultRuntimeClassName is the name of the cluster's default Kata class
@@ -34,23 +32,33 @@ type RuntimeClassTuning struct {
 // Empty reports whether t changes nothing.
 func (t RuntimeClassTuning) Empty() bool { return len(t.Overhead) == 0 && len(t.NodeSelector) == 0 }
 
+// The grammars of the values, as the API server checks them. They are
+// compiled when a tuning is checked, not at start-up, and written here
+// rather than taken from apimachinery, whose validation and quantity
+// packages would add their start-up work to the host binary (berth).
+const (
+	// quantityPattern is resource.Quantity's syntax without a sign.
+	quantityPattern = `^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+|m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$`
+	// dnsSubdomainPattern is a DNS-1123 subdomain (at most 253 bytes).
+	dnsSubdomainPattern = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// labelNamePattern is a label's name or value (at most 63 bytes).
+	labelNamePattern = `^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+)
+
 // Check refuses what a RuntimeClass cannot carry or what would take
 // berth's guards away, naming the entry.
 func (t RuntimeClassTuning) Check() error {
+	quantity := regexp.MustCompile(quantityPattern)
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(t.Overhead)) {
 		v := t.Overhead[k]
-		if k != "cpu" && k != "memory" {
+		switch {
+		case k != "cpu" && k != "memory":
 			errs = append(errs, fmt.Errorf("overhead %s: expected cpu or memory (berth sets the TEE key resources itself)", k))
-			continue
-		}
-		q, err := resource.ParseQuantity(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("overhead %s %q: expected a Kubernetes quantity such as 250m, 1 or 512Mi", k, v))
-			continue
-		}
-		if q.Sign() < 0 {
+		case strings.HasPrefix(v, "-"):
 			errs = append(errs, fmt.Errorf("overhead %s %q: expected a quantity of 0 or more", k, v))
+		case !quantity.MatchString(v):
+			errs = append(errs, fmt.Errorf("overhead %s %q: expected a Kubernetes quantity such as 250m, 1 or 512Mi", k, v))
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.NodeSelector)) {
@@ -59,21 +67,36 @@ func (t RuntimeClassTuning) Check() error {
 			errs = append(errs, fmt.Errorf("nodeSelector %s: keys under %s are berth's own (they select the nodes where the platform is installed) and cannot be overridden", k, labelPrefix))
 			continue
 		}
-		if e := validation.IsQualifiedName(k); len(e) > 0 {
-			errs = append(errs, fmt.Errorf("nodeSelector key %q: %s", k, strings.Join(e, "; ")))
+		if err := checkLabelKey(k); err != nil {
+			errs = append(errs, fmt.Errorf("nodeSelector key %q: %w", k, err))
 		}
-		if e := validation.IsValidLabelValue(v); len(e) > 0 {
-			errs = append(errs, fmt.Errorf("nodeSelector %s value %q: %s", k, v, strings.Join(e, "; ")))
+		if v != "" && (len(v) > 63 || !regexp.MustCompile(labelNamePattern).MatchString(v)) {
+			errs = append(errs, fmt.Errorf("nodeSelector %s value %q: expected at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", k, v))
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// checkLabelKey checks a qualified name: [DNS subdomain/]name.
+func checkLabelKey(k string) error {
+	prefix, name, hasPrefix := strings.Cut(k, "/")
+	if !hasPrefix {
+		prefix, name = "", k
+	}
+	if hasPrefix && (prefix == "" || len(prefix) > 253 || !regexp.MustCompile(dnsSubdomainPattern).MatchString(prefix)) {
+		return fmt.Errorf("prefix %q: expected a DNS subdomain (lower-case letters, digits, '-' and '.')", prefix)
+	}
+	if len(name) > 63 || !regexp.MustCompile(labelNamePattern).MatchString(name) {
+		return errors.New("expected a name of at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, after an optional DNS prefix and '/'")
+	}
+	return nil
+}
+
 // CheckDefaultClassName refuses a default class name the API server
 // would refuse or that is already the name of a chosen platform's class.
 func CheckDefaultClassName(name string, classes []string) error {
-	if e := validation.IsDNS1123Subdomain(name); len(e) > 0 {
-		return fmt.Errorf("default RuntimeClass name %q: %s", name, strings.Join(e, "; "))
+	if len(name) > 253 || !regexp.MustCompile(dnsSubdomainPattern).MatchString(name) {
+		return fmt.Errorf("default RuntimeClass name %q: expected a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253)", name)
 	}
 	if slices.Contains(classes, name) {
 		return fmt.Errorf("default RuntimeClass name %q is already a chosen platform's RuntimeClass: choose another name", name)
