@@ -159,6 +159,11 @@ part_kernel() { # ENVFILE
   echo "export BERTH_TDX_KERNEL=$cache/refvalues/vmlinuz-6.1.0-57-cloud-amd64" >> "$1"
 }
 
+# QEMU 10.0 (bookworm-backports), unpacked beside the system's 7.2 for the
+# refvalues tests that ask QEMU >= 10 what it hands the firmware; writes
+# BERTH_QEMU10. See .ci/qemu10.sh.
+part_qemu10() { BERTH_CACHE="$cache" bash .ci/qemu10.sh "$1"; }
+
 # Kubernetes control plane and node (etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kubelet, kubectl) for the
 # cluster-mode tests and the real node, built from tools/k8s; writes
@@ -216,6 +221,7 @@ mapfile -t vers < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' tools/cont
 newest2=$(printf '%s\n' "${vers[@]}" | grep '^2\.' | sort -V | tail -n1)
 
 start_part kernel part_kernel
+start_part qemu10 part_qemu10
 start_part k8s part_k8s
 # Newest first: the 2.x builds are the larger ones.
 for ver in $(printf '%s\n' "${vers[@]}" | sort -rV); do
@@ -251,6 +257,6 @@ echo "export BERTH_CONTAINERD1=/usr/bin/containerd" >> "$envtmp"
 echo "export BERTH_CONTAINERD2=$cache/bin/containerd-$newest2" >> "$envtmp"
 # Its runc shim, for the real node of internal/testkit/testnode.
 echo "export BERTH_CONTAINERD2_SHIM=$cache/bin/containerd-shim-runc-v2-$newest2" >> "$envtmp"
-for name in nydus kernel k8s helm; do cat "$parts/$name.env" >> "$envtmp"; done
+for name in nydus kernel qemu10 k8s helm; do cat "$parts/$name.env" >> "$envtmp"; done
 cp "$envtmp" "$envfile.tmp.$$"
 mv "$envfile.tmp.$$" "$envfile"

@@ -90,6 +90,26 @@ func TestChartRuntimeClassTuning(t *testing.T) {
 	}
 }
 
+// TestChartRuntimeClassTuningDebugTwin: the debug twin kata.debug adds
+// takes its platform's tuning, as kata-deploy's debug classes reuse the
+// shim's overhead and selector.
+func TestChartRuntimeClassTuningDebugTwin(t *testing.T) {
+	out := mustRender(t, "--set", "platforms={kubeadm-qemu-snp}", "--set", "kata.debug=true",
+		"--set", "nodeInstaller.manifest=https://example.com/m.json@sha256:"+strings.Repeat("0", 64),
+		"--set", "runtimeClasses.overrides.kubeadm-qemu-snp.overhead.cpu=3", "--set", "runtimeClasses.overrides.kubeadm-qemu-snp.nodeSelector.pool=tee",
+		"--show-only", "templates/runtimeclasses.yaml")
+	got := map[string]classSpec{}
+	for _, u := range decodeObjects(t, out) {
+		s := specOf(t, u)
+		got[s.Name] = s
+	}
+	for _, name := range []string{"kata-qemu-snp", "kata-qemu-snp-debug"} {
+		if s, ok := got[name]; !ok || s.Overhead["cpu"] != "3" || s.Selector["pool"] != "tee" {
+			t.Errorf("%s: %+v (rendered %v), want cpu 3 and pool=tee", name, s, ok)
+		}
+	}
+}
+
 func mustPlatform(t *testing.T, name string) platform.Platform {
 	t.Helper()
 	p, err := platform.Parse(name)

@@ -26,7 +26,7 @@ const (
 	// largest report of the fixture hosts with a worst-case install status
 	// still stays under 8 KiB; entries past it are counted in
 	// InstallStatus.PlatformsOmitted, failed ones kept first.
-	MaxInstallBytes = 1600
+	MaxInstallBytes = 1200
 	// InstallStatusSchema is the version of the InstallStatusAnnotation's
 	// JSON: a reader refuses a record of another version rather than
 	// misreading it.

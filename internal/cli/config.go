@@ -41,6 +41,10 @@ type configFlags struct {
 	// preview (render) shows a platform whose checks fail, with a
 	// warning, instead of refusing it.
 	preview bool
+	// kata is the operator's tuning of the Kata configuration, and
+	// customRuntime the name of the custom runtime made from --platform.
+	kata          KataFlags
+	customRuntime string
 }
 
 func newConfigCmd(g *Globals) *cobra.Command {
@@ -114,6 +118,8 @@ func addPlatformFlags(cmd *cobra.Command, fl *configFlags) {
 	f.StringVar(&fl.kataConfigDir, "kata-config-dir", "", "directory for the Kata configuration file (default <prefix>/etc/kata)")
 	f.StringVar(&fl.hypervisor, "hypervisor-path", "", "run this hypervisor binary (e.g. a distribution's QEMU, probed by berth check --hypervisor-path) instead of the one under --prefix")
 	AddSuffixFlag(cmd, &fl.suffix)
+	fl.kata.Add(cmd)
+	f.StringVar(&fl.customRuntime, "custom-runtime", "", "configure a custom runtime of this name made from --platform (kata-deploy's customRuntimes): its own handler, Kata configuration and RuntimeClass, with --kata-drop-in NAME=FILE")
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version to write (2 for containerd 1.x, 3 for 2.0-2.2, 4 for 2.3 and later) when the node's containerd version is unknown")
 }
 
@@ -196,6 +202,7 @@ byte after a kill at any step.`,
 	f := cmd.Flags()
 	f.StringVarP(&fl.platform, "platform", "p", "", "platform to remove")
 	f.BoolVar(&fl.all, "all", false, "remove every platform berth configured on this node (for --install-suffix, of that install only)")
+	f.StringVar(&fl.customRuntime, "custom-runtime", "", "remove the custom runtime of this name (made from --platform) instead of the platform's own handler")
 	AddSuffixFlag(cmd, &fl.suffix)
 	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime unless nothing changed and the handler is gone, verify every other handler, and roll back if one is lost")
 	return cmd
@@ -235,9 +242,22 @@ func configPlan(ctx context.Context, g *Globals, fl configFlags, root hostfs.Roo
 	if err := (configure.Paths{Prefix: fl.prefix, Hypervisor: fl.hypervisor, KataConfigDir: fl.kataConfigDir}).Check(); err != nil {
 		return nil, UsageErr(err)
 	}
+	var customs []string
+	if fl.customRuntime != "" {
+		if err := configure.CheckCustomName(fl.customRuntime); err != nil {
+			return nil, UsageErr(err)
+		}
+		customs = []string{fl.customRuntime}
+	}
+	kata, err := fl.kata.For(p, fl.customRuntime, []platform.Platform{p}, customs)
+	if err != nil {
+		return nil, err
+	}
+	paths := in.Paths(fl.hypervisor)
+	paths.Custom = fl.customRuntime
 	r, nr, err := configure.Plan(ctx, root, configure.PlanRequest{
 		Platform: p, Custom: custom, ConfigVersion: fl.configVersion, Discover: g.DiscoverOptions(false),
-		Options: configure.Options{Paths: in.Paths(fl.hypervisor), TEELabels: fl.teeLabels},
+		Options: configure.Options{Paths: paths, TEELabels: fl.teeLabels, Kata: kata},
 		Force:   fl.preview || fl.force,
 	})
 	switch {
@@ -539,6 +559,12 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 			return err
 		}
 		h := suffix.Handler(p)
+		if fl.customRuntime != "" {
+			if err := configure.CheckCustomName(fl.customRuntime); err != nil {
+				return UsageErr(err)
+			}
+			h = suffix.Of(fl.customRuntime)
+		}
 		handlers = []string{h}
 		if _, ok := st.Platforms[h]; !ok {
 			// Not berth's (any more): remove proves it gone with --restart.

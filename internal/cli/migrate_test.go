@@ -27,7 +27,7 @@ func TestMigrateKataDeploy(t *testing.T) {
 		return p
 	}
 	mine := write("mine.yaml", "k8sDistribution: k3s\nshims:\n  disableAll: true\n  qemu-snp:\n    enabled: true\nnodeSelector:\n  pool: kata\n")
-	proxy := write("proxy.yaml", "shims:\n  qemu-snp:\n    agent:\n      httpsProxy: http://user:pw@proxy:3128\n")
+	proxy := write("proxy.yaml", "shims:\n  qemu-snp:\n    agent:\n      httpsProxy: http://user:pw@proxy:3128\ndevkit: true\n")
 	bad := write("bad.yaml", "shims:\n  qemu: [1\n")
 	for _, tc := range []struct {
 		name      string
@@ -41,8 +41,8 @@ func TestMigrateKataDeploy(t *testing.T) {
 			[]string{"- k3s-qemu-snp\n", "    pool: kata\n"},
 			[]string{"shims.qemu-snp.enabled", "mapped", "platforms: k3s-qemu-snp", "nodeInstaller.nodeSelector", "mine.yaml:"}, ""},
 		{"unsupported", []string{mine, proxy}, errdefs.ExitFailure,
-			[]string{"- k3s-qemu-snp\n"},
-			[]string{"shims.qemu-snp.agent.httpsProxy", "not supported", "proxy.yaml:4", "1 knob(s) the files set are not supported"}, "pw@proxy"},
+			[]string{"- k3s-qemu-snp\n", "agentProxy:\n    k3s-qemu-snp:\n      httpsProxy: http://user:pw@proxy:3128\n"},
+			[]string{"shims.qemu-snp.agent.httpsProxy", "kata.agentProxy.k3s-qemu-snp.httpsProxy", "proxy.yaml:4", "devkit", "not supported", "proxy.yaml:5", "1 knob(s) the files set are not supported"}, "pw@proxy"},
 		{"unsupported allowed", []string{"--allow-unsupported", mine, proxy}, ExitOK, []string{"- k3s-qemu-snp\n"}, []string{"not supported"}, "Error"},
 		{"tee example", []string{filepath.Join(chart, "try-kata-tee.values.yaml")}, errdefs.ExitFailure,
 			[]string{"- kubeadm-qemu-tdx\n"}, []string{"shims.qemu-se.enabled", "s390x"}, ""},

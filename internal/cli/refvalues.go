@@ -29,6 +29,9 @@ type refvaluesFlags struct {
 	rtmr      rtmrFlags
 	// initdata is the CoCo init-data document (--initdata).
 	initdata string
+	// kataConfig is the Kata configuration file the command line is
+	// derived from (--kata-config) instead of the one berth renders.
+	kataConfig string
 }
 
 // bootInputs are the measured components, from flags or from a manifest;
@@ -36,7 +39,9 @@ type refvaluesFlags struct {
 type bootInputs struct {
 	firmware, kernel, initrd refvalues.Component
 	cmdline                  *string
-	want                     map[string]manifest.Component
+	// cmdlineSource says where cmdline came from (Inputs.CmdlineSource).
+	cmdlineSource string
+	want          map[string]manifest.Component
 	// closeInstalled releases the installation the components were read
 	// from (--installed), kept open while they are measured.
 	closeInstalled func() error
@@ -69,6 +74,13 @@ the measured kernelCmdline). Their files are looked up in the --from
 directories (named by sha256 digest first, then by install path base name or
 component name) and in the download cache (<cache>/sha256/<digest>), and
 their sha256 and size must match the manifest.
+
+With --manifest and --installed, the kernel command line is the one the Kata
+runtime passes to the platform's guests: derived from the Kata configuration
+berth renders for the platform (or --kata-config FILE) as Kata 4.1's Go
+runtime builds it (kernel_params plus what it adds for QEMU, the TEE, the root
+filesystem, console, debug and the agent), not the manifest's kernelCmdline;
+--cmdline overrides it. The output says where the command line came from.
 
 With --installed, they are the files the live installation under --prefix
 (on the host --root names) holds: each is checked against the install record
@@ -111,6 +123,7 @@ ReferenceValues of a Contrast manifest.`,
 	fl.StringVar(&f.prefix, "prefix", configure.DefaultPrefix, "installation prefix (with --installed; a path on the host named by --root)")
 	fl.StringVar(&f.factsFile, "facts", "", "facts JSON (berth facts -o json) whose SNP TCB fills the minimum TCB")
 	fl.BoolVar(&f.node, "node", false, "discover the host named by --root and fill the SNP minimum TCB from its TCB")
+	fl.StringVar(&f.kataConfig, "kata-config", "", "Kata configuration file to derive the guest kernel command line from (with --manifest or --installed; default: the one berth renders for --platform)")
 	fl.StringVar(&f.initdata, "initdata", "", "CoCo init-data document (TOML, or the cc_init_data annotation value): adds the expected SNP HOST_DATA / TDX MRCONFIGID")
 	Positive(cmd, "memory")
 	cmd.AddCommand(newRefvaluesExplainCmd(g))
@@ -138,7 +151,7 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 	changed := cmd.Flags().Changed
 	var in bootInputs
 	if f.installed {
-		for _, name := range []string{"firmware", "kernel", "initrd", "cmdline", "from", "cache"} {
+		for _, name := range []string{"firmware", "kernel", "initrd", "from", "cache"} {
 			if changed(name) {
 				return UsageErr(fmt.Errorf("--%s and --installed exclude each other: the installation holds the boot components", name))
 			}
@@ -154,15 +167,21 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 			return err
 		}
 		defer in.closeInstalled()
+		if err := useKataCmdline(g, f, changed, p, &in); err != nil {
+			return UsageErr(err)
+		}
 	} else if changed("prefix") {
 		return UsageErr(fmt.Errorf("--prefix applies with --installed only"))
 	} else if f.manifest != "" {
-		for _, name := range []string{"firmware", "kernel", "initrd", "cmdline"} {
+		for _, name := range []string{"firmware", "kernel", "initrd"} {
 			if changed(name) {
 				return UsageErr(fmt.Errorf("--%s and --manifest exclude each other: the manifest names the boot components", name))
 			}
 		}
 		if in, err = manifestInputs(g, f, p); err != nil {
+			return UsageErr(err)
+		}
+		if err := useKataCmdline(g, f, changed, p, &in); err != nil {
 			return UsageErr(err)
 		}
 	} else {
@@ -171,6 +190,9 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 		}
 		if f.firmware == "" {
 			return UsageErr(fmt.Errorf("--firmware is required (or --manifest)"))
+		}
+		if f.kataConfig != "" {
+			return UsageErr(fmt.Errorf("--kata-config applies with --manifest or --installed: with --kernel, give the command line with --cmdline"))
 		}
 		in = flagInputs(f, changed)
 	}
@@ -215,6 +237,9 @@ func runRefvalues(cmd *cobra.Command, g *Globals, f *refvaluesFlags) error {
 	}
 	if err := in.check(doc); err != nil {
 		return UsageErr(err)
+	}
+	if doc.Inputs.Cmdline != nil {
+		doc.Inputs.CmdlineSource = in.cmdlineSource
 	}
 	if f.initdata != "" {
 		if doc.InitData, err = initDataValues(f.initdata, doc.TEE); err != nil {
@@ -270,7 +295,7 @@ func flagInputs(f *refvaluesFlags, changed func(string) bool) bootInputs {
 	}
 	if changed("cmdline") {
 		c := f.cmdline
-		in.cmdline = &c
+		in.cmdline, in.cmdlineSource = &c, "--cmdline"
 	}
 	return in
 }

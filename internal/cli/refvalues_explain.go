@@ -24,6 +24,8 @@ const (
 // explainFlags are the options of berth refvalues explain.
 type explainFlags struct {
 	log, table, reference, referenceLog, quote string
+	// snpReport is an SEV-SNP attestation report (--snp-report).
+	snpReport string
 }
 
 // newRefvaluesExplainCmd is `berth refvalues explain`: a subcommand of
@@ -58,13 +60,25 @@ event log (a JSON array of {imr, event_type, digest, event, event_payload}).
 type and a log no longer than its log area. A malformed log or table is refused
 with the byte offset and field.
 
-Exit status: 0 when RTMR0-2 match, 1 when one differs, 2 on bad input.
+--snp-report explains an SEV-SNP guest instead: its attestation report
+(1184 bytes as /dev/sev-guest returns it, versions 2, 3 and 5, or the same in
+hex) is compared with --reference (berth refvalues -o json for the SNP
+platform, with --initdata when the pod has init-data): POLICY, MEASUREMENT
+(which product line and vCPU count it matches), HOST_DATA (the init-data
+digest) and REPORTED_TCB against the minimum TCB, naming the first field that
+differs and its likely cause. The signature is not checked (a verifier's
+business). A malformed report is refused with the byte offset and field.
+
+Exit status: 0 when RTMR0-2 (or the SNP report's fields) match, 1 when one
+differs, 2 on bad input.
 RVPS and Contrast exports hold register values only and are not accepted as a
 reference: give the -o json document they were exported from.`,
 		Example: `  berth refvalues --platform kata-qemu-tdx --firmware OVMF.fd --kernel vmlinuz \
     --cmdline "console=hvc0" -o json > expected.json
   berth refvalues explain --log CCEL.data --table CCEL --reference expected.json
-  berth refvalues explain --log bad-guest.CCEL --reference-log good-guest.CCEL -o json`,
+  berth refvalues explain --log bad-guest.CCEL --reference-log good-guest.CCEL -o json
+  berth refvalues --platform kata-qemu-snp --installed --initdata initdata.toml -o json > snp.json
+  berth refvalues explain --snp-report report.bin --reference snp.json`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runExplain(g, &f) },
 	}
@@ -73,6 +87,7 @@ reference: give the -o json document they were exported from.`,
 	fl.StringVar(&f.table, "table", "", "the guest's CCEL ACPI table (/sys/firmware/acpi/tables/CCEL), checked against the log")
 	fl.StringVar(&f.reference, "reference", "", "berth refvalues -o json/yaml document with tdx.rtmr (the expected events)")
 	fl.StringVar(&f.referenceLog, "reference-log", "", "a known-good guest's event log to compare with instead of --reference")
+	fl.StringVar(&f.snpReport, "snp-report", "", "an SEV-SNP guest's attestation report (binary or hex) to compare with --reference instead of an event log")
 	fl.StringVar(&f.quote, "quote", "", "the guest's TDX quote (DCAP v4/v5, binary): the log must replay to its RTMR0-2")
 	return cmd
 }
@@ -81,6 +96,9 @@ func runExplain(g *Globals, f *explainFlags) error {
 	format, err := g.Format(output.Table, output.JSON, output.YAML)
 	if err != nil {
 		return err
+	}
+	if f.snpReport != "" {
+		return runExplainSNP(g, f, format)
 	}
 	if f.log == "" {
 		return UsageErr(fmt.Errorf("--log is required: the guest's event log (/sys/firmware/acpi/tables/data/CCEL)"))
@@ -161,4 +179,45 @@ func readEventLog(name string) (*refvalues.EventLog, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return log, nil
+}
+
+// maxSNPReportFile bounds --snp-report: 1184 bytes, or twice that in hex
+// with line breaks.
+const maxSNPReportFile = 8 << 10
+
+// runExplainSNP compares an SNP attestation report with an SNP reference
+// document.
+func runExplainSNP(g *Globals, f *explainFlags, format output.Format) error {
+	for name, v := range map[string]string{"log": f.log, "table": f.table, "reference-log": f.referenceLog, "quote": f.quote} {
+		if v != "" {
+			return UsageErr(fmt.Errorf("--%s and --snp-report exclude each other: an SNP report is compared with --reference only", name))
+		}
+	}
+	if f.reference == "" {
+		return UsageErr(fmt.Errorf("--snp-report needs --reference: berth refvalues -o json for the SNP platform"))
+	}
+	b, err := readLimited(f.snpReport, maxSNPReportFile)
+	if err != nil {
+		return UsageErr(err)
+	}
+	r, err := refvalues.DecodeSNPReport(b)
+	if err != nil {
+		return UsageErr(fmt.Errorf("%s: %w", f.snpReport, err))
+	}
+	rb, err := readLimited(f.reference, maxReferenceFile)
+	if err != nil {
+		return UsageErr(err)
+	}
+	ref, err := refvalues.ReferenceSNP(f.reference, rb)
+	if err != nil {
+		return UsageErr(err)
+	}
+	x := refvalues.ExplainSNP(r, ref)
+	if err := output.Render(g.stdout, format, x, func(w io.Writer) error { return x.WriteTable(w) }); err != nil {
+		return err
+	}
+	if x.Any() {
+		return ExitErr(ExitNotReady, errors.New(""))
+	}
+	return nil
 }

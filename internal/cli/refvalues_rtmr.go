@@ -26,8 +26,8 @@ const kataQEMU = "/opt/kata/bin/qemu-system-x86_64"
 
 func addRTMRFlags(fl *pflag.FlagSet, f *rtmrFlags) {
 	fl.Uint64Var(&f.memory, "memory", 2048, "TDX guest memory in MiB (Kata's default_memory), for the TD HOB and ACPI tables in RTMR0")
-	fl.StringVar(&f.qemu, "qemu", "", "QEMU binary whose ACPI tables RTMR0 measures (default "+kataQEMU+", else qemu-system-x86_64 in PATH)")
-	fl.StringVar(&f.edk2, "edk2", "default", "TDVF event-log profile: default (edk2 2022.11-2025.02) or 202408")
+	fl.StringVar(&f.qemu, "qemu", "", "QEMU binary whose ACPI tables (RTMR0) and fw_cfg kernel, initrd and command line (RTMR1, RTMR2) are measured (default "+kataQEMU+", else qemu-system-x86_64 in PATH)")
+	fl.StringVar(&f.edk2, "edk2", "auto", "TDVF event-log profile: auto (from the version the firmware carries), default (edk2 2022.11-2025.02) or 202408")
 }
 
 // tdxRTMRRequest builds the RTMR0-2 request when a kernel is given: it
@@ -63,9 +63,21 @@ func tdxRTMRRequest(cmd *cobra.Command, g *Globals, f *refvaluesFlags, in bootIn
 		return nil, err
 	}
 	g.log.Info("ACPI tables", "qemu", qemu, "version", fmt.Sprintf("%d.%d.%d", ver[0], ver[1], ver[2]), "memoryMiB", f.rtmr.memory)
+	cacheDir := acpiCacheDir(g, f.cache, changed("cache"))
+	// The same QEMU, with the same machine, is asked what it hands the
+	// firmware for this kernel, initrd and command line: RTMR1 and RTMR2
+	// measure that rather than a model of QEMU's loader.
+	ask := func(kernel, initrd []byte, cmdline string) (*refvalues.FwCfgBoot, error) {
+		boot, _, err := refvalues.CachedBootBlobs(cmd.Context(), cacheDir, m, kernel, initrd, cmdline)
+		if errors.Is(err, refvalues.ErrCacheWrite) {
+			g.log.Warn("fw_cfg boot items not cached", "err", err)
+			err = nil
+		}
+		return boot, err
+	}
 	return &refvalues.TDXRTMRRequest{
 		Kernel: in.kernel, Initrd: in.initrd, Cmdline: in.cmdline,
-		MemoryMiB: f.rtmr.memory, ACPI: blobs, QEMU: ver, Profile: profile,
+		MemoryMiB: f.rtmr.memory, ACPI: blobs, QEMU: ver, Profile: profile, FwCfg: ask,
 	}, nil
 }
 

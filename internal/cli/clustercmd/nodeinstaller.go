@@ -56,6 +56,8 @@ type nodeInstallerFlags struct {
 	runOnce          bool
 	parallel         int
 	ignore           []string
+	kata             cli.KataFlags
+	customRuntimes   []string
 }
 
 func newNodeInstallerCmd(g *cli.Globals) *cobra.Command {
@@ -129,11 +131,13 @@ rollout waits on this node.`,
 	f.StringVar(&fl.restartLease, "restart-lease", "", "NAMESPACE/NAME of a coordination.k8s.io Lease held while this node restarts its runtime, so that at most one node of the cluster does at a time (empty: no lock)")
 	f.IntVar(&fl.maxRestarts, "max-concurrent-restarts", 1, "how many nodes may restart their runtime at once under --restart-lease (slots NAME, NAME-1, ... NAME-(N-1); above 1 the Role also needs list on leases)")
 	f.StringArrayVar(&fl.startupTaints, "startup-taint", nil, "KEY[=VALUE]:EFFECT of a taint the operator puts on nodes at registration (e.g. berth.dev/runtime-not-ready:NoSchedule), or a bare KEY for that key's taints of any effect, removed from this node once every platform's handler is verified live; a failed install keeps it; repeatable")
-	f.StringVar(&fl.containerdDropIn, "containerd-drop-in", "", "file holding a containerd drop-in of the operator's own (TOML; kata-deploy's containerd.userDropIn), written as "+configure.UserDropInName+" beside berth's handler drop-in, loaded and checked by the restart like berth's own change, and removed with the last platform (containerd 2.x or a drop-in directory only)")
+	f.StringVar(&fl.containerdDropIn, "containerd-drop-in", "", "file holding a containerd drop-in of the operator's own (TOML; kata-deploy's containerd.userDropIn), written as "+configure.ContainerdUserDropInName+" beside berth's handler drop-in, loaded and checked by the restart like berth's own change, and removed with the last platform (containerd 2.x or a drop-in directory only)")
 	f.BoolVar(&fl.advertiseTEEKeys, "advertise-tee-keys", false, "advertise the node's TEE keys as the extended resources sev-snp.amd.com/esids and tdx.intel.com/keys (kata-deploy's names) in its status.capacity, for the TEEs of the installed platforms; without it, those it advertised before are removed")
 	f.BoolVar(&fl.runOnce, "run-once", false, "exit after the run (job mode): 0 when every platform is installed and verified, 1 otherwise; no health server")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
 	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings, so that the platform installs anyway (comma-separated, case-insensitive; \"all\" only alone), as berth check --ignore")
+	fl.kata.Add(cmd)
+	f.StringArrayVar(&fl.customRuntimes, "custom-runtime", nil, "NAME=PLATFORM: a custom runtime (kata-deploy's customRuntimes), a handler of its own made from an installed platform and its --kata-drop-in NAME=...; repeatable")
 	cli.Positive(cmd, "parallel", "sandbox-timeout")
 	cmd.AddCommand(newTeardownCmd(g), newDispatchCmd(g))
 	return cmd
@@ -145,7 +149,20 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 	if err != nil {
 		return nodeinstall.Options{}, err
 	}
+	customs, err := fl.kata.ParseCustomRuntimes(fl.customRuntimes, ps)
+	if err != nil {
+		return nodeinstall.Options{}, err
+	}
+	var names []string
+	for _, c := range customs {
+		names = append(names, c.Name)
+	}
+	kata, err := fl.kata.PerPlatform(ps, names)
+	if err != nil {
+		return nodeinstall.Options{}, err
+	}
 	return nodeinstall.Options{
+		Kata: kata, CustomRuntimes: customs,
 		Mode: fl.mode, NodeName: fl.nodeName, Platforms: ps, Manifest: fl.manifest,
 		Prefix: fl.prefix, Suffix: fl.suffix, KataConfigDir: fl.kataConfigDir,
 		ContainerdConfig: fl.containerdConfig, CRIOConfig: fl.crioConfig, RuntimeUnit: fl.runtimeUnit, RuntimeSocket: fl.runtimeSocket,

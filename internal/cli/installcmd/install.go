@@ -48,6 +48,8 @@ type installFlags struct {
 	kataConfigDir string
 	// suffix is --install-suffix as given.
 	suffix string
+	// kata is the operator's tuning of each platform's Kata configuration.
+	kata cli.KataFlags
 }
 
 // target is the install the flags name (--install-suffix, --prefix,
@@ -111,6 +113,7 @@ is not live (or the runtime could not be asked), 2 usage error.`,
 	f.IntVar(&fl.configVersion, "containerd-config-version", 0, "containerd config version (2 or 3) when the node's containerd version is unknown")
 	fl.custom.Add(cmd)
 	f.StringVar(&fl.kataConfigDir, "kata-config-dir", "", "directory for the Kata configuration files (default <prefix>/etc/kata)")
+	fl.kata.Add(cmd)
 	cli.Positive(cmd, "parallel")
 	return cmd
 }
@@ -382,6 +385,10 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 	if err := (configure.Paths{Prefix: fl.prefix, KataConfigDir: fl.kataConfigDir}).Check(); err != nil {
 		return cli.UsageErr(err)
 	}
+	kata, err := fl.kata.PerPlatform(ps, nil)
+	if err != nil {
+		return err
+	}
 	ls, bundles, err := install.Locators(fl.from)
 	if err != nil {
 		return cli.UsageErr(err)
@@ -476,7 +483,7 @@ func runInstall(ctx context.Context, g *cli.Globals, fl installFlags) error {
 		}
 		// The configuration names paths under the prefix as the host sees
 		// it, which the stable links resolve to the current installation.
-		wf.Applier = install.RuntimeConfig{FS: w, Change: g.ChangeOptions(), Options: configure.Options{Paths: target.Paths("")},
+		wf.Applier = install.RuntimeConfig{FS: w, Change: g.ChangeOptions(), Options: configure.Options{Paths: target.Paths("")}, Kata: kata,
 			Target: func(p platform.Platform) (configure.Target, error) {
 				return cli.TargetForLayout(node, p, layoutOf(p), fl.configVersion)
 			}}

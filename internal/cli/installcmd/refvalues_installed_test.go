@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"berth.dev/berth/internal/node/configure"
+	"berth.dev/berth/platform"
 )
 
 const (
@@ -51,7 +55,7 @@ func TestRefvaluesInstalled(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("install: exit %d\n%s\n%s", code, out, errOut)
 	}
-	args := []string{"--root", root, "refvalues", "--platform", "k3s-qemu-snp-genoa", "--installed", "--node", "--vcpus", "1"}
+	args := []string{"--root", root, "refvalues", "--platform", "k3s-qemu-snp-genoa", "--installed", "--node", "--vcpus", "1", "--cmdline", "console=ttyS0"}
 
 	code, out, errOut = runCheckCLI(t, append(args, "-o", "json")...)
 	if code != 0 {
@@ -84,6 +88,48 @@ func TestRefvaluesInstalled(t *testing.T) {
 	tcb := doc.SNP.Sets[0].MinimumTCB
 	if tcb.Status != "from node" || !strings.Contains(tcb.Source, "recorded /dev/sev probe") || *tcb.Fields[3].Value != 72 {
 		t.Errorf("minimum TCB not the node's: %+v", tcb)
+	}
+
+	// Without --cmdline, the command line is the one Kata passes, and the
+	// output says so.
+	code, out, errOut = runCheckCLI(t, append(slices.Clone(args[:len(args)-2]), "-o", "json")...)
+	if code != 0 || !strings.Contains(out, `"cmdline": "tsc=reliable no_timer_check`) ||
+		!strings.Contains(out, `"cmdlineSource": "Kata 4.1.0 runtime's command line for berth's configuration-qemu-snp.toml (berth config has not configured k3s-qemu-snp-genoa on this host), derived by berth"`) {
+		t.Errorf("--installed without --cmdline: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	// With the platform configured (berth config's state names the Kata
+	// file), the command line is derived from the file on the host and
+	// its config.d drop-ins: the oracle vector of that file.
+	p, err := platform.Parse("k3s-qemu-snp-genoa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kataDir := filepath.Join(root, "opt/berth/etc/kata")
+	if err := os.MkdirAll(filepath.Join(kataDir, "config.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dropin := rvData + "kata-cmdline/configs/dropin/"
+	for from, to := range map[string]string{"configuration-qemu-snp.toml": p.Name() + ".toml", "config.d/10-kernel.toml": "config.d/10-kernel.toml", "config.d/20-agent.toml": "config.d/20-agent.toml"} {
+		b, err := os.ReadFile(dropin + from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(kataDir, to), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := `{"version": 1, "platforms": {"kata-qemu-snp": {"platform": "k3s-qemu-snp-genoa", "files": [{"path": "/opt/berth/etc/kata/` + p.Name() + `.toml", "kind": "owned"}]}}}`
+	if err := os.MkdirAll(filepath.Join(root, filepath.Dir(configure.StatePath)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, configure.StatePath), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCheckCLI(t, append(slices.Clone(args[:len(args)-2]), "-o", "json")...)
+	if code != 0 || !strings.Contains(out, "agent.cdh_api_timeout=90 agent.launch_process_timeout=6 cgroup_no_v1=all systemd.unified_cgroup_hierarchy=1 agent.guest_components_rest_api=all\"") ||
+		!strings.Contains(out, "/opt/berth/etc/kata/"+p.Name()+".toml on the host with 2 drop-ins of its config.d, derived by berth") {
+		t.Errorf("--installed with berth config's Kata file: exit %d\n%s\n%s", code, out, errOut)
 	}
 
 	code, out, errOut = runCheckCLI(t, append(args, "-o", "contrast")...)

@@ -87,14 +87,14 @@ func checkUserDropIn(t *testing.T, n *testnode.Node) string {
 	t.Helper()
 	var found string
 	err := filepath.WalkDir(filepath.Dir(n.ContainerdConfig), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Name() == configure.UserDropInName {
+		if err == nil && d.Name() == configure.ContainerdUserDropInName {
 			found = p
 		}
 		return err
 	})
 	if err != nil || found == "" {
-		t.Errorf("no %s under %s (%v)", configure.UserDropInName, filepath.Dir(n.ContainerdConfig), err)
-		return filepath.Join(filepath.Dir(n.ContainerdConfig), configure.UserDropInName)
+		t.Errorf("no %s under %s (%v)", configure.ContainerdUserDropInName, filepath.Dir(n.ContainerdConfig), err)
+		return filepath.Join(filepath.Dir(n.ContainerdConfig), configure.ContainerdUserDropInName)
 	}
 	if b, err := os.ReadFile(found); err != nil || !strings.Contains(string(b), userDropIn) {
 		t.Errorf("%s: %v, or without the values' drop-in:\n%s", found, err, b)

@@ -39,10 +39,8 @@ func to(path string) func(*mapper, knob, map[string]shimResult) Knob {
 }
 
 const (
-	whyOverrides = "berth's chart has no Kata configuration drop-in yet (issue 41, item 1)"
-	whyProxy     = "berth's chart has no guest agent proxy or annotation allowlist yet (issue 41, item 2)"
-	whyOverhead  = "berth's RuntimeClasses always reserve the pod overhead (the VM's memory and CPU outside the pod's containers); set a smaller one per platform with runtimeClasses.overrides.<platform>.overhead"
-	whyJob       = "berth's job mode has no such setting: nodeInstaller.job has parallelism and one timeout for all nodes"
+	whyOverhead = "berth's RuntimeClasses always reserve the pod overhead (the VM's memory and CPU outside the pod's containers); set a smaller one per platform with runtimeClasses.overrides.<platform>.overhead"
+	whyJob      = "berth's job mode has no such setting: nodeInstaller.job has parallelism and one timeout for all nodes"
 )
 
 // rules cover every value of kata-deploy 4.1's values.yaml.
@@ -114,7 +112,13 @@ func rules() []rule {
 			return notNeeded("berth advertises no TEE keys unless nodeInstaller.advertiseTEEKeys is set")
 		}},
 		{pattern: "verification", do: fixed(notNeeded("berth's node-installer starts a sandbox on every installed handler before it labels the node"))},
-		{pattern: "customRuntimes", do: fixed(unsupported(whyOverrides))},
+		{pattern: "customRuntimes.enabled", do: func(m *mapper, k knob, _ map[string]shimResult) Knob {
+			if rts, _ := m.merged.value("customRuntimes.runtimes").(map[string]any); k.n.v == true && len(rts) > 0 {
+				return mapped("kata.customRuntimes (those of customRuntimes.runtimes)")
+			}
+			return notNeeded("no custom runtimes are listed (customRuntimes.runtimes)")
+		}},
+		{pattern: "customRuntimes.runtimes", do: customRuntimesKnob},
 	}
 }
 
@@ -158,10 +162,8 @@ func shimKnob(m *mapper, k knob, shims map[string]shimResult) Knob {
 			return unsupported(r.why)
 		}
 		return notNeeded("berth's preflight decides per node where each platform installs")
-	case sub == "dropIn":
-		return unsupported(whyOverrides)
-	case sub == "allowedHypervisorAnnotations", strings.HasPrefix(sub, "agent."):
-		return unsupported(whyProxy)
+	case sub == "dropIn", sub == "allowedHypervisorAnnotations", strings.HasPrefix(sub, "agent."):
+		return kataShimKnob(m, k, sub, r)
 	case sub == "containerd.forceGuestPull":
 		return unsupported("berth pulls in the guest exactly when the platform's snapshotter is nydus")
 	case strings.HasPrefix(sub, "crio."):

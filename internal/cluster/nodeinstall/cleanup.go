@@ -102,31 +102,46 @@ func (n *Installer) removeConfig(ctx context.Context, plats []string, rep *Repor
 		if err != nil {
 			return fmt.Errorf("the installation record names platform %q: %w", s, err)
 		}
-		ps, ok := st.Platforms[n.cfg.Suffix.Handler(p)]
-		if !ok {
-			continue
+		// Custom runtimes made from p run its binaries: they go first.
+		for _, h := range append(st.CustomHandlersOf(p, n.cfg.Suffix), n.cfg.Suffix.Handler(p)) {
+			if err := n.removeHandler(ctx, w, st, p, h, rep, lk); err != nil {
+				return err
+			}
 		}
-		var l platform.Layout
-		if ps.Layout != nil {
-			// A custom distribution's paths, as given when it was applied.
-			l = *ps.Layout
-		} else if l, err = n.layout(p); err != nil {
+	}
+	return nil
+}
+
+// removeHandler removes handler h of platform p, with a restart and a
+// check that every other handler is still live.
+func (n *Installer) removeHandler(ctx context.Context, w configure.FS, st *configure.State, p platform.Platform, h string, rep *Report, lk *restartLock) error {
+	ps, ok := st.Platforms[h]
+	if !ok {
+		return nil
+	}
+	var l platform.Layout
+	if ps.Layout != nil {
+		// A custom distribution's paths, as given when it was applied.
+		l = *ps.Layout
+	} else {
+		var err error
+		if l, err = n.layout(p); err != nil {
 			return err
 		}
-		rt, err := n.cfg.Runtime(ctx, l)
-		if err != nil {
-			return fmt.Errorf("platform %s: finding the running container runtime: %w", p, err)
-		}
-		res, err := configure.RemoveLive(ctx, w, n.cfg.Suffix.Handler(p), countingRuntime{Runtime: rt, n: &rep.Restarts, lock: lk})
-		if res != nil && res.Result != nil {
-			rep.Changed = append(rep.Changed, res.Changed...)
-		}
-		if err != nil {
-			return fmt.Errorf("removing the runtime configuration of %s: %w", p, err)
-		}
-		if res.Restarted {
-			rep.Handlers[rt.Name()] = res.After
-		}
+	}
+	rt, err := n.cfg.Runtime(ctx, l)
+	if err != nil {
+		return fmt.Errorf("platform %s: finding the running container runtime: %w", p, err)
+	}
+	res, err := configure.RemoveLive(ctx, w, h, countingRuntime{Runtime: rt, n: &rep.Restarts, lock: lk})
+	if res != nil && res.Result != nil {
+		rep.Changed = append(rep.Changed, res.Changed...)
+	}
+	if err != nil {
+		return fmt.Errorf("removing the runtime configuration of %s: %w", p, err)
+	}
+	if res.Restarted {
+		rep.Handlers[rt.Name()] = res.After
 	}
 	return nil
 }

@@ -177,6 +177,12 @@ type Config struct {
 	// (ResourceSNPKeys, ResourceTDXKeys), where the host's facts give it;
 	// without it, any the installer advertised before are removed.
 	AdvertiseTEEKeys bool
+	// Kata are the operator's Kata options per platform (by
+	// platform.String()): drop-in, agent proxy, annotation allowlist.
+	Kata map[string]configure.KataOptions
+	// CustomRuntimes are handlers of their own made from installed
+	// platforms (kata-deploy's customRuntimes), applied after their base.
+	CustomRuntimes []configure.CustomRuntime
 	// Log receives progress; nil discards.
 	Log *slog.Logger
 	// Now is the clock of Events; nil is time.Now.

@@ -77,6 +77,10 @@ type Options struct {
 	// ContainerdDropIn is a file holding the operator's containerd
 	// drop-in (Config.ContainerdDropIn; "": none).
 	ContainerdDropIn string
+	// Kata and CustomRuntimes are Config.Kata and Config.CustomRuntimes,
+	// checked by the command line.
+	Kata           map[string]configure.KataOptions
+	CustomRuntimes []configure.CustomRuntime
 	// Getenv reads the environment the defaults come from; nil reads
 	// none.
 	Getenv func(string) string
@@ -281,6 +285,8 @@ func (s *Settings) Config(h Host) (Config, error) {
 		StartupTaints:    s.StartupTaints,
 		ContainerdDropIn: s.ContainerdDropIn,
 		AdvertiseTEEKeys: o.AdvertiseTEEKeys,
+		Kata:             o.Kata,
+		CustomRuntimes:   o.CustomRuntimes,
 		Log:              h.Log,
 	}
 	cfg.Discover.Log = h.Log

@@ -47,6 +47,7 @@ func readyFacts() *facts.Facts {
 			ConfigPath: "etc/containerd/config.toml", ConfigExists: true, ConfigVersion: 3,
 			Snapshotters: []string{"overlayfs", "nydus", "devmapper", "blockfile", "erofs"}, DevmapperPool: "containerd-pool", SocketExists: true, Socket: "run/containerd/containerd.sock"}},
 		Distribution: facts.Distribution{Name: "kubeadm", PodResourcesSocket: "/var/lib/kubelet/pod-resources/kubelet.sock", PodResourcesPresent: true},
+		Kubelet:      facts.Kubelet{RuntimeRequestTimeout: "10m0s", RuntimeRequestTimeoutSource: "var/lib/kubelet/config.yaml:31 runtimeRequestTimeout"},
 		Binaries: []facts.Binary{{Name: "qemu", Path: "/opt/kata/bin/qemu-system-x86_64", Version: "10.1.0"},
 			{Name: "cloud-hypervisor", Path: "/opt/kata/bin/cloud-hypervisor", Version: "48.0"},
 			{Name: "firecracker", Path: "/opt/kata/bin/firecracker", Version: "1.12.0"},
@@ -217,6 +218,28 @@ func TestAreas(t *testing.T) {
 		{"vbios no published minimum", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.GPUs[0].DeviceID = "2335" }, "gpu.cc.vbios", check.Unknown, "no minimum VBIOS for 10de:2335"},
 		{"no pod-resources socket", "kubeadm-qemu-none+gpu", func(f *facts.Facts) { f.Distribution.PodResourcesPresent = false }, "gpu.podresources", check.Fail, "no kubelet pod-resources socket at /var/lib/kubelet/pod-resources/kubelet.sock"},
 		{"no distribution: pod-resources unknown", "kubeadm-qemu-none+gpu", func(f *facts.Facts) { f.Distribution = facts.Distribution{} }, "gpu.podresources", check.Unknown, "no Kubernetes distribution"},
+		{"k0s: pod-resources socket under k0s's kubelet root", "k0s-qemu-none+gpu", func(f *facts.Facts) {
+			f.Distribution = facts.Distribution{Name: "k0s", PodResourcesSocket: platform.K0s.PodResourcesSocket()}
+		}, "gpu.podresources", check.Fail, "no kubelet pod-resources socket at /var/lib/k0s/kubelet/pod-resources/kubelet.sock (k0s's kubelet root)"},
+		{"kubelet timeout set high enough", "kubeadm-qemu-snp", func(f *facts.Facts) {}, "distribution.kubelet.timeout", check.Pass, "10m0s >= 10m0s"},
+		{"kubelet timeout at the default under guest pull", "kubeadm-qemu-snp", func(f *facts.Facts) { f.Kubelet = facts.Kubelet{} },
+			"distribution.kubelet.timeout", check.Warn, "2m0s (the default) is under the 600 s kata-deploy suggests"},
+		{"kubelet timeout default: kubeadm remedy", "kubeadm-qemu-snp", func(f *facts.Facts) { f.Kubelet = facts.Kubelet{} },
+			"distribution.kubelet.timeout", check.Warn, "runtimeRequestTimeout: 10m in /var/lib/kubelet/config.yaml"},
+		{"kubelet timeout low on k3s names the file that set it", "k3s-qemu-snp", func(f *facts.Facts) {
+			f.Distribution.Name = "k3s"
+			f.Kubelet = facts.Kubelet{RuntimeRequestTimeout: "5m0s", RuntimeRequestTimeoutSource: "etc/rancher/k3s/config.yaml:4 kubelet-arg runtime-request-timeout"}
+		}, "distribution.kubelet.timeout", check.Warn, "raise it to 10m or more at /etc/rancher/k3s/config.yaml:4, or"},
+		{"kubelet timeout k3s remedy", "k3s-qemu-snp", func(f *facts.Facts) { f.Distribution.Name, f.Kubelet = "k3s", facts.Kubelet{} },
+			"distribution.kubelet.timeout", check.Warn, "kubelet-arg in /etc/rancher/k3s/config.yaml"},
+		{"kubelet timeout forced guest pull on overlayfs (tdx)", "kubeadm-qemu-tdx", func(f *facts.Facts) {
+			f.Kubelet = facts.Kubelet{RuntimeRequestTimeout: "2m30s", RuntimeRequestTimeoutSource: "etc/default/kubelet:1 --runtime-request-timeout"}
+		},
+			"distribution.kubelet.timeout", check.Warn, "2m30s is under"},
+		{"kubelet timeout unknown", "kubeadm-qemu-snp", func(f *facts.Facts) {
+			f.Kubelet = facts.Kubelet{}
+			f.Unknown = append(f.Unknown, facts.Missing{Field: "kubelet.runtimeRequestTimeout", Reason: "permission denied: var/lib/kubelet/config.yaml"})
+		}, "distribution.kubelet.timeout", check.Unknown, ""},
 		{"cdi on by default on containerd 2", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {}, "gpu.cdi", check.Pass, "CDI on by default"},
 		{"cdi off on containerd 2", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.Runtimes.Containerd.CDIEnabled = ptr(false) }, "gpu.cdi", check.Warn, "sets enable_cdi = false"},
 		{"cdi unset on containerd 1.7", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.Runtimes.Containerd.Version = "1.7.27" }, "gpu.cdi", check.Warn, "leaves CDI off unless enable_cdi = true"},
@@ -517,5 +540,26 @@ func TestEvaluatePlan(t *testing.T) {
 				t.Error("evaluating changed the plan")
 			}
 		})
+	}
+}
+
+// TestKubeletTimeoutAppliesToGuestPull: the kubelet's runtimeRequestTimeout
+// is judged only where the guest pulls images.
+func TestKubeletTimeoutAppliesToGuestPull(t *testing.T) {
+	f := readyFacts()
+	f.Kubelet = facts.Kubelet{}
+	for _, tt := range []struct {
+		platform string
+		applies  bool
+	}{
+		{"kubeadm-qemu-snp", true},
+		{"kubeadm-qemu-none+nydus", true},
+		{"kubeadm-qemu-none", false},
+		{"kubeadm-firecracker-none", false},
+	} {
+		_, ok := finding(t, f, tt.platform, "distribution.kubelet.timeout")
+		if ok != tt.applies {
+			t.Errorf("%s: applies %v, want %v", tt.platform, ok, tt.applies)
+		}
 	}
 }

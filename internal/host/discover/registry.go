@@ -15,7 +15,7 @@ func subsystems() []subsystem {
 		{"pci", runPCI},
 		{"plugins", runPlugins},
 		{"qemu-probe", runQEMUProbe},
-		{"runtimes", runRuntimes}, // also distribution and binaries
+		{"runtimes", runRuntimes}, // also distribution, kubelet and binaries
 		{"storage", runStorage},
 		{"tee", runTEE},
 		{"virt", runVirt},

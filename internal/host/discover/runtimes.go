@@ -13,13 +13,15 @@ import (
 	"berth.dev/berth/platform"
 )
 
-// runRuntimes fills Distribution, Binaries and Runtimes. They are one
-// subsystem because each needs the one before: the distribution decides
-// which config files and bundled binaries belong to the runtime, and the
-// runtime's version comes from the binary scan.
+// runRuntimes fills Distribution, Kubelet, Binaries and Runtimes. They are
+// one subsystem because each needs the one before: the distribution decides
+// which config files and bundled binaries belong to the runtime (and where
+// the kubelet's flags live), and the runtime's version comes from the
+// binary scan.
 func runRuntimes(ctx context.Context, s *session, f *facts.Facts) {
 	f.Distribution = detectDistribution(s)
 	podResources(s, &f.Distribution)
+	f.Kubelet = kubeletFacts(s, f.Distribution.Name)
 	f.Binaries = findBinaries(ctx, s, f.Distribution.Name)
 	f.Runtimes.Containerd = containerdFacts(s, f.Distribution.Name, f.Binaries)
 	f.Runtimes.CRIO = crioFacts(s, f.Distribution.Name, f.Binaries)

@@ -45,6 +45,7 @@ type Facts struct {
 	TEE          TEE          `json:"tee"`
 	Runtimes     Runtimes     `json:"runtimes"`
 	Distribution Distribution `json:"distribution"`
+	Kubelet      Kubelet      `json:"kubelet,omitzero"`
 	Binaries     []Binary     `json:"binaries,omitempty"`
 	QEMUProbe    *QEMUProbe   `json:"qemuProbe,omitempty"`
 	Storage      Storage      `json:"storage"`

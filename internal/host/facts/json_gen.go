@@ -50,6 +50,10 @@ func (e *jsonEnc) encFacts(v *Facts) {
 	e.encRuntimes(&v.Runtimes)
 	e.key(start, "\"distribution\":")
 	e.encDistribution(&v.Distribution)
+	if !zeroKubelet(&v.Kubelet) {
+		e.key(start, "\"kubelet\":")
+		e.encKubelet(&v.Kubelet)
+	}
 	if len(v.Binaries) != 0 {
 		e.key(start, "\"binaries\":")
 		encSlice(e, v.Binaries, (*jsonEnc).encBinary)
@@ -460,6 +464,19 @@ func (e *jsonEnc) encDistribution(v *Distribution) {
 	if v.PodResourcesPresent {
 		e.key(start, "\"podResourcesPresent\":")
 		e.bool(bool(v.PodResourcesPresent))
+	}
+	e.close(start)
+}
+
+func (e *jsonEnc) encKubelet(v *Kubelet) {
+	start := e.open()
+	if len(v.RuntimeRequestTimeout) != 0 {
+		e.key(start, "\"runtimeRequestTimeout\":")
+		e.str(string(v.RuntimeRequestTimeout))
+	}
+	if len(v.RuntimeRequestTimeoutSource) != 0 {
+		e.key(start, "\"runtimeRequestTimeoutSource\":")
+		e.str(string(v.RuntimeRequestTimeoutSource))
 	}
 	e.close(start)
 }
@@ -1129,6 +1146,12 @@ func (e *jsonEnc) encEndpoint(v *Endpoint) {
 		e.bool(bool(v.CertUntrusted))
 	}
 	e.close(start)
+}
+
+func zeroKubelet(v *Kubelet) bool {
+	return true &&
+		v.RuntimeRequestTimeout == "" &&
+		v.RuntimeRequestTimeoutSource == ""
 }
 
 func zeroPlugins(v *Plugins) bool {

@@ -238,11 +238,19 @@ func applyOps(fsys FS, st *State, r *Rendered) (*Result, []op, error) {
 		return nil, nil, refused("handler %s is applied for platform %s: a node carries one platform per handler; run berth config remove --platform %s first", r.Handler, prev.Platform, prev.Platform+suffixFlag(prev.Suffix))
 	}
 	if had && !slices.Equal(prev.Files, ps.Files) {
-		gone, ok := ownedDropped(prev.Files, ps.Files)
+		gone, ok := movedKataFiles(st, r, prev.Files, ps.Files)
 		if !ok {
 			return nil, nil, refused("handler %s was applied with other files (%v): run berth config remove --platform %s first", r.Handler, prev.Files, prev.Platform+suffixFlag(prev.Suffix))
 		}
-		ops = append(ops, removeDropped(fsys, st, r.Handler, gone)...)
+		for _, g := range gone {
+			cur, _, exists, err := readCurrent(fsys, g)
+			if err != nil {
+				return nil, nil, err
+			}
+			if exists {
+				ops = append(ops, op{path: g, remove: true, orig: cur, existed: true})
+			}
+		}
 	}
 	ops = dedupe(ops)
 	if len(ops) == 0 && had && prev.Platform == ps.Platform {
@@ -255,6 +263,35 @@ func applyOps(fsys FS, st *State, r *Rendered) (*Result, []op, error) {
 		}
 	}
 	return res, ops, nil
+}
+
+// movedKataFiles allows one change of a platform's files between two
+// applies: its Kata configuration files coming and going under the Kata
+// directory (an operator's drop-in added or dropped moves the
+// configuration into a directory of its own, or back), and the operator's
+// containerd drop-in (ContainerdUserDropInName) given or taken away. It returns the
+// files of before to remove; ok is false for any other change.
+func movedKataFiles(st *State, r *Rendered, before, after []OwnedFile) (gone []string, ok bool) {
+	kata := func(f OwnedFile) bool {
+		return f.Kind == Owned && (r.kataRoot != "" && strings.HasPrefix(f.Path, r.kataRoot+"/") || path.Base(f.Path) == ContainerdUserDropInName)
+	}
+	for _, f := range after {
+		if !slices.Contains(before, f) && !kata(f) {
+			return nil, false
+		}
+	}
+	for _, f := range before {
+		if slices.Contains(after, f) {
+			continue
+		}
+		if !kata(f) {
+			return nil, false
+		}
+		if !st.sharedBlock(f, r.Handler) {
+			gone = append(gone, f.Path)
+		}
+	}
+	return gone, true
 }
 
 // Remove removes what berth wrote for handler: its own files, its blocks,

@@ -49,6 +49,16 @@ type Paths struct {
 	// Suffix is the install suffix (suffix.go): it names the handler, the
 	// files and the Kata configuration of a side-by-side install.
 	Suffix Suffix
+	// Custom, when set, is the name of a custom runtime (kata-deploy's
+	// customRuntimes): a handler of its own made from the platform and the
+	// operator's drop-in. It names the handler, the files and the
+	// RuntimeClass instead of the platform.
+	Custom string
+	// ownDir puts the Kata configuration in a directory of its own,
+	// runtimes/<name>/ under the Kata directory: Kata's runtime merges the
+	// config.d beside the file it reads, and the shared directory would
+	// hand one platform's drop-in to all (Render sets it with a drop-in).
+	ownDir bool
 	// checked is set when the Paths come from an Install NewInstall
 	// validated (Install.Paths): Render does not check them again.
 	checked bool
@@ -87,11 +97,11 @@ func (ps Paths) Shim(p platform.Platform) string {
 func (ps Paths) KataConfig(p platform.Platform) string {
 	// Suffixed too under the prefix: two installs given one --prefix
 	// still keep apart what they own.
-	name := ps.Suffix.Of(p.Name()) + ".toml"
-	if ps.KataConfigDir != "" {
-		return path.Join(ps.KataConfigDir, name)
+	name := ps.block(p)
+	if ps.ownDir {
+		return path.Join(ps.kataRoot(), "runtimes", name, name+".toml")
 	}
-	return path.Join(ps.Prefix, "etc/kata", name)
+	return path.Join(ps.kataRoot(), name+".toml")
 }
 
 // Needs returns the files, relative to the prefix, that p's configuration
@@ -134,8 +144,12 @@ func (ps Paths) bin(name string) string { return path.Join(ps.Prefix, "bin", nam
 // anything. berth then changes what it changes on purpose (berthOverrides);
 // the conformance test compares each shim's base platform with its
 // template and fails on any difference not in conformanceExceptions.
-func KataConfig(p platform.Platform, ps Paths) []byte {
-	keys := kataKeys(p, ps)
+func KataConfig(p platform.Platform, ps Paths) []byte { return kataConfig(p, ps, KataOptions{}) }
+
+// kataConfig is KataConfig with the operator's options (proxy and
+// annotations; the drop-in is a file of its own).
+func kataConfig(p platform.Platform, ps Paths, o KataOptions) []byte {
+	keys := kataKeys(p, ps, o)
 	var d doc
 	d.comment(header(p, "Kata Containers configuration ("+p.KataConfigFile()+" equivalent)", nil))
 	for _, table := range []string{"hypervisor", "hypervisor.factory", "factory", "agent", "agent.mem_agent", "runtime"} {
@@ -181,12 +195,12 @@ func kataTable(p platform.Platform, table string) []string {
 }
 
 // kataKeys returns the keys KataConfig writes for p, in template order.
-func kataKeys(p platform.Platform, ps Paths) []kataKey {
+func kataKeys(p platform.Platform, ps Paths, o KataOptions) []kataKey {
 	keys := templateBase(p.KataRuntime())
 	set, drop := templateShim(p.TemplateShim())
 	keys = slices.DeleteFunc(keys, func(k kataKey) bool { return slices.Contains(drop, k.table+"."+k.key) })
 	keys = setKeys(keys, set)
-	keys = setKeys(keys, berthOverrides(p, ps, keys))
+	keys = setKeys(keys, berthOverrides(p, ps, keys, o))
 	for i := range keys {
 		keys[i].value = relocate(keys[i].value, ps.Prefix)
 	}
@@ -240,7 +254,7 @@ const upstreamKubeletRoot = "/var/lib/kubelet"
 // berthOverrides are the keys berth sets differently from p's template,
 // on purpose. Each one that shows on a shim's base platform is listed in
 // conformanceExceptions (conformance_test.go) with its reason.
-func berthOverrides(p platform.Platform, ps Paths, keys []kataKey) []kataKey {
+func berthOverrides(p platform.Platform, ps Paths, keys []kataKey, o KataOptions) []kataKey {
 	var out []kataKey
 	set := func(table, key string, v any) { out = append(out, kataKey{table, key, v}) }
 	if hp := hypervisorPath(p, ps); hp != "" {
@@ -305,9 +319,22 @@ func berthOverrides(p platform.Platform, ps Paths, keys []kataKey) []kataKey {
 		set("agent", "enable_debug", true)
 		set("agent", "debug_console_enabled", true)
 		set("runtime", "enable_debug", true)
+	}
+	// The guest's kernel parameters: the operator's proxy, then the debug
+	// variant's, after the template's, in kata-deploy's order
+	// (generate_kernel_params_drop_in).
+	add := o.kernelParams()
+	if p.Debug() {
+		add = append(add, "agent.log=debug", "initcall_debug")
+	}
+	if len(add) > 0 {
 		params, _ := lookup(keys, "hypervisor", "kernel_params")
 		s, _ := params.(string)
-		set("hypervisor", "kernel_params", strings.TrimSpace(s+" agent.log=debug initcall_debug"))
+		set("hypervisor", "kernel_params", strings.TrimSpace(s+" "+strings.Join(add, " ")))
+	}
+	if len(o.Annotations) > 0 {
+		have, _ := lookup(keys, "hypervisor", "enable_annotations")
+		set("hypervisor", "enable_annotations", mergeAnnotations(have, o.Annotations))
 	}
 	return out
 }

@@ -128,6 +128,13 @@ type Rendered struct {
 	Host []File
 	// RuntimeClass is the manifest for the cluster (render only).
 	RuntimeClass []byte
+	// Custom is the custom runtime's name when the handler is one
+	// (Paths.Custom), recorded in the state.
+	Custom string
+	// kataRoot is the directory, relative to the root, every Kata
+	// configuration goes under: files there may come and go between two
+	// applies of a platform (a drop-in added or dropped moves the file).
+	kataRoot string
 }
 
 // Options tune rendering.
@@ -135,6 +142,8 @@ type Options struct {
 	Paths Paths
 	// TEELabels adds the NFD TEE labels to the RuntimeClass node selector.
 	TEELabels bool
+	// Kata is the operator's tuning of the Kata configuration.
+	Kata KataOptions
 	// ContainerdUserDropIn is the operator's own containerd drop-in
 	// (kata-deploy's containerd.userDropIn), written beside berth's
 	// (userDropInFile); nil: none.
@@ -157,15 +166,30 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 	if err := (Paths{Hypervisor: opt.Paths.Hypervisor}).Check(); err != nil {
 		return nil, err
 	}
-	r := &Rendered{Platform: p, Handler: opt.Paths.Suffix.Handler(p), Suffix: opt.Paths.Suffix}
+	if opt.Paths.Custom != "" {
+		if err := CheckCustomName(opt.Paths.Suffix.Of(opt.Paths.Custom)); err != nil {
+			return nil, err
+		}
+	}
+	if err := opt.Kata.Check(p); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadKataOptions, err)
+	}
+	// A drop-in needs a directory of its own (Paths.ownDir); without one
+	// the paths stay as they always were.
+	opt.Paths.ownDir = opt.Kata.DropIn != nil
+	r := &Rendered{Platform: p, Handler: opt.Paths.handler(p), Suffix: opt.Paths.Suffix, Custom: opt.Paths.Custom,
+		kataRoot: strings.TrimPrefix(opt.Paths.kataRoot(), "/")}
 	if p.Distribution().UserLayout() {
 		l := t.Layout
 		r.Layout = &l
 	}
 	r.Host = append(r.Host, File{
 		Path: strings.TrimPrefix(opt.Paths.KataConfig(p), "/"), Kind: Owned, Format: "toml",
-		Content: KataConfig(p, opt.Paths), Purpose: "Kata configuration",
+		Content: kataConfig(p, opt.Paths, opt.Kata), Purpose: "Kata configuration",
 	})
+	if opt.Kata.DropIn != nil {
+		r.Host = append(r.Host, kataDropInFile(p, opt.Paths, opt.Kata))
+	}
 	var rt []File
 	switch t.Layout.Runtime {
 	case platform.CRIO:
@@ -193,7 +217,7 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 		}
 		r.Host = append(r.Host, f)
 	}
-	r.RuntimeClass = RuntimeClass(p, RuntimeClassOptions{TEELabels: opt.TEELabels, Suffix: opt.Paths.Suffix})
+	r.RuntimeClass = RuntimeClass(p, RuntimeClassOptions{TEELabels: opt.TEELabels, Suffix: opt.Paths.Suffix, Custom: opt.Paths.Custom})
 	return r, nil
 }
 
@@ -223,7 +247,7 @@ var podAnnotations = []string{"io.katacontainers.*"}
 // containerdHandler writes the handler tables for a config version.
 func containerdHandler(d *doc, p platform.Platform, version int, ps Paths) {
 	plugin := runtimecfg.CRIPlugin(version)
-	h := ps.Suffix.Handler(p)
+	h := ps.handler(p)
 	d.table("plugins", plugin, "containerd", "runtimes", h)
 	d.kv("runtime_type", "io.containerd.kata.v2")
 	d.kv("runtime_path", ps.Shim(p))
@@ -241,7 +265,7 @@ func containerdFiles(p platform.Platform, t Target, ps Paths) ([]File, error) {
 		return nil, fmt.Errorf("%w %d: expected 2 (containerd 1.x), 3 (containerd 2.0-2.2) or 4 (containerd 2.3 and later)", ErrUnknownVersion, v)
 	}
 	l := t.Layout
-	name := ps.Suffix.Handler(p) // one handler per node: its drop-in is named after it
+	name := ps.handler(p) // one handler per node: its drop-in is named after it
 	switch l.DropIn {
 	case platform.DropInDirectory:
 		return []File{dropInFile(p, t, ps, path.Join(l.DropInDir, "berth-"+name+".toml"))}, nil
@@ -337,18 +361,18 @@ func relImport(config, dir string) string {
 
 func dropInFile(p platform.Platform, t Target, ps Paths, file string) File {
 	var d doc
-	d.comment(header(p, "containerd drop-in for handler "+ps.Suffix.Handler(p), t.Facts))
+	d.comment(header(p, "containerd drop-in for handler "+ps.handler(p), t.Facts))
 	d.kv("version", t.ConfigVersion)
 	containerdHandler(&d, p, t.ConfigVersion, ps)
 	return File{Path: file, Kind: Owned, Format: "toml", Content: d.bytes(),
-		Purpose: "containerd drop-in (handler " + ps.Suffix.Handler(p) + ")"}
+		Purpose: "containerd drop-in (handler " + ps.handler(p) + ")"}
 }
 
 func blockFile(p platform.Platform, t Target, ps Paths, file string, v int, format string) File {
 	var d doc
-	d.comment(header(p, "containerd handler "+ps.Suffix.Handler(p), t.Facts))
+	d.comment(header(p, "containerd handler "+ps.handler(p), t.Facts))
 	containerdHandler(&d, p, v, ps)
-	return File{Path: file, Kind: Block, BlockID: ps.Suffix.Block(p), Where: End, Format: format, Content: d.bytes(), Version: v}
+	return File{Path: file, Kind: Block, BlockID: ps.block(p), Where: End, Format: format, Content: d.bytes(), Version: v}
 }
 
 // CRIODropInName is the crio.conf.d file of a handler: 50 sorts after the
@@ -357,7 +381,7 @@ func CRIODropInName(handler string) string { return "50-berth-" + handler + ".co
 
 func crioFile(p platform.Platform, t Target, ps Paths) File {
 	var d doc
-	h := ps.Suffix.Handler(p)
+	h := ps.handler(p)
 	d.comment(header(p, "CRI-O drop-in for handler "+h, t.Facts))
 	d.table("crio", "runtime", "runtimes", h)
 	d.kv("runtime_path", ps.Shim(p))
@@ -369,6 +393,6 @@ func crioFile(p platform.Platform, t Target, ps Paths) File {
 	if p.GuestPull() {
 		d.kv("runtime_pull_image", true)
 	}
-	return File{Path: path.Join(t.Layout.DropInDir, CRIODropInName(ps.Suffix.Block(p))), Kind: Owned, Format: "toml",
+	return File{Path: path.Join(t.Layout.DropInDir, CRIODropInName(ps.block(p))), Kind: Owned, Format: "toml",
 		Content: d.bytes(), Purpose: "CRI-O drop-in (handler " + h + ")"}
 }

@@ -33,6 +33,9 @@ type RuntimeClassOptions struct {
 	// Suffix names the class and its handler for a side-by-side install
 	// (kata-qemu-snp-<suffix>) and labels it berth.dev/install-suffix.
 	Suffix Suffix
+	// Custom names the class and its handler after a custom runtime
+	// (kata-deploy's customRuntimes) made from p.
+	Custom string
 	// Tuning is the operator's override of the class's overhead and node
 	// selector (kata-deploy's shims.<shim>.runtimeClass); Check it first.
 	Tuning RuntimeClassTuning
@@ -100,6 +103,9 @@ func RuntimeClass(p platform.Platform, opt RuntimeClassOptions) []byte {
 	maps.Copy(fixed, opt.Tuning.Overhead)
 	maps.Copy(sel, opt.Tuning.NodeSelector)
 	name := opt.Suffix.RuntimeClass(p)
+	if opt.Custom != "" {
+		name = opt.Suffix.Of(opt.Custom)
+	}
 	if opt.Name != "" {
 		name = opt.Name
 	}
@@ -110,7 +116,7 @@ func RuntimeClass(p platform.Platform, opt RuntimeClassOptions) []byte {
 			"app.kubernetes.io/managed-by": "berth",
 			"berth.dev/platform":           p.Name(),
 		}},
-		Handler:    opt.Suffix.Handler(p),
+		Handler:    Paths{Suffix: opt.Suffix, Custom: opt.Custom}.handler(p),
 		Overhead:   rcOverhead{PodFixed: fixed},
 		Scheduling: map[string]any{"nodeSelector": sel},
 	}

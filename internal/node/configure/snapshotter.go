@@ -162,7 +162,7 @@ func snapshotterFiles(p platform.Platform, t Target, ps Paths, rt []File) ([]Fil
 func sharedPart(p platform.Platform, t Target, ps Paths, rt []File, name, what string, d *doc, body func(d *doc)) (File, error) {
 	var handler *File
 	for i := range rt {
-		if rt[i].Kind == Owned || rt[i].BlockID == ps.Suffix.Block(p) {
+		if rt[i].Kind == Owned || rt[i].BlockID == ps.block(p) {
 			handler = &rt[i]
 			break
 		}

@@ -13,12 +13,12 @@ import (
 	"berth.dev/berth/platform"
 )
 
-// UserDropInName is the file of the operator's containerd drop-in in the
+// ContainerdUserDropInName is the file of the operator's containerd drop-in in the
 // drop-in directory berth's handlers use: it sorts after berth's own
 // (berth-kata-...), so that containerd, which merges its imports in name
 // order, lets its keys win, as kata-deploy loads containerd.userDropIn
 // after its generated drop-in.
-const UserDropInName = "berth-user.toml"
+const ContainerdUserDropInName = "berth-user.toml"
 
 // MaxUserDropIn bounds the operator's drop-in: a containerd drop-in is a
 // few tables.
@@ -73,42 +73,6 @@ func userDropInFile(t Target, rt []File, data []byte) (File, error) {
 	if !bytes.HasSuffix(content, []byte("\n")) {
 		content = append(content, '\n')
 	}
-	return File{Path: path.Join(path.Dir(rt[i].Path), UserDropInName), Kind: Owned, Format: "toml", Content: content,
+	return File{Path: path.Join(path.Dir(rt[i].Path), ContainerdUserDropInName), Kind: Owned, Format: "toml", Content: content,
 		Purpose: "the operator's containerd drop-in"}, nil
-}
-
-// ownedDropped is what of prev, the files a handler was applied with, the
-// next apply no longer writes; ok only when the two differ by whole
-// files berth owns alone (the operator's drop-in given or taken away), so
-// that any other change of layout still asks for a remove first.
-func ownedDropped(prev, next []OwnedFile) (gone []OwnedFile, ok bool) {
-	strip := func(l []OwnedFile) []OwnedFile {
-		return slices.DeleteFunc(slices.Clone(l), func(f OwnedFile) bool { return f.Kind == Owned && path.Base(f.Path) == UserDropInName })
-	}
-	if !slices.Equal(strip(prev), strip(next)) {
-		return nil, false
-	}
-	for _, f := range prev {
-		if f.Kind == Owned && !slices.Contains(next, f) {
-			gone = append(gone, f)
-		}
-	}
-	return gone, true
-}
-
-// removeDropped removes the files of handler that its next apply no
-// longer writes, unless another handler still owns them.
-func removeDropped(fsys FS, st *State, handler string, gone []OwnedFile) []op {
-	var ops []op
-	for _, f := range gone {
-		if st.sharedBlock(f, handler) {
-			continue
-		}
-		cur, _, exists, err := readCurrent(fsys, f.Path)
-		if err != nil || !exists {
-			continue
-		}
-		ops = append(ops, op{path: f.Path, remove: true, orig: cur, existed: true})
-	}
-	return ops
 }

@@ -78,7 +78,7 @@ func TestUserDropInLive(t *testing.T) {
 			t.Errorf("%s: containerd's handlers %v (%v), want runc and %s", what, hs, err, p.Handler())
 		}
 	}
-	userFile := filepath.Join(root, "etc/containerd/conf.d", configure.UserDropInName)
+	userFile := filepath.Join(root, "etc/containerd/conf.d", configure.ContainerdUserDropInName)
 	const dropIn = "[plugins.'io.containerd.cri.v1.images']\n  max_concurrent_downloads = 7\n"
 
 	res, err := apply(dropIn)

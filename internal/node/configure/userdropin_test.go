@@ -19,8 +19,8 @@ func TestUserDropInRender(t *testing.T) {
 		data               string
 		path, err          string
 	}{
-		{"kubeadm, containerd 2", "kubeadm-qemu-none", "kubeadm", 3, dropIn, "etc/containerd/conf.d/" + UserDropInName, ""},
-		{"k0s drop-in directory", "k0s-qemu-none", "k0s", 2, dropIn, "etc/k0s/containerd.d/" + UserDropInName, ""},
+		{"kubeadm, containerd 2", "kubeadm-qemu-none", "kubeadm", 3, dropIn, "etc/containerd/conf.d/" + ContainerdUserDropInName, ""},
+		{"k0s drop-in directory", "k0s-qemu-none", "k0s", 2, dropIn, "etc/k0s/containerd.d/" + ContainerdUserDropInName, ""},
 		{"kubeadm, containerd 1.x", "kubeadm-qemu-none", "kubeadm", 2, dropIn, "", "loads no drop-in of berth's"},
 		{"k3s template", "k3s-qemu-none", "k3s", 3, dropIn, "", "loads no drop-in of berth's"},
 		{"CRI-O", "openshift-qemu-none", "openshift", 0, dropIn, "", "runtime is CRI-O"},
@@ -43,7 +43,7 @@ func TestUserDropInRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			i := slices.IndexFunc(r.Host, func(f File) bool { return strings.HasSuffix(f.Path, UserDropInName) })
+			i := slices.IndexFunc(r.Host, func(f File) bool { return strings.HasSuffix(f.Path, ContainerdUserDropInName) })
 			if i < 0 || r.Host[i].Path != tc.path || r.Host[i].Kind != Owned || !strings.HasSuffix(string(r.Host[i].Content), tc.data) {
 				t.Fatalf("files %+v: want the drop-in, owned, at %s", r.Host, tc.path)
 			}
@@ -51,26 +51,29 @@ func TestUserDropInRender(t *testing.T) {
 	}
 }
 
-// TestOwnedDropped: a handler's files may change by the operator's drop-in
-// alone; any other change still needs a remove first.
-func TestOwnedDropped(t *testing.T) {
+// TestUserDropInMoves: a handler's files may change between two applies
+// by the operator's containerd drop-in given or taken away; any other
+// change outside the Kata directory still needs a remove first.
+func TestUserDropInMoves(t *testing.T) {
 	kata := OwnedFile{Path: "opt/berth/etc/kata/configuration-qemu.toml", Kind: Owned}
 	drop := OwnedFile{Path: "etc/containerd/conf.d/berth-kata-qemu.toml", Kind: Owned}
 	imports := OwnedFile{Path: "etc/containerd/config.toml", Kind: Block, Block: "imports"}
-	user := OwnedFile{Path: "etc/containerd/conf.d/" + UserDropInName, Kind: Owned}
+	user := OwnedFile{Path: "etc/containerd/conf.d/" + ContainerdUserDropInName, Kind: Owned}
 	other := OwnedFile{Path: "etc/containerd/conf.d/berth-other.toml", Kind: Owned}
+	st := &State{Platforms: map[string]PlatformState{}}
+	r := &Rendered{Handler: "kata-qemu"}
 	for _, tc := range []struct {
 		name       string
 		prev, next []OwnedFile
-		gone       []OwnedFile
+		gone       []string
 		ok         bool
 	}{
 		{"drop-in added", []OwnedFile{kata, drop, imports}, []OwnedFile{kata, drop, imports, user}, nil, true},
-		{"drop-in taken away", []OwnedFile{kata, drop, imports, user}, []OwnedFile{kata, drop, imports}, []OwnedFile{user}, true},
+		{"drop-in taken away", []OwnedFile{kata, drop, imports, user}, []OwnedFile{kata, drop, imports}, []string{user.Path}, true},
 		{"another file", []OwnedFile{kata, drop, imports}, []OwnedFile{kata, drop, imports, other}, nil, false},
 		{"another block", []OwnedFile{kata, drop, imports}, []OwnedFile{kata, drop}, nil, false},
 	} {
-		gone, ok := ownedDropped(tc.prev, tc.next)
+		gone, ok := movedKataFiles(st, r, tc.prev, tc.next)
 		if ok != tc.ok || !slices.Equal(gone, tc.gone) {
 			t.Errorf("%s: %v, %v; want %v, %v", tc.name, gone, ok, tc.gone, tc.ok)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -257,6 +258,16 @@ type RuntimeConfig struct {
 	// Options are the render options; Paths.Prefix names the installation
 	// prefix (as seen by the host, not under --root).
 	Options configure.Options
+	// Kata are the operator's Kata options per platform (by
+	// platform.String()), added to Options for that platform's render.
+	Kata map[string]configure.KataOptions
+	// Customs are custom runtimes, each applied after its base platform.
+	Customs []configure.CustomRuntime
+	// PruneCustoms removes, after a platform's custom runtimes, those of
+	// the platform the state holds that Customs no longer names: the
+	// node-installer's values say which exist (kata-deploy removes a
+	// custom runtime dropped from its values too).
+	PruneCustoms bool
 	// Runtime, when set and ok, is the running runtime: each change is
 	// then applied with a restart, verified over CRI and rolled back if a
 	// handler is lost (configure.ApplyLive); without it the files are only
@@ -277,7 +288,7 @@ func (c RuntimeConfig) Preflight(ctx context.Context, p platform.Platform) error
 	if err != nil {
 		return err
 	}
-	r, err := configure.Render(p, t, c.Options)
+	r, err := configure.Render(p, t, c.options(p))
 	if err != nil {
 		return err
 	}
@@ -306,24 +317,101 @@ func (c RuntimeConfig) Preflight(ctx context.Context, p platform.Platform) error
 	return nil
 }
 
+// options are the render options of p: Options with p's Kata options.
+func (c RuntimeConfig) options(p platform.Platform) configure.Options {
+	o := c.Options
+	o.Kata = c.Kata[p.String()]
+	return o
+}
+
 // Apply renders and applies p's runtime configuration.
 func (c RuntimeConfig) Apply(ctx context.Context, p platform.Platform) (*configure.Result, error) {
 	t, err := c.Target(p)
 	if err != nil {
 		return nil, err
 	}
-	r, err := configure.Render(p, t, c.Options)
+	res, err := c.apply(ctx, p, t, c.options(p))
+	if err != nil {
+		return res, err
+	}
+	for _, cr := range c.Customs {
+		if cr.Platform.String() != p.String() {
+			continue
+		}
+		o := c.Options
+		o.Paths.Custom, o.Kata = cr.Name, cr.Kata
+		cres, err := c.apply(ctx, p, t, o)
+		if cres != nil {
+			res.Changed = append(res.Changed, cres.Changed...)
+			res.Warnings = append(res.Warnings, cres.Warnings...)
+		}
+		if err != nil {
+			return res, fmt.Errorf("custom runtime %s: %w", cr.Name, err)
+		}
+	}
+	if c.PruneCustoms {
+		if err := c.pruneCustoms(ctx, p, res); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// pruneCustoms removes the custom runtimes of p the state holds and
+// Customs does not name, adding what it removed to res.
+func (c RuntimeConfig) pruneCustoms(ctx context.Context, p platform.Platform, res *configure.Result) error {
+	st, err := configure.LoadState(c.FS)
+	if err != nil {
+		return err
+	}
+	for _, h := range st.CustomHandlersOf(p, c.Options.Paths.Suffix) {
+		if slices.ContainsFunc(c.Customs, func(cr configure.CustomRuntime) bool { return c.Options.Paths.Suffix.Of(cr.Name) == h }) {
+			continue
+		}
+		var rres *configure.Result
+		if rt, ok := c.runtime(ctx, p); ok {
+			lres, err := configure.RemoveLive(ctx, c.FS, h, rt, c.Change...)
+			if lres != nil {
+				rres = lres.Result
+			}
+			if err != nil {
+				return wrapRemove(h, err)
+			}
+		} else if rres, err = configure.Remove(c.FS, h, c.Change...); err != nil {
+			return wrapRemove(h, err)
+		}
+		if rres != nil {
+			res.Changed = append(res.Changed, rres.Changed...)
+			res.Warnings = append(res.Warnings, rres.Warnings...)
+		}
+	}
+	return nil
+}
+
+func wrapRemove(h string, err error) error {
+	return fmt.Errorf("removing custom runtime %s, no longer configured: %w", h, err)
+}
+
+// runtime is the running runtime of p when Runtime gives one.
+func (c RuntimeConfig) runtime(ctx context.Context, p platform.Platform) (configure.Runtime, bool) {
+	if c.Runtime == nil {
+		return nil, false
+	}
+	return c.Runtime(ctx, p)
+}
+
+// apply renders and applies one handler of p.
+func (c RuntimeConfig) apply(ctx context.Context, p platform.Platform, t configure.Target, o configure.Options) (*configure.Result, error) {
+	r, err := configure.Render(p, t, o)
 	if err != nil {
 		return nil, err
 	}
-	if c.Runtime != nil {
-		if rt, ok := c.Runtime(ctx, p); ok {
-			res, err := configure.ApplyLive(ctx, c.FS, r, rt, c.Change...)
-			if res == nil || res.Result == nil {
-				return nil, err
-			}
-			return res.Result, err
+	if rt, ok := c.runtime(ctx, p); ok {
+		res, err := configure.ApplyLive(ctx, c.FS, r, rt, c.Change...)
+		if res == nil || res.Result == nil {
+			return nil, err
 		}
+		return res.Result, err
 	}
 	return configure.Apply(c.FS, r, c.Change...)
 }

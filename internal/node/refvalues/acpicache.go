@@ -30,30 +30,21 @@ type cachedBlobs struct {
 // QEMU upgrade or another machine shape dumps afresh. dir "" disables the
 // cache. A cache that cannot be written is logged by the caller, not fatal.
 func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs, [3]int, error) {
-	ver, err := QEMUVersion(ctx, m.Binary)
+	ver, verLine, err := qemuIdentity(ctx, m.Binary)
 	if err != nil {
 		return nil, ver, err
 	}
-	verLine, err := exec.CommandContext(ctx, m.Binary, "--version").Output()
-	if err != nil {
-		return nil, ver, fmt.Errorf("%s --version: %w", m.Binary, err)
-	}
 	args := m.Args()
-	key := sha256.Sum256([]byte(string(verLine) + "\x00" + strings.Join(args, "\x00")))
-	path := ""
-	if dir != "" {
-		path = filepath.Join(dir, "acpi", hex.EncodeToString(key[:])+".json")
-		if b, err := os.ReadFile(path); err == nil {
-			var c cachedBlobs
-			if json.Unmarshal(b, &c) == nil {
-				blobs := &ACPIBlobs{Loader: c.Loader, Files: c.Files}
-				if _, err := loaderAllocations(blobs.Loader); err == nil {
-					return blobs, ver, nil
-				}
-			}
-			// A damaged entry is dumped again and replaced.
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, ver, fmt.Errorf("ACPI blob cache: %w", err)
+	// acpiDumpVersion names how the blobs are read: entries written by a
+	// berth that read them from another chipset state are not reused.
+	path := cachePath(dir, "acpi", acpiDumpVersion, string(verLine), args)
+	var c cachedBlobs
+	if ok, err := readCache(path, &c); err != nil {
+		return nil, ver, fmt.Errorf("ACPI blob cache: %w", err)
+	} else if ok {
+		blobs := &ACPIBlobs{Loader: c.Loader, Files: c.Files}
+		if _, err := loaderAllocations(blobs.Loader); err == nil {
+			return blobs, ver, nil
 		}
 	}
 	blobs, err := DumpACPIBlobs(ctx, m)
@@ -68,12 +59,67 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 	return blobs, ver, nil
 }
 
+// cachePath is the cache entry dir/sub/<SHA-256 of the key parts>.json;
+// "" when dir is "" (no cache).
+func cachePath(dir, sub string, parts ...any) string {
+	if dir == "" {
+		return ""
+	}
+	h := sha256.New()
+	for i, p := range parts {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		switch v := p.(type) {
+		case string:
+			h.Write([]byte(v))
+		case []string:
+			h.Write([]byte(strings.Join(v, "\x00")))
+		}
+	}
+	return filepath.Join(dir, sub, hex.EncodeToString(h.Sum(nil))+".json")
+}
+
+// readCache decodes the entry at path into v. It reports false for no
+// cache, no entry and a damaged entry (which the caller makes afresh and
+// replaces), and an error only when the entry cannot be read.
+func readCache(path string, v any) (bool, error) {
+	if path == "" {
+		return false, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return json.Unmarshal(b, v) == nil, nil
+}
+
+// qemuIdentity returns QEMU's version and its whole `--version` output,
+// which names the distribution build too and so keys the caches.
+func qemuIdentity(ctx context.Context, qemu string) ([3]int, []byte, error) {
+	ver, err := QEMUVersion(ctx, qemu)
+	if err != nil {
+		return ver, nil, err
+	}
+	verLine, err := exec.CommandContext(ctx, qemu, "--version").Output()
+	if err != nil {
+		return ver, nil, fmt.Errorf("%s --version: %w", qemu, err)
+	}
+	return ver, verLine, nil
+}
+
+// acpiDumpVersion is part of every ACPI cache key: "chipset-v2" is the
+// dump after programChipset (the first, unnamed, read the reset state).
+const acpiDumpVersion = "chipset-v2"
+
 // ErrCacheWrite marks a result that is valid but could not be cached.
 var ErrCacheWrite = errors.New("ACPI blob cache not written")
 
 // writeCache writes the entry atomically (hostfs.WriteAtomic), so a
 // reader never sees half an entry.
-func writeCache(path string, c cachedBlobs) error {
+func writeCache(path string, c any) error {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return err

@@ -155,7 +155,11 @@ const (
 	setupCmdLinePtr   = 0x228
 	setupInitrdMax    = 0x22c
 	setupVersion      = 0x206
-	setupHdrS         = 0x202
+	setupXLoadFlags   = 0x236
+	// xlfCanBeLoadedAbove4G is the xloadflags bit of a kernel that accepts
+	// its initrd above 4 GiB (boot protocol 2.12).
+	xlfCanBeLoadedAbove4G = 1 << 1
+	setupHdrS             = 0x202
 )
 
 // Linux x86 boot protocol fields that size a bzImage: the real-mode
@@ -209,8 +213,11 @@ type qemuSetupPatch struct {
 }
 
 // qemuACPIDataSize is the memory QEMU keeps free below the top of low RAM
-// for ACPI data; the initrd is placed below it (pc machine types >= 2.x).
-const qemuACPIDataSize = 0x20000
+// for firmware data; the initrd is placed below it: 0x20000 + 0x8000 for
+// the pc and q35 machine types (QEMU 10.0 hw/i386/pc.c PC_FW_DATA, 7.2's
+// acpi_data_size), as the FW_CFG_INITRD_ADDR of Debian's QEMU 7.2 shows
+// (TestBootBlobsModel). 0x20000 placed every initrd 32 KiB too high.
+const qemuACPIDataSize = 0x28000
 
 // qemuInitrdAddr places an initrd of size bytes as QEMU before 10.0 does:
 // page aligned, as high as the kernel's initrd_addr_max and the low RAM
@@ -218,7 +225,14 @@ const qemuACPIDataSize = 0x20000
 func qemuInitrdAddr(kernel []byte, size uint32, lowMem uint64) (uint32, error) {
 	protocol := binary.LittleEndian.Uint16(kernel[setupVersion:])
 	initrdMax := uint64(0x37ffffff)
-	if protocol >= 0x203 {
+	switch {
+	case protocol >= 0x20c && len(kernel) >= setupXLoadFlags+2 && binary.LittleEndian.Uint16(kernel[setupXLoadFlags:])&xlfCanBeLoadedAbove4G != 0:
+		// A kernel that takes its initrd anywhere gets it at the top of
+		// low RAM, not below its initrd_addr_max (QEMU 7.2 and 10 do
+		// so alike, as their FW_CFG_INITRD_ADDR for a 2815 MiB guest
+		// shows: TestBootBlobsModel).
+		initrdMax = 1<<32 - 1
+	case protocol >= 0x203:
 		initrdMax = uint64(binary.LittleEndian.Uint32(kernel[setupInitrdMax:]))
 	}
 	if initrdMax >= lowMem-qemuACPIDataSize {

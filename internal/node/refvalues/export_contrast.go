@@ -139,6 +139,7 @@ func (d *Document) Contrast() (*ContrastReferenceValues, []string, error) {
 			for i, v := range r.RTMR {
 				td.Rtrms[i] = v.String()
 			}
+			notes = append(notes, r.sourceNote())
 			notes = append(notes, "Rtrms[3], MinimumQeSvn, MinimumPceSvn, MinimumTeeTcbSvn, MrSeam, TdAttributes, Xfam: not computed by berth; empty for the operator to fill")
 		} else {
 			notes = append(notes, "Rtrms (give --kernel, --memory and --qemu for RTMR0-2), MinimumQeSvn, MinimumPceSvn, MinimumTeeTcbSvn, MrSeam, TdAttributes, Xfam: not computed by berth; empty for the operator to fill")

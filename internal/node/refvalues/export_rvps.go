@@ -75,6 +75,7 @@ func (d *Document) RVPS() (*RVPSMessage, map[string]any, []string, error) {
 			// line, initrd) are the values it compares.
 			rv["rtmr_1"] = []string{r.RTMR[1].String()}
 			rv["rtmr_2"] = []string{r.RTMR[2].String()}
+			notes = append(notes, r.sourceNote())
 		} else {
 			notes = append(notes, "rtmr_1, rtmr_2: need the direct-boot kernel (--kernel, with --memory and --qemu); left out")
 		}

@@ -2,6 +2,8 @@ package refvalues
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"testing"
 )
 
@@ -103,6 +105,81 @@ func FuzzTableLoader(f *testing.F) {
 		}
 		if len(names) == 0 || len(names) > len(b)/128 {
 			t.Fatalf("%d allocations from %d bytes", len(names), len(b))
+		}
+	})
+}
+
+// fuzzBootKernel is the kernel FuzzFwCfgBootCache rebuilds entries for: a
+// 16 KiB file with a setup header claiming 4 setup sectors.
+func fuzzBootKernel() []byte {
+	k := make([]byte, 16<<10)
+	for i := range k {
+		k[i] = byte(i * 7)
+	}
+	copy(k[setupHdrS:], "HdrS")
+	k[setupSects] = 4
+	return k
+}
+
+// FuzzFwCfgBootCache feeds cache entries (testdata/fuzz: an entry as
+// berth writes it for fuzzBootKernel, and damaged ones) to the rebuild: it
+// never panics, and an entry it accepts yields the kernel given, patched
+// in the setup header only, and the initrd given.
+func FuzzFwCfgBootCache(f *testing.F) {
+	kernel := fuzzBootKernel()
+	initrd := []byte("initrd")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c cachedBoot
+		if json.Unmarshal(b, &c) != nil {
+			return
+		}
+		for _, in := range [][]byte{nil, initrd} {
+			boot := c.rebuild(kernel, in)
+			if boot == nil {
+				continue
+			}
+			k := boot.FirmwareKernel(7)
+			if len(k) != len(kernel) || !bytes.Equal(k[0x280:], kernel[0x280:]) || !bytes.Equal(k[:setupSects], kernel[:setupSects]) {
+				t.Fatalf("accepted entry yields another kernel than the one given outside the setup header")
+			}
+			if !bytes.Equal(boot.Initrd, in) {
+				t.Fatalf("accepted entry yields initrd %q for %q", boot.Initrd, in)
+			}
+			if boot.BootKernel != nil && !bytes.Equal(boot.BootKernel, kernel) {
+				t.Fatal("accepted entry yields another etc/boot/kernel than the kernel given")
+			}
+		}
+	})
+}
+
+// FuzzParseSNPReport: the seeds are the real reports of
+// testdata/snpreports (and malformed variants); a report the parser
+// accepts must be explainable against a reference without panicking.
+func FuzzParseSNPReport(f *testing.F) {
+	ref := &Document{SNP: &SNPValues{GuestPolicy: DefaultGuestPolicy, Sets: []SNPSet{{ProductLine: Genoa, LaunchDigests: []LaunchDigest{{VCPUs: 1}}}}},
+		InitData: &InitDataValues{HostData: "00"}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeSNPReport(b)
+		if err != nil {
+			return
+		}
+		if r.Version != 2 && r.Version != 3 && r.Version != 5 {
+			t.Fatalf("version %d accepted", r.Version)
+		}
+		var out bytes.Buffer
+		if err := ExplainSNP(r, ref).WriteTable(&out); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzLZMA: the decoder reads compressed volumes out of firmware images
+// (ReadFirmwareVersion); the seed is liblzma's stream of edk2version_test.
+func FuzzLZMA(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := lzmaDecode(b, 1<<20)
+		if err == nil && len(b) >= 13 && uint64(len(out)) != binary.LittleEndian.Uint64(b[5:]) {
+			t.Fatalf("%d bytes out, the header says %d", len(out), binary.LittleEndian.Uint64(b[5:]))
 		}
 	})
 }

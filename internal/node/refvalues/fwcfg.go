@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -88,8 +89,10 @@ type QEMUMachine struct {
 // (hw/i386/acpi-build.c acpi_build_update; acpi_get_mcfg, the DSDT's DRAC
 // device and PCI0 _CRS, the FADT PM and GPE0 blocks). Whichever of berth
 // and SeaBIOS came first decided the blobs, so the dump, and the RTMR0
-// predicted from it, depended on CPU load. Stopped, the tables are always
-// built from the chipset's reset state.
+// predicted from it, depended on CPU load. Stopped, the tables are built
+// from the chipset state berth sets up through qtest before the first read:
+// the registers TDVF programs before its DXE phase reads the tables
+// (programChipset), not the reset state and not SeaBIOS's.
 //
 // "-accel tcg" keeps a host's /dev/kvm out of it: under KVM without SMM
 // support QEMU leaves the FADT's SMI command port out, so the same
@@ -122,26 +125,39 @@ func dumpACPIBlobs(ctx context.Context, m QEMUMachine, settle time.Duration) (*A
 	if m.Binary == "" {
 		return nil, fmt.Errorf("no QEMU binary given: the ACPI tables measured into RTMR0 come from QEMU")
 	}
+	var blobs *ACPIBlobs
+	err := runQtest(ctx, m, m.Args(), nil, settle, func(q *qtest) (err error) {
+		blobs, err = q.dumpACPI()
+		return err
+	})
+	return blobs, err
+}
+
+// runQtest starts QEMU stopped with the qtest server on its standard
+// input and output, with args and extra (inherited from fd 3 on), waits
+// settle, hands the connection to talk and ends QEMU once talk returns.
+func runQtest(ctx context.Context, m QEMUMachine, args []string, extra []*os.File, settle time.Duration, talk func(*qtest) error) error {
 	if m.MemoryMiB == 0 || m.VCPUs <= 0 {
-		return nil, fmt.Errorf("QEMU machine needs memory and vCPUs, got %d MiB and %d vCPUs", m.MemoryMiB, m.VCPUs)
+		return fmt.Errorf("QEMU machine needs memory and vCPUs, got %d MiB and %d vCPUs", m.MemoryMiB, m.VCPUs)
 	}
 	// A QEMU that does not speak qtest as expected must not hang berth:
 	// the dump takes about a second.
 	ctx, cancel := context.WithTimeout(ctx, qtestTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, m.Binary, m.Args()...)
+	cmd := exec.CommandContext(ctx, m.Binary, args...)
+	cmd.ExtraFiles = extra
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("qtest pipe: %w", err)
+		return fmt.Errorf("qtest pipe: %w", err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("qtest pipe: %w", err)
+		return fmt.Errorf("qtest pipe: %w", err)
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", m.Binary, err)
+		return fmt.Errorf("start %s: %w", m.Binary, err)
 	}
 	q := &qtest{w: stdin, r: bufio.NewReader(stdout)}
 	if settle > 0 {
@@ -150,7 +166,7 @@ func dumpACPIBlobs(ctx context.Context, m QEMUMachine, settle time.Duration) (*A
 		case <-ctx.Done():
 		}
 	}
-	blobs, derr := q.dumpACPI()
+	derr := talk(q)
 	// The qtest server keeps QEMU running after its client leaves:
 	// end it once the blobs are read.
 	stdin.Close()
@@ -158,11 +174,11 @@ func dumpACPIBlobs(ctx context.Context, m QEMUMachine, settle time.Duration) (*A
 	_ = cmd.Wait()
 	if derr != nil {
 		if s := strings.TrimSpace(stderr.String()); s != "" {
-			return nil, fmt.Errorf("%s %s: %w (qemu: %s)", m.Binary, strings.Join(m.Args(), " "), derr, s)
+			return fmt.Errorf("%s %s: %w (qemu: %s)", m.Binary, strings.Join(args, " "), derr, s)
 		}
-		return nil, fmt.Errorf("%s %s: %w", m.Binary, strings.Join(m.Args(), " "), derr)
+		return fmt.Errorf("%s %s: %w", m.Binary, strings.Join(args, " "), derr)
 	}
-	return blobs, nil
+	return nil
 }
 
 // qtest speaks QEMU's qtest protocol: one command a line, one "OK ..."
@@ -207,12 +223,40 @@ const (
 	qtestBufAddr     = 0x100000
 	maxFwCfgFileSize = 16 << 20
 	qtestTimeout     = 2 * time.Minute
+	// qtestChunk is the most one DMA read of a large item moves.
+	qtestChunk = 4 << 20
 )
 
 // read reads n bytes of fw_cfg item sel from offset 0 by DMA.
 func (q *qtest) read(sel uint16, n uint32) ([]byte, error) {
+	return q.dma(uint32(sel)<<16|fwCfgDMASelect|fwCfgDMARead, sel, n)
+}
+
+// readLarge reads n bytes of item sel in pieces of qtestChunk: after the
+// first, which selects the item, each DMA read goes on where the last
+// ended, so neither guest memory nor a qtest line holds a whole initrd.
+func (q *qtest) readLarge(sel uint16, n uint32) ([]byte, error) {
+	if n <= qtestChunk {
+		return q.read(sel, n)
+	}
+	out := make([]byte, 0, n)
+	ctl := uint32(sel)<<16 | fwCfgDMASelect | fwCfgDMARead
+	for uint32(len(out)) < n {
+		part, err := q.dma(ctl, sel, min(n-uint32(len(out)), qtestChunk))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, part...)
+		ctl = fwCfgDMARead
+	}
+	return out, nil
+}
+
+// dma runs one fw_cfg DMA transfer with control word ctl of n bytes into
+// guest memory and reads them back.
+func (q *qtest) dma(ctl uint32, sel uint16, n uint32) ([]byte, error) {
 	desc := make([]byte, 16)
-	binary.BigEndian.PutUint32(desc[0:], uint32(sel)<<16|fwCfgDMASelect|fwCfgDMARead)
+	binary.BigEndian.PutUint32(desc[0:], ctl)
 	binary.BigEndian.PutUint32(desc[4:], n)
 	binary.BigEndian.PutUint64(desc[8:], qtestBufAddr)
 	if _, err := q.cmd("b64write %#x %d %s", qtestDescAddr, len(desc), base64.StdEncoding.EncodeToString(desc)); err != nil {
@@ -225,13 +269,13 @@ func (q *qtest) read(sel uint16, n uint32) ([]byte, error) {
 	if _, err := q.cmd("outl %#x %#x", fwCfgDMALowPort, binary.LittleEndian.Uint32(be[:])); err != nil {
 		return nil, err
 	}
-	ctl, err := q.cmd("b64read %#x 4", qtestDescAddr)
+	ctlOut, err := q.cmd("b64read %#x 4", qtestDescAddr)
 	if err != nil {
 		return nil, err
 	}
-	c, err := base64.StdEncoding.DecodeString(ctl)
+	c, err := base64.StdEncoding.DecodeString(ctlOut)
 	if err != nil || len(c) != 4 {
-		return nil, fmt.Errorf("qtest: bad b64read answer %q", ctl)
+		return nil, fmt.Errorf("qtest: bad b64read answer %q", ctlOut)
 	}
 	if binary.BigEndian.Uint32(c)&fwCfgDMAError != 0 {
 		return nil, fmt.Errorf("fw_cfg DMA read of item %#x failed", sel)
@@ -250,7 +294,15 @@ func (q *qtest) read(sel uint16, n uint32) ([]byte, error) {
 	return data, nil
 }
 
-func (q *qtest) dumpACPI() (*ACPIBlobs, error) {
+// fwCfgEntry is a named file in QEMU's fw_cfg directory.
+type fwCfgEntry struct {
+	sel  uint16
+	size uint32
+}
+
+// fileDir reads the fw_cfg file directory (item 0x19: a big-endian count,
+// then 64-byte entries of size, selector and a NUL-padded name).
+func (q *qtest) fileDir() (map[string]fwCfgEntry, error) {
 	hdr, err := q.read(fwCfgFileDir, 4)
 	if err != nil {
 		return nil, err
@@ -263,14 +315,120 @@ func (q *qtest) dumpACPI() (*ACPIBlobs, error) {
 	if err != nil {
 		return nil, err
 	}
-	type ent struct {
-		sel  uint16
-		size uint32
-	}
-	files := map[string]ent{}
+	files := map[string]fwCfgEntry{}
 	for i := range count {
 		e := dir[4+64*i:]
-		files[cString(e[8:64])] = ent{sel: binary.BigEndian.Uint16(e[4:]), size: binary.BigEndian.Uint32(e)}
+		files[cString(e[8:64])] = fwCfgEntry{sel: binary.BigEndian.Uint16(e[4:]), size: binary.BigEndian.Uint32(e)}
+	}
+	return files, nil
+}
+
+// Chipset registers TDVF programs before DXE reads the ACPI tables
+// (edk2 OvmfPkg/Library/PlatformInitLib/Platform.c
+// PlatformMiscInitialization and PciExBarInitialization, run on the PEI
+// and on TDX's PEI-less path alike; values from
+// OvmfPkg/Include/IndustryStandard/Q35MchIch9.h and OVMF's
+// PcdPciExpressBaseAddress).
+const (
+	q35MCHDeviceID    = 0x29c0
+	ich9LPC           = 0x1f << 11 // bus 0, device 0x1f, function 0
+	ich9PMBase        = 0x40
+	ich9PMBaseMask    = 0xff80
+	ich9PMBaseValue   = 0x600
+	ich9ACPICntl      = 0x44
+	ich9ACPIEn        = 0x80
+	ich9RCBA          = 0xf0
+	ich9RCBAValue     = 0xfed1c000 | 1 // base | enable
+	mchPCIExBarLow    = 0x60
+	mchPCIExBarHigh   = 0x64
+	mchPCIExBarValue  = 0xb0000000 | 1 // base, 256 buses, enable
+	pciCommand        = 0x04
+	pciCommandIOSpace = 0x01
+)
+
+// pciRead32 and pciWrite32 access bus 0's configuration space through
+// the 0xcf8/0xcfc ports, as the firmware does; dev is device<<11|fn<<8.
+func (q *qtest) pciRead32(dev, reg uint32) (uint32, error) {
+	if _, err := q.cmd("outl 0xcf8 %#x", 0x80000000|dev|reg); err != nil {
+		return 0, err
+	}
+	out, err := q.cmd("inl 0xcfc")
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseUint(strings.TrimPrefix(out, "0x"), 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("qtest: bad inl answer %q", out)
+	}
+	return uint32(v), nil
+}
+
+func (q *qtest) pciWrite32(dev, reg, v uint32) error {
+	if _, err := q.cmd("outl 0xcf8 %#x", 0x80000000|dev|reg); err != nil {
+		return err
+	}
+	_, err := q.cmd("outl 0xcfc %#x", v)
+	return err
+}
+
+// programChipset sets the q35 registers TDVF sets before its DXE phase
+// reads the ACPI tables: the ICH9 ACPI PM I/O base (0x600) with ACPI
+// decoding on, the root complex base and the PCI Express MMCONFIG window
+// at 0xb0000000. QEMU builds the tables from these registers on the
+// first fw_cfg read (hw/i386/acpi-build.c: the MCFG table, the FADT's
+// PM1a/PM timer/GPE0 blocks, the DSDT's PCI0 resources), so tables read
+// from a chipset at reset are not the ones the firmware measures: an
+// OVMF that ran reads exactly the tables dumped after this
+// (TestACPIBlobsAsFirmwareReads).
+func (q *qtest) programChipset() error {
+	id, err := q.pciRead32(0, 0)
+	if err != nil {
+		return err
+	}
+	if id>>16 != q35MCHDeviceID {
+		return fmt.Errorf("host bridge %04x:%04x is not the q35 MCH (8086:%04x): berth sets up the chipset as TDVF does on q35 only", id&0xffff, id>>16, q35MCHDeviceID)
+	}
+	pm, err := q.pciRead32(ich9LPC, ich9PMBase)
+	if err != nil {
+		return err
+	}
+	if err := q.pciWrite32(ich9LPC, ich9PMBase, pm&^ich9PMBaseMask|ich9PMBaseValue); err != nil {
+		return err
+	}
+	for _, r := range []struct{ reg, bits uint32 }{{pciCommand, pciCommandIOSpace}, {ich9ACPICntl, ich9ACPIEn}} {
+		v, err := q.pciRead32(ich9LPC, r.reg)
+		if err != nil {
+			return err
+		}
+		if err := q.pciWrite32(ich9LPC, r.reg, v|r.bits); err != nil {
+			return err
+		}
+	}
+	for _, w := range []struct{ dev, reg, v uint32 }{
+		{ich9LPC, ich9RCBA, ich9RCBAValue},
+		// The enable bit is cleared before the high half is written.
+		{0, mchPCIExBarLow, 0}, {0, mchPCIExBarHigh, 0}, {0, mchPCIExBarLow, mchPCIExBarValue},
+	} {
+		if err := q.pciWrite32(w.dev, w.reg, w.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (q *qtest) dumpACPI() (*ACPIBlobs, error) {
+	if err := q.programChipset(); err != nil {
+		return nil, err
+	}
+	return q.readACPI()
+}
+
+// readACPI reads the table loader and the files it allocates, from the
+// chipset as it is.
+func (q *qtest) readACPI() (*ACPIBlobs, error) {
+	files, err := q.fileDir()
+	if err != nil {
+		return nil, err
 	}
 	get := func(name string) ([]byte, error) {
 		e, ok := files[name]
@@ -302,9 +460,14 @@ func (q *qtest) dumpACPI() (*ACPIBlobs, error) {
 }
 
 // KataTDXMachine is the guest Kata's qemu-tdx runtime starts, as far as
-// the ACPI tables see it: a q35 machine with a split IRQ chip.
+// the ACPI tables see it: a q35 machine with a split IRQ chip, without
+// SMM and without the legacy PIC. A TDX QEMU turns both off for a TD
+// itself (target/i386/kvm/tdx.c tdx_kvm_init: smm and pic "auto" become
+// off; TDX has no SMM), and both change the tables (the FADT's SMI
+// command port; from QEMU 10 the MADT's PC-AT flag); berth, which cannot
+// create the TDX object, has to say so.
 func KataTDXMachine(qemu string, memMiB uint64, vcpus, maxVCPUs int) QEMUMachine {
-	return QEMUMachine{Binary: qemu, Machine: "q35,kernel-irqchip=split", MemoryMiB: memMiB, VCPUs: vcpus, MaxVCPUs: maxVCPUs}
+	return QEMUMachine{Binary: qemu, Machine: "q35,kernel-irqchip=split,smm=off,pic=off", MemoryMiB: memMiB, VCPUs: vcpus, MaxVCPUs: maxVCPUs}
 }
 
 // QEMUVersion asks a QEMU binary for its version.

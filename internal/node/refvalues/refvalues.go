@@ -218,6 +218,9 @@ type Inputs struct {
 	Kernel   *Input  `json:"kernel,omitempty"`
 	Initrd   *Input  `json:"initrd,omitempty"`
 	Cmdline  *string `json:"cmdline,omitempty"`
+	// CmdlineSource says where Cmdline came from: the --cmdline flag, or
+	// the Kata runtime's command line derived from its configuration.
+	CmdlineSource string `json:"cmdlineSource,omitempty"`
 }
 
 // SNPValues are the SEV-SNP reference values.
@@ -414,6 +417,9 @@ func (d *Document) WriteTable(w io.Writer) error {
 	in("Initrd:", d.Inputs.Initrd)
 	if d.Inputs.Cmdline != nil {
 		fmt.Fprintf(&b, "Cmdline:   %q\n", *d.Inputs.Cmdline)
+		if d.Inputs.CmdlineSource != "" {
+			fmt.Fprintf(&b, "           (%s)\n", d.Inputs.CmdlineSource)
+		}
 	}
 	if s := d.SNP; s != nil {
 		fmt.Fprintf(&b, "Policy:    %#x\nFeatures:  %#x\nVMM:       %s\n\n", uint64(s.GuestPolicy), uint64(s.GuestFeatures), s.VMM)
@@ -449,7 +455,11 @@ func (d *Document) WriteTable(w io.Writer) error {
 	if t := d.TDX; t != nil {
 		fmt.Fprintf(&b, "\nPAGE ORDER   MRTD (SHA-384)\n%-12s %s\n", t.PageOrder, t.MRTD)
 		if r := t.RTMR; r != nil {
-			fmt.Fprintf(&b, "\nMemory:    %d MiB\nQEMU:      %s\n\nREGISTER  VALUE (SHA-384)\n", r.MemoryMiB, r.QEMU)
+			fmt.Fprintf(&b, "\nMemory:    %d MiB\nQEMU:      %s\nBoot:      %s\n", r.MemoryMiB, r.QEMU, bootSourceText(r.Source))
+			if r.EDK2 != "" {
+				fmt.Fprintf(&b, "edk2:      %s\n", r.EDK2)
+			}
+			b.WriteString("\nREGISTER  VALUE (SHA-384)\n")
 			for i, v := range r.RTMR {
 				fmt.Fprintf(&b, "RTMR%d     %s\n", i, v)
 			}

@@ -19,6 +19,9 @@ type TDXEvent struct {
 type RTMRs struct {
 	RTMR   [3]Digest384 `json:"rtmr"`
 	Events []TDXEvent   `json:"events"`
+	// Source is SourceFwCfg or SourceModel: where RTMR1 and RTMR2's
+	// kernel, initrd and command line came from.
+	Source string `json:"source"`
 }
 
 // EDK2Profile selects the measurement differences between edk2 releases.
@@ -33,17 +36,22 @@ const (
 	// EDK2Stable202408 is edk2-stable202408(.01): the separator closes
 	// RTMR0 instead of sitting in RTMR1.
 	EDK2Stable202408
+	// EDK2Auto picks the profile from the version the firmware image
+	// carries (ReadFirmwareVersion).
+	EDK2Auto
 )
 
-// ParseEDK2Profile parses "default" or "202408".
+// ParseEDK2Profile parses "auto", "default" or "202408".
 func ParseEDK2Profile(s string) (EDK2Profile, error) {
 	switch s {
+	case "auto":
+		return EDK2Auto, nil
 	case "", "default":
 		return EDK2Default, nil
 	case "202408", "edk2-stable202408", "edk2-stable202408.01":
 		return EDK2Stable202408, nil
 	}
-	return 0, fmt.Errorf("unknown edk2 event-log profile %q: expected default or 202408", s)
+	return 0, fmt.Errorf("unknown edk2 event-log profile %q: expected auto, default or 202408", s)
 }
 
 // RTMRRequest holds the inputs of RTMR0-2.
@@ -63,6 +71,10 @@ type RTMRRequest struct {
 	// a kernel with a patched setup header.
 	QEMUMajor int
 	Profile   EDK2Profile
+	// FwCfg, when set, is what QEMU handed the firmware (DumpBootBlobs):
+	// RTMR1 and RTMR2 then measure its kernel, initrd and command line
+	// instead of the model's patch of Kernel, Initrd and Cmdline.
+	FwCfg *FwCfgBoot
 }
 
 // extend folds a digest into a register: RTMR = SHA-384(RTMR || digest).
@@ -169,7 +181,13 @@ func DirectBootCmdline(cmdline string, initrd bool) string {
 
 // ComputeRTMRs replays the TDVF direct-boot event log for RTMR0-2.
 func ComputeRTMRs(req RTMRRequest) (*RTMRs, error) {
-	r := &RTMRs{}
+	if req.Profile == EDK2Auto {
+		return nil, fmt.Errorf("edk2 profile auto is resolved from the firmware image (resolveEDK2) before the events are computed")
+	}
+	r := &RTMRs{Source: SourceModel}
+	if req.FwCfg != nil {
+		r.Source = SourceFwCfg
+	}
 	for _, f := range []func(RTMRRequest) ([]TDXEvent, error){rtmr0Events, rtmr1Events, rtmr2Events} {
 		evs, err := f(req)
 		if err != nil {
@@ -240,14 +258,18 @@ func rtmr0Events(req RTMRRequest) ([]TDXEvent, error) {
 	return evs, nil
 }
 
-// measuredKernel returns the kernel bytes the firmware receives: before
-// QEMU 10 a copy with QEMU's setup-header patch.
+// measuredKernel returns the kernel bytes the firmware receives: what QEMU
+// handed over when it was asked, else the model's: before QEMU 10 a copy
+// with QEMU's setup-header patch.
 func measuredKernel(req RTMRRequest) ([]byte, error) {
 	if len(req.Kernel) == 0 {
 		return nil, fmt.Errorf("no kernel given: RTMR1 measures the direct-boot kernel")
 	}
 	if err := checkSetup(req.Kernel, int64(len(req.Kernel))); err != nil {
 		return nil, err
+	}
+	if req.FwCfg != nil {
+		return req.FwCfg.FirmwareKernel(req.QEMUMajor), nil
 	}
 	if req.QEMUMajor >= 10 {
 		return req.Kernel, nil
@@ -295,6 +317,9 @@ func rtmr1Events(req RTMRRequest) ([]TDXEvent, error) {
 // rtmr2Events are the kernel command line edk2 passes (UTF-16LE with NUL)
 // and the initrd's SHA-384.
 func rtmr2Events(req RTMRRequest) ([]TDXEvent, error) {
+	if b := req.FwCfg; b != nil {
+		req.Cmdline, req.Initrd = b.Cmdline, b.Initrd
+	}
 	evs := []TDXEvent{{RTMR: 2, Event: "kernel command line", Digest: sha384(utf16NUL(DirectBootCmdline(req.Cmdline, len(req.Initrd) > 0)))}}
 	if len(req.Initrd) > 0 {
 		evs = append(evs, TDXEvent{RTMR: 2, Event: "initrd", Digest: sha384(req.Initrd)})

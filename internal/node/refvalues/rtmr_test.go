@@ -79,7 +79,8 @@ func withOracleHOBLayout(td *TDVF) *TDVF {
 // AISEC's calculate-tdx-mrs (testdata/rtmr-oracle.sh, SOURCES.md) on the
 // Debian 12 OVMF.fd builds, QEMU 7.2's ACPI blobs for 2048 and 4096 MiB,
 // and the Debian 6.1 cloud kernel, for QEMU 7 (patched setup header, with
-// and without initrd) and QEMU 10 (unpatched).
+// and without initrd) and QEMU 10 (unpatched): from the model, and (kinds
+// *-fwcfg) from what the real QEMU 7.2 and 10.0 hand the firmware.
 func TestRTMRVectors(t *testing.T) {
 	rows := readPSV(t, "vectors-rtmr.psv", 9)
 	kernel := debianKernel(t)
@@ -111,34 +112,53 @@ func TestRTMRVectors(t *testing.T) {
 				if got := replay(evs)[0].String(); got != want {
 					t.Errorf("RTMR0 = %s, want %s", got, want)
 				}
-			case "rtmr1":
-				evs, err := rtmr1Events(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := replay(evs)[1].String(); got != want {
-					t.Errorf("RTMR1 = %s, want %s", got, want)
-				}
-			case "rtmr2":
-				evs, _ := rtmr2Events(req)
-				if got := replay(evs)[2].String(); got != want {
-					t.Errorf("RTMR2 = %s, want %s", got, want)
-				}
-			case "cmdline-event":
-				evs, _ := rtmr2Events(req)
-				if len(evs) != 2 {
-					t.Fatalf("%d RTMR2 events with an initrd, want 2 (command line, initrd)", len(evs))
-				}
-				if got := evs[0].Digest.String(); got != want {
-					t.Errorf("command line event = %s, want %s", got, want)
-				}
-				if evs[1].Digest != sha384(req.Initrd) {
-					t.Errorf("initrd event = %s, want SHA-384 of the initrd", evs[1].Digest)
-				}
+			case "rtmr1", "rtmr2", "cmdline-event":
+				checkBootVector(t, row[1], req, want)
+			case "rtmr1-fwcfg", "rtmr2-fwcfg", "cmdline-event-fwcfg":
+				fwcfgVector(t, row, req)
 			default:
 				t.Fatalf("unknown vector kind %q", row[1])
 			}
 		})
+	}
+}
+
+// checkBootVector compares RTMR1 ("rtmr1"), RTMR2 ("rtmr2") or the
+// command-line event ("cmdline-event", with the initrd event after it)
+// computed for req with want.
+func checkBootVector(t *testing.T, kind string, req RTMRRequest, want string) {
+	t.Helper()
+	initrd := req.Initrd
+	if req.FwCfg != nil {
+		initrd = req.FwCfg.Initrd
+	}
+	switch kind {
+	case "rtmr1":
+		evs, err := rtmr1Events(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := replay(evs)[1].String(); got != want {
+			t.Errorf("RTMR1 = %s, want %s", got, want)
+		}
+	case "rtmr2":
+		evs, _ := rtmr2Events(req)
+		if got := replay(evs)[2].String(); got != want {
+			t.Errorf("RTMR2 = %s, want %s", got, want)
+		}
+	case "cmdline-event":
+		evs, _ := rtmr2Events(req)
+		if len(evs) != 2 {
+			t.Fatalf("%d RTMR2 events with an initrd, want 2 (command line, initrd)", len(evs))
+		}
+		if got := evs[0].Digest.String(); got != want {
+			t.Errorf("command line event = %s, want %s", got, want)
+		}
+		if evs[1].Digest != sha384(initrd) {
+			t.Errorf("initrd event = %s, want SHA-384 of the initrd", evs[1].Digest)
+		}
+	default:
+		t.Fatalf("unknown vector kind %q", kind)
 	}
 }
 

@@ -147,6 +147,12 @@ func (c Change) RemovePlatforms(ctx context.Context, st *configure.State, plats 
 			return fmt.Errorf("installation record names platform %q: %w", s, err)
 		}
 		h := c.Suffix.Handler(p)
+		// Custom runtimes made from p run its binaries: they go first.
+		for _, ch := range st.CustomHandlersOf(p, c.Suffix) {
+			if err := c.Remove(ctx, st, ch, p); err != nil {
+				return err
+			}
+		}
 		if _, ok := st.Platforms[h]; !ok {
 			continue
 		}

@@ -206,6 +206,14 @@ func Write(w io.Writer, f *facts.Facts) error {
 	}
 	t.row("name", name)
 	t.row("evidence", strings.Join(f.Distribution.Evidence, "; "))
+	timeout := joinNonEmpty(" ", f.Kubelet.RuntimeRequestTimeout, paren(f.Kubelet.RuntimeRequestTimeoutSource))
+	switch _, unknown := f.UnknownReason("kubelet.runtimeRequestTimeout"); {
+	case unknown:
+		timeout = "unknown"
+	case timeout == "":
+		timeout = facts.KubeletDefaultRuntimeRequestTimeout + " (default)"
+	}
+	t.row("kubelet", "runtimeRequestTimeout "+timeout)
 
 	t.section("Binaries")
 	for _, b := range f.Binaries {

@@ -93,12 +93,31 @@ const FailShimMessage = "berth-e2e-shim: invoked by containerd"
 // marker, so that a test can tell whether containerd ran it at all.
 func BuildFailShim(t testing.TB, dir, marker string) string {
 	t.Helper()
+	return buildShim(t, dir, "-X main.marker="+marker)
+}
+
+// ShimGivenPrefix starts the marker line in which a shim built by
+// BuildConfigShim records what containerd handed it, as JSON (failshim's
+// Given: configPath, config, dropIns, error).
+const ShimGivenPrefix = "given "
+
+// BuildConfigShim is BuildFailShim whose shim also records, on each start,
+// what containerd handed it: the ConfigPath of the handler's runtime
+// options and the Kata configuration there (read under root) merged with
+// its config.d drop-ins as Kata's runtime merges them.
+func BuildConfigShim(t testing.TB, dir, marker, root string) string {
+	t.Helper()
+	return buildShim(t, dir, "-X main.marker="+marker+" -X main.root="+root)
+}
+
+func buildShim(t testing.TB, dir, vars string) string {
+	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("building the test shim needs the go command: %v", err)
 	}
 	out := filepath.Join(dir, "failshim")
 	runCmd(t, upstreamtest.RepoRoot(t), []string{"CGO_ENABLED=0"}, goBin, "build", "-trimpath",
-		"-ldflags", "-s -w -X main.marker="+marker, "-o", out, "./internal/cluster/e2e/failshim")
+		"-ldflags", "-s -w "+vars, "-o", out, "./internal/cluster/e2e/failshim")
 	return out
 }

@@ -89,7 +89,7 @@ for --skip-schema-validation.
 {{- define "berth.platforms" -}}
 {{- $table := .Files.Get "files/platforms.json" | fromJson -}}
 {{- $rows := list -}}
-{{- range $i, $p := .Values.platforms -}}
+{{- range $i, $p := include "berth.chosenPlatforms" . | fromJsonArray -}}
 {{- $class := index $table.platforms $p -}}
 {{- if not $class -}}
 {{- fail (printf "platforms[%d]: %q is not a berth platform (canonical names as `berth platforms` prints them)" $i $p) -}}
@@ -172,7 +172,7 @@ always was, so that an upgrade of the chart alone rolls nothing.
 */}}
 {{- define "berth.nodeInstallerConfig" -}}
 {{- $ni := .Values.nodeInstaller -}}
-{{- $cm := dict "platforms" (join " " .Values.platforms) "manifest" $ni.manifest -}}
+{{- $cm := dict "platforms" (join " " (include "berth.chosenPlatforms" . | fromJsonArray)) "manifest" $ni.manifest -}}
 {{- with $ni.containerdUserDropIn }}{{ $_ := set $cm "containerdUserDropIn" . }}{{ end -}}
 {{- toJson $cm -}}
 {{- end -}}

@@ -100,6 +100,7 @@ Jobs (job: true) run it --run-once and end.
         {{- if gt (int $ni.maxConcurrentRestarts) 1 }}
         - --max-concurrent-restarts={{ int $ni.maxConcurrentRestarts }}
         {{- end }}
+        {{- include "berth.kataArgs" $ }}
         {{- range $ni.extraArgs }}
         - {{ . | quote }}
         {{- end }}

@@ -4,13 +4,17 @@
 // containerd run it. It records each invocation (its arguments, one line)
 // in the file the test names at build time and fails, as Kata's shim
 // fails where no VM can boot: the test then knows the sandbox creation
-// reached the installed shim. Kata's own shim cannot be used: its release
+// reached the installed shim. Built with a root (BuildConfigShim), it also
+// records what containerd handed it: the runtime options' ConfigPath and
+// the Kata configuration there merged with its config.d drop-ins, as
+// Kata's runtime would read it (config.go). Kata's own shim cannot be used: its release
 // is on GitHub and its Go module is not served by the module proxy.
 package main
 
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -26,6 +30,9 @@ func main() {
 	if marker != "" {
 		if f, err := os.OpenFile(marker, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
 			fmt.Fprintln(f, strings.Join(os.Args[1:], " "))
+			if root != "" && slices.Contains(os.Args[1:], "start") {
+				record(f, given(os.Stdin))
+			}
 			f.Close()
 		}
 	}

@@ -1,0 +1,153 @@
+package refvalues
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// FirmwareVersion is the version string an edk2 build carries
+// (PcdFirmwareVersionString, which distributions set to their package
+// version, e.g. Debian's "2026.08+ds-2"), and the edk2 release it names.
+type FirmwareVersion struct {
+	String string `json:"version"`
+	// Year and Month are the edk2-stable release (edk2-stableYYYYMM).
+	Year, Month int `json:"-"`
+}
+
+// guidLZMA is the GUID-defined section edk2 compresses firmware volumes
+// into (MdePkg gLzmaCustomDecompressGuid).
+var guidLZMA = mustGUIDBytes("ee4e5898-3914-4259-9d6e-dc7bd79403cf")
+
+// maxDecompressed bounds one decompressed volume: OVMF's DXE volume is 12
+// to 16 MiB.
+const maxDecompressed = 64 << 20
+
+// versionString matches a UTF-16LE version string "YYYY.MM" with an
+// optional suffix (".01", "+ds-2", "-6ubuntu1"), NUL-terminated.
+var versionString = regexp.MustCompile(`(?:[0-9]\x00){4}\.\x00[01]\x00[0-9]\x00(?:[\x21-\x7e]\x00){0,48}\x00\x00`)
+
+// ReadFirmwareVersion finds the version string in the image's compressed
+// volumes (the version lives in the DXE volume, which OVMF keeps LZMA
+// compressed inside FVMAIN_COMPACT). It returns nil when the image
+// carries none: upstream's default PcdFirmwareVersionString is empty, and
+// Debian 12's builds leave it so.
+func ReadFirmwareVersion(image []byte) (*FirmwareVersion, error) {
+	found := map[string]bool{}
+	var first string
+	for i, n := 0, 0; n < 8; n++ {
+		j := bytes.Index(image[i:], guidLZMA)
+		if j < 0 {
+			break
+		}
+		g := i + j
+		i = g + len(guidLZMA)
+		// EFI_GUID_DEFINED_SECTION: a 4-byte common header (24-bit
+		// size, type 0x02), or the 8-byte one with size 0xffffff and a
+		// 32-bit size, then the GUID, DataOffset and Attributes.
+		hdr, size := g-4, 0
+		if hdr < 0 || image[hdr+3] != 0x02 {
+			hdr -= 4
+			if hdr < 0 || image[hdr+3] != 0x02 {
+				continue
+			}
+			size = int(binary.LittleEndian.Uint32(image[hdr+4:]))
+		} else {
+			size = int(image[hdr]) | int(image[hdr+1])<<8 | int(image[hdr+2])<<16
+		}
+		if g+20 > len(image) {
+			continue
+		}
+		data := int(binary.LittleEndian.Uint16(image[g+16:]))
+		if size <= data || hdr+size > len(image) || hdr+data > len(image) {
+			continue
+		}
+		out, err := lzmaDecode(image[hdr+data:hdr+size], maxDecompressed)
+		if err != nil {
+			return nil, fmt.Errorf("compressed volume at offset %#x: %w", hdr, err)
+		}
+		for _, loc := range versionString.FindAllIndex(out, -1) {
+			if loc[0]%2 != 0 || loc[0] < 2 || out[loc[0]-1] != 0 || out[loc[0]-2] != 0 {
+				continue // not the start of a string
+			}
+			s := utf16ASCII(out[loc[0] : loc[1]-2])
+			if !found[s] {
+				found[s] = true
+				if first == "" {
+					first = s
+				}
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, fmt.Errorf("the firmware carries %d different version strings (%s, ...): cannot tell its edk2 release, give --edk2", len(found), first)
+	}
+	y, _ := strconv.Atoi(first[:4])
+	m, _ := strconv.Atoi(first[5:7])
+	return &FirmwareVersion{String: first, Year: y, Month: m}, nil
+}
+
+// utf16ASCII decodes UTF-16LE text known to be ASCII.
+func utf16ASCII(b []byte) string {
+	out := make([]byte, 0, len(b)/2)
+	for i := 0; i+1 < len(b); i += 2 {
+		out = append(out, b[i])
+	}
+	return string(out)
+}
+
+// EDK2Profile returns the event-log profile of the release the version
+// names. Releases from edk2-stable202505 on measure what berth does not
+// model yet, and are refused rather than given wrong values:
+//
+//   - QEMU fw_cfg items (etc/extra-pci-roots, BootMenu, etc/boot-menu-wait,
+//     etc/reserved-memory-end, opt/ovmf/X-PciMmio64Mb, bootorder) into
+//     RTMR0 as EV_PLATFORM_CONFIG_FLAGS "QEMU FW CFG" events, from SEC
+//     (IntelTdx) or PEI (OvmfPkgX64): OvmfPkg/Library/QemuFwCfgLib/
+//     QemuFwCfgCacheInit.c, edk2 commits fb56dc78ef, 81c2c92074, 2eac71a1ee;
+//   - the SMBIOS tables into RTMR0 as EV_EFI_HANDOFF_TABLES2:
+//     MdeModulePkg/Universal/SmbiosMeasurementDxe, added to the OVMF and
+//     IntelTdx builds by commit cd76265f1a;
+//   - from edk2-stable202508, "initrd=initrd " before the command line in
+//     the LoadOptions measured into RTMR2 instead of " initrd=initrd"
+//     after it: OvmfPkg/Library/X86QemuLoadImageLib, commit a2ac0fea49.
+func (v *FirmwareVersion) EDK2Profile() (EDK2Profile, error) {
+	ym := v.Year*100 + v.Month
+	switch {
+	case ym >= 202505:
+		what := "QEMU fw_cfg items and the SMBIOS tables into RTMR0 (edk2 commits fb56dc78ef, cd76265f1a)"
+		if ym >= 202508 {
+			what += " and puts \"initrd=initrd \" before the command line measured into RTMR2 (a2ac0fea49)"
+		}
+		return 0, fmt.Errorf("firmware version %s is edk2 %d.%02d, which measures %s: berth does not model that yet and gives no RTMR values rather than wrong ones (--edk2 default forces the 2022.11-2025.02 model)", v.String, v.Year, v.Month, what)
+	case ym >= 202408 && ym < 202411:
+		return EDK2Stable202408, nil
+	}
+	return EDK2Default, nil
+}
+
+// resolveEDK2 turns EDK2Auto into the profile of the firmware's release;
+// the second result says how the profile was chosen.
+func resolveEDK2(p EDK2Profile, image []byte) (EDK2Profile, string, error) {
+	if p != EDK2Auto {
+		return p, "given with --edk2", nil
+	}
+	v, err := ReadFirmwareVersion(image)
+	if err != nil {
+		return 0, "", err
+	}
+	if v == nil {
+		return EDK2Default, "the firmware carries no version string: assumed edk2 2022.11-2025.02 (--edk2 to say otherwise)", nil
+	}
+	p, err = v.EDK2Profile()
+	if err != nil {
+		return 0, "", err
+	}
+	return p, fmt.Sprintf("firmware version %s (edk2-stable%d%02d)", v.String, v.Year, v.Month), nil
+}
