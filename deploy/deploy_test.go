@@ -197,6 +197,7 @@ func fullReport(node string) v1alpha1.Report {
 			},
 			PlatformsOmitted: 1,
 		},
+		GPUResources: []v1alpha1.GPUResource{{Name: "nvidia.com/pgpu", Allocatable: 8}},
 	}
 }
 
@@ -291,12 +292,25 @@ func TestCRDRoundTrip(t *testing.T) {
 		t.Fatalf("fullReport leaves fields zero, so the round trip would not cover them: %v", z)
 	}
 	dyn := dynamic.NewForConfigOrDie(env.Admin).Resource(v1alpha1.GroupVersionResource)
-	created, err := dyn.Create(ctx(t), toUnstructured(t, nodeReport("roundtrip", want)),
+	// The conditions, every field set, as the agent writes them (it
+	// leaves observedGeneration 0; the schema takes it all the same).
+	when := metav1.NewTime(time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC))
+	status := v1alpha1.NodeReportStatus{Conditions: []metav1.Condition{
+		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "PlatformReady", Message: "can run k3s-qemu-snp of the 1 requested platforms", LastTransitionTime: when, ObservedGeneration: 1},
+		{Type: v1alpha1.ConditionInstalled, Status: metav1.ConditionTrue, Reason: "Installed", Message: "installed and proven live: k3s-qemu-snp", LastTransitionTime: when},
+		{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "NoFailure", Message: "no platform that worked here fails", LastTransitionTime: when},
+	}}
+	obj := nodeReport("roundtrip", want)
+	obj.Status = status
+	created, err := dyn.Create(ctx(t), toUnstructured(t, obj),
 		metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
 	if err != nil {
 		t.Fatalf("creating a fully populated NodeReport with strict validation: %v", err)
 	}
 	got := fromUnstructured(t, created)
+	if !apiequality.Semantic.DeepEqual(got.Status, status) {
+		t.Errorf("the API server changed the conditions:\ngot  %+v\nwant %+v", got.Status, status)
+	}
 	// Semantic equality: times compare as instants (the decoded one is Local).
 	if !apiequality.Semantic.DeepEqual(got.Report, want) {
 		gj, _ := json.MarshalIndent(got.Report, "", "  ")
@@ -320,6 +334,23 @@ func TestCRDRoundTrip(t *testing.T) {
 			}
 		},
 		"duplicate platform": func(r *v1alpha1.Report) { r.Platforms[1].Name = r.Platforms[0].Name },
+	}
+	badStatus := map[string]func(s *v1alpha1.NodeReportStatus){
+		"condition status not True, False or Unknown": func(s *v1alpha1.NodeReportStatus) { s.Conditions[0].Status = "Yes" },
+		"condition reason not CamelCase":              func(s *v1alpha1.NodeReportStatus) { s.Conditions[0].Reason = "not ready" },
+		"duplicate condition type":                    func(s *v1alpha1.NodeReportStatus) { s.Conditions[1].Type = s.Conditions[0].Type },
+	}
+	for name, mutate := range badStatus {
+		t.Run(name, func(t *testing.T) {
+			o := nodeReport("refused", fullReport("refused"))
+			o.Status = *status.DeepCopy()
+			mutate(&o.Status)
+			_, err := dyn.Create(ctx(t), toUnstructured(t, o),
+				metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict, DryRun: []string{metav1.DryRunAll}})
+			if !apierrors.IsInvalid(err) {
+				t.Errorf("want an Invalid error, got %v", err)
+			}
+		})
 	}
 	for name, mutate := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -345,8 +376,12 @@ func TestCRDRoundTrip(t *testing.T) {
 
 	// kubectl prints the printer columns.
 	out := kubectl(t, "get", "nodereports", "roundtrip")
-	if head := strings.Fields(strings.SplitN(out, "\n", 2)[0]); !reflect.DeepEqual(head, []string{"NAME", "NODE", "READY", "NOTREADY", "AGE"}) {
-		t.Errorf("kubectl get nodereports columns = %v, want NAME NODE READY NOTREADY AGE\n%s", head, out)
+	lines := strings.SplitN(out, "\n", 3)
+	if head := strings.Fields(lines[0]); !reflect.DeepEqual(head, []string{"NAME", "NODE", "READY", "NOTREADY", "INSTALLED", "AGE"}) {
+		t.Errorf("kubectl get nodereports columns = %v, want NAME NODE READY NOTREADY INSTALLED AGE\n%s", head, out)
+	}
+	if row := strings.Fields(lines[1]); len(row) < 5 || row[4] != "True" {
+		t.Errorf("kubectl get nodereports: the INSTALLED column does not show the Installed condition's status:\n%s", out)
 	}
 }
 

@@ -19,3 +19,27 @@ func (p Platform) ReadySelector() map[string]string {
 	}
 	return nil
 }
+
+// GPUGuest returns the file names of the guest kernel and image that the
+// Kata 4.1 template of a GPU platform's shim boots
+// (configuration-qemu-nvidia-gpu*.toml.in filled with the Makefile's
+// KERNELNAME_NV and IMAGENAME_NV*): NVIDIA's guest kernel, and the image
+// with NVIDIA's guest driver (the confidential one, with the attestation
+// agent, for a TEE; runtime-rs boots one base image and adds the GPU as an
+// extension image). ok is false for a platform without a GPU. The
+// configure package's conformance test holds them to the templates.
+func (p Platform) GPUGuest() (kernel, image string, ok bool) {
+	p.must()
+	if !p.gpu {
+		return "", "", false
+	}
+	switch {
+	case p.rt == RustRuntime:
+		image = "kata-containers-nvidia.img"
+	case p.tee != NoTEE:
+		image = "kata-containers-nvidia-gpu-confidential.img"
+	default:
+		image = "kata-containers-nvidia-gpu.img"
+	}
+	return "vmlinuz-nvidia-gpu.container", image, true
+}

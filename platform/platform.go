@@ -497,6 +497,14 @@ func (p Platform) MeasuredLaunch() bool {
 	return p.GuestFirmware() != ""
 }
 
+// KataGoQEMU reports whether the platform's guests are QEMU guests of
+// Kata's Go runtime, the runtime whose guest kernel command line berth
+// derives from the Kata configuration (refvalues).
+func (p Platform) KataGoQEMU() bool {
+	p.must()
+	return p.rt == GoRuntime && p.hv == QEMU
+}
+
 // MinHypervisorVersion returns the oldest upstream hypervisor release that
 // can launch this platform's guests, or nil when any will do: QEMU 9.1 for
 // SEV-SNP and 10.1 for TDX.

@@ -49,6 +49,8 @@ func rules() map[string]fieldRule {
 		"Report.Platforms":        {maxItems: i64(MaxPlatforms), listType: "map", listKeys: []string{"name"}},
 		"Report.Findings":         {maxItems: i64(MaxFindings)},
 		"FactsSummary.GPUs":       {maxItems: i64(MaxGPUs)},
+		"Report.GPUResources":     {maxItems: i64(MaxGPUResources), listType: "map", listKeys: []string{"name"}},
+		"GPUResource.Name":        {maxLength: i64(MaxGPUResourceName)},
 		"Finding.Message":         {maxLength: i64(MaxTextLen)},
 		"Finding.Remedy":          {maxLength: i64(MaxTextLen)},
 		"FactsSummary.OS":         {maxLength: i64(MaxTextLen)},
@@ -58,6 +60,9 @@ func rules() map[string]fieldRule {
 		"InstallStatus.Platforms": {maxItems: i64(MaxInstallPlatforms), listType: "map", listKeys: []string{"name"}},
 		"PlatformInstall.Name":    {maxLength: i64(63)},
 		"PlatformInstall.Error":   {maxLength: i64(MaxTextLen)},
+		// One per type, merged by type as kubectl and client tools
+		// expect of conditions.
+		"NodeReportStatus.Conditions": {maxItems: i64(MaxConditions), listType: "map", listKeys: []string{"type"}},
 	}
 }
 
@@ -118,6 +123,9 @@ func (g *generator) schema(typ reflect.Type, key string) apiextv1.JSONSchemaProp
 	}
 	if typ == reflect.TypeFor[metav1.Time]() {
 		return apiextv1.JSONSchemaProps{Type: "string", Format: "date-time"}
+	}
+	if typ == reflect.TypeFor[metav1.Condition]() {
+		return conditionSchema()
 	}
 	switch typ.Kind() {
 	case reflect.Pointer:
@@ -189,11 +197,36 @@ func (g *generator) object(typ reflect.Type) apiextv1.JSONSchemaProps {
 	return s
 }
 
+// conditionSchema is the schema Kubernetes' own CRDs give
+// metav1.Condition (its validation tags: the limits of
+// metav1.Condition's fields).
+func conditionSchema() apiextv1.JSONSchemaProps {
+	zero := 0.0
+	return apiextv1.JSONSchemaProps{
+		Type:        "object",
+		Description: "Condition contains details for one aspect of the current state of this API Resource.",
+		Required:    []string{"lastTransitionTime", "message", "reason", "status", "type"},
+		Properties: map[string]apiextv1.JSONSchemaProps{
+			"type": {Type: "string", MaxLength: i64(316), Pattern: `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`,
+				Description: "type of condition in CamelCase or in foo.example.com/CamelCase."},
+			"status": {Type: "string", Enum: []apiextv1.JSON{{Raw: []byte(`"True"`)}, {Raw: []byte(`"False"`)}, {Raw: []byte(`"Unknown"`)}},
+				Description: "status of the condition, one of True, False, Unknown."},
+			"reason": {Type: "string", MinLength: i64(1), MaxLength: i64(1024), Pattern: `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`,
+				Description: "reason contains a programmatic identifier indicating the reason for the condition's last transition."},
+			"message":            {Type: "string", MaxLength: i64(32768), Description: "message is a human readable message indicating details about the transition."},
+			"lastTransitionTime": {Type: "string", Format: "date-time", Description: "lastTransitionTime is the last time the condition transitioned from one status to another."},
+			"observedGeneration": {Type: "integer", Format: "int64", Minimum: &zero, Description: "observedGeneration represents the .metadata.generation that the condition was set based upon."},
+		},
+	}
+}
+
 // generateCRD builds the NodeReport CRD from the Go types.
 func generateCRD(t *testing.T) []byte {
 	g := &generator{t: t, docs: docs(t), rules: rules(), enums: enums(), used: map[string]bool{}}
 	report := g.schema(reflect.TypeFor[Report](), "NodeReport.Report")
 	report.Description = g.docs["NodeReport.Report"]
+	status := g.schema(reflect.TypeFor[NodeReportStatus](), "NodeReport.Status")
+	status.Description = g.docs["NodeReport.Status"]
 	for k := range g.rules {
 		if !g.used[k] {
 			t.Errorf("rule %s matches no field", k)
@@ -208,6 +241,7 @@ func generateCRD(t *testing.T) []byte {
 			"kind":       {Type: "string", Description: "Kind is a string value representing the REST resource this object represents."},
 			"metadata":   {Type: "object"},
 			"report":     report,
+			"status":     status,
 		},
 		XValidations: apiextv1.ValidationRules{{
 			Rule:    "self.metadata.name == self.report.nodeName",
@@ -237,6 +271,8 @@ func generateCRD(t *testing.T) []byte {
 					col("NotReady", "integer", ".report.summary.notReady", "Platforms the node cannot run.", 0),
 					col("Berth", "string", ".report.berthVersion", "Version of the agent that wrote the report.", 1),
 					col("Release", "string", ".report.install.version", "Version of the release manifest the node-installer last installed from.", 1),
+					col("Installed", "string", `.status.conditions[?(@.type=="Installed")].status`, "Whether every requested platform is installed and proven (the Installed condition).", 0),
+					col("Degraded", "string", `.status.conditions[?(@.type=="Degraded")].status`, "Whether a platform that worked fails (the Degraded condition).", 1),
 					col("Observed", "date", ".report.observedAt", "When discovery ran.", 1),
 					col("Age", "date", ".metadata.creationTimestamp", "", 0),
 				},

@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "k8s.io/apimachinery/pkg/runtime"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
 
 // Hand-written deep copies: the types are few and mostly value types, so a
 // code generator (controller-gen) is not worth its dependency tree.
@@ -23,6 +26,10 @@ func (r *Report) DeepCopyInto(out *Report) {
 	}
 	if r.Install != nil {
 		out.Install = r.Install.DeepCopy()
+	}
+	if r.GPUResources != nil {
+		out.GPUResources = make([]GPUResource, len(r.GPUResources))
+		copy(out.GPUResources, r.GPUResources)
 	}
 }
 
@@ -85,6 +92,28 @@ func (n *NodeReport) DeepCopyInto(out *NodeReport) {
 	out.TypeMeta = n.TypeMeta
 	n.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	n.Report.DeepCopyInto(&out.Report)
+	n.Status.DeepCopyInto(&out.Status)
+}
+
+// DeepCopy returns a deep copy of s.
+func (s *NodeReportStatus) DeepCopy() *NodeReportStatus {
+	if s == nil {
+		return nil
+	}
+	out := new(NodeReportStatus)
+	s.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyInto copies s into out.
+func (s *NodeReportStatus) DeepCopyInto(out *NodeReportStatus) {
+	*out = *s
+	if s.Conditions != nil {
+		out.Conditions = make([]metav1.Condition, len(s.Conditions))
+		for i := range s.Conditions {
+			s.Conditions[i].DeepCopyInto(&out.Conditions[i])
+		}
+	}
 }
 
 // DeepCopy returns a deep copy of n.

@@ -14,6 +14,13 @@ const (
 	MaxFindings = 32
 	// MaxGPUs caps Facts.GPUs.
 	MaxGPUs = 16
+	// MaxGPUResources caps Report.GPUResources: a node's device plugins
+	// advertise one to three NVIDIA resources (the GPUs, per model or as
+	// nvidia.com/pgpu, and the NVSwitches).
+	MaxGPUResources = 4
+	// MaxGPUResourceName caps GPUResource.Name: "nvidia.com/" and the 63
+	// characters a resource name may have after its prefix.
+	MaxGPUResourceName = len("nvidia.com/") + 63
 	// MaxTextLen caps free-text fields (finding messages and remedies); the
 	// agent cuts longer text and ends it with "…".
 	MaxTextLen = 256
@@ -24,7 +31,8 @@ const (
 	MaxInstallPlatforms = 16
 	// MaxInstallBytes caps the compact JSON of Report.Install, so that the
 	// largest report of the fixture hosts with a worst-case install status
-	// still stays under 8 KiB; entries past it are counted in
+	// (and, on a GPU node, the GPU resources an HGX node advertises) still
+	// stays under 8 KiB; entries past it are counted in
 	// InstallStatus.PlatformsOmitted, failed ones kept first.
 	MaxInstallBytes = 1200
 	// InstallStatusSchema is the version of the InstallStatusAnnotation's
@@ -57,7 +65,42 @@ type NodeReport struct {
 
 	// Report is the content the agent publishes.
 	Report Report `json:"report"`
+	// Status holds the node's conditions, for `kubectl wait
+	// --for=condition=Installed nodereport/<node>`.
+	Status NodeReportStatus `json:"status,omitempty"`
 }
+
+// NodeReportStatus is the part of a NodeReport that tools wait on. It is
+// an ordinary field, not a status subresource: the agent writes the whole
+// object in one apply (see NodeReport).
+type NodeReportStatus struct {
+	// Conditions are the node's standard conditions: Ready, Installed and
+	// Degraded (ConditionReady and the others), each with a reason. A
+	// condition's lastTransitionTime changes only when its status does.
+	// observedGeneration is left unset: the report has no spec whose
+	// generation a condition could follow, and every write of the agent
+	// raises metadata.generation, which kubectl wait would take for a
+	// condition not yet observed.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// The condition types of NodeReportStatus.Conditions.
+const (
+	// ConditionReady is True when the node can run at least one
+	// requested platform: one the node-installer was asked to install
+	// (Report.Install), or, without an install record, any evaluated one.
+	ConditionReady = "Ready"
+	// ConditionInstalled is True when every requested platform is
+	// installed and its handler proven live.
+	ConditionInstalled = "Installed"
+	// ConditionDegraded is True when a platform that worked fails: one
+	// installed that now fails its checks, or an install that failed
+	// after the node was Installed.
+	ConditionDegraded = "Degraded"
+)
+
+// MaxConditions caps NodeReportStatus.Conditions.
+const MaxConditions = 8
 
 // NodeReportList is a list of NodeReports.
 type NodeReportList struct {
@@ -99,6 +142,21 @@ type Report struct {
 	// optional, so adding it kept v1alpha1: older agents leave it out and
 	// older readers ignore it.
 	Install *InstallStatus `json:"install,omitempty"`
+	// GPUResources are the NVIDIA device plugin resources in the Node's
+	// allocatable (nvidia.com/pgpu or a per-model name such as
+	// nvidia.com/GH100_H100_PCIE from the GPU operator's sandbox device
+	// plugin; nvidia.com/gpu from its container device plugin), sorted by
+	// name, at most MaxGPUResources. The agent reads them only on a node
+	// with a GPU; optional, so adding it kept v1alpha1.
+	GPUResources []GPUResource `json:"gpuResources,omitempty"`
+}
+
+// GPUResource is one extended resource in the Node's allocatable.
+type GPUResource struct {
+	// Name is the resource name ("nvidia.com/pgpu").
+	Name string `json:"name"`
+	// Allocatable is how many the node can hand out.
+	Allocatable int32 `json:"allocatable"`
 }
 
 // InstallState is the outcome of installing one platform on a node.

@@ -38,6 +38,10 @@ func themePlatform(name string) string {
 		return "kata-qemu-tdx"
 	case strings.HasPrefix(name, "gpu-"):
 		return "kata-qemu-nvidia-gpu"
+	case strings.HasPrefix(name, "h100-snp-"):
+		return "k3s-qemu-snp+gpu" // the H100 fixtures run k3s
+	case strings.HasPrefix(name, "hgx-h100-tdx"):
+		return "kata-qemu-nvidia-gpu-tdx"
 	}
 	return "kata-qemu"
 }

@@ -88,10 +88,10 @@ func exitCode(err error) int {
 type Wiring struct {
 	// Commands are added to the root command, after the host commands.
 	Commands []Command
-	// Verify runs `verify --platform p --install-suffix suffix`, as
-	// install does after installing on a live root; nil when the binary
-	// cannot verify.
-	Verify func(ctx context.Context, g *Globals, p platform.Platform, suffix configure.Suffix) error
+	// Verify runs `verify --platform p --install-suffix suffix` and the
+	// extra flags, as install does after installing on a live root (and
+	// the removal guards with --pods); nil when the binary cannot verify.
+	Verify func(ctx context.Context, g *Globals, p platform.Platform, suffix configure.Suffix, extra ...string) error
 	// Network makes check --network's probe; nil when the binary links no
 	// HTTP client (berth), which then runs delegateTo for check --network.
 	Network NetworkFunc

@@ -193,7 +193,13 @@ created once they are empty. With --restart, unless nothing changed and the
 handler is gone from the runtime already, it restarts the runtime's unit and
 checks that every other handler is still live, rolling back if not. A run
 that was killed is completed first, so --all restores the originals byte for
-byte after a kill at any step.`,
+byte after a kill at any step.
+
+On a running system (--root / or --live) it first asks the runtime over
+CRI which pods run on the handlers it would remove, and refuses (exit 1,
+nothing changed) while any does, naming them (namespace/name, up to 10 and
+a count), or while the runtime cannot be asked; --force removes anyway and
+says what it overrode.`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return outsideRoot(runConfigRemove(cmd.Context(), g, fl), g.root)
@@ -205,6 +211,7 @@ byte after a kill at any step.`,
 	f.StringVar(&fl.customRuntime, "custom-runtime", "", "remove the custom runtime of this name (made from --platform) instead of the platform's own handler")
 	AddSuffixFlag(cmd, &fl.suffix)
 	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime unless nothing changed and the handler is gone, verify every other handler, and roll back if one is lost")
+	f.BoolVar(&fl.force, "force", false, "remove even while pods run on the handler on this node, or when the runtime cannot say which do")
 	return cmd
 }
 
@@ -574,6 +581,17 @@ func runConfigRemove(ctx context.Context, g *Globals, fl configFlags) error {
 	if len(handlers) == 0 {
 		fmt.Fprintln(g.stdout, "nothing to remove: berth has configured no platform on this node")
 		return nil
+	}
+	var rs []Removal
+	for _, h := range handlers {
+		p, err := platform.Parse(st.Platforms[h].Platform)
+		if err != nil {
+			return fmt.Errorf("berth's configuration state names platform %q for handler %s: %w", st.Platforms[h].Platform, h, err)
+		}
+		rs = append(rs, Removal{Platform: p, Handler: h})
+	}
+	if err := g.GuardRemoval(ctx, rs, suffix, st, fl.force); err != nil {
+		return err
 	}
 	return ch.RemoveHandlers(ctx, st, handlers)
 }

@@ -49,7 +49,7 @@ func Delegate(binary string) Wiring {
 			}
 		}})
 	}
-	w.Verify = func(ctx context.Context, g *Globals, p platform.Platform, suffix configure.Suffix) error {
+	w.Verify = func(ctx context.Context, g *Globals, p platform.Platform, suffix configure.Suffix, extra ...string) error {
 		args := []string{"verify", "--platform", p.String(), "-o", g.output, "--root", g.root}
 		if suffix != "" {
 			args = append(args, "--install-suffix", string(suffix))
@@ -63,7 +63,7 @@ func Delegate(binary string) Wiring {
 		if g.verbose > 0 {
 			args = append(args, "-"+strings.Repeat("v", g.verbose))
 		}
-		return g.runDelegate(ctx, binary, "verify", args)
+		return g.runDelegate(ctx, binary, "verify", append(args, extra...))
 	}
 	return w
 }

@@ -14,7 +14,7 @@ import (
 // p's guests: derived from the Kata configuration berth renders for p, or
 // from --kata-config. The second result says where it came from.
 func kataCmdline(g *Globals, f *refvaluesFlags, p platform.Platform) (string, string, error) {
-	if p.KataRuntime() != platform.GoRuntime || p.Hypervisor() != platform.QEMU {
+	if !p.KataGoQEMU() {
 		return "", "", fmt.Errorf("platform %s runs Kata's %s runtime with %s: berth derives the command line of the Go runtime's QEMU guests only; give it with --cmdline", p, p.KataRuntime(), p.Hypervisor())
 	}
 	name := "berth's " + p.KataConfigFile()

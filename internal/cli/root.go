@@ -39,7 +39,7 @@ type Globals struct {
 	noColor bool
 	log     *slog.Logger
 	// verify runs `verify --platform p` for install (Wiring.Verify).
-	verify func(ctx context.Context, g *Globals, p platform.Platform, suffix configure.Suffix) error
+	verify func(ctx context.Context, g *Globals, p platform.Platform, suffix configure.Suffix, extra ...string) error
 	// network makes check --network's probe (Wiring.Network).
 	network NetworkFunc
 	// delegateTo is the binary berth runs for what it lacks (Delegate).

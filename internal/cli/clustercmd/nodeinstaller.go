@@ -53,6 +53,7 @@ type nodeInstallerFlags struct {
 	startupTaints    []string
 	containerdDropIn string
 	advertiseTEEKeys bool
+	forceRemove      bool
 	runOnce          bool
 	parallel         int
 	ignore           []string
@@ -95,6 +96,15 @@ by the Helm pre-delete hook through node-installer teardown) it removes the
 runtime configuration (restart and verify again), everything berth
 installed under the prefix, and its labels.
 
+Neither cleanup nor the removal of a platform dropped from --platform
+happens while pods run on the handler it would take away: the pods are
+listed over CRI (ready sandboxes with that runtime handler), and the run is
+refused before anything is removed, with a Node Event
+(BerthRemovalBlocked) naming them (namespace/name, up to 10 and a count),
+exit 1; the pod restarts and tries again. A runtime that cannot be asked is
+refused the same way. --force-remove removes anyway and logs what it
+overrode.
+
 Either way it then stays running with /readyz ok on --health-addr, so that a
 rollout with maxUnavailable 1 goes one node at a time. With --run-once (job
 mode's per-node Jobs, see dispatch) it exits instead: 0 when every platform
@@ -133,6 +143,7 @@ rollout waits on this node.`,
 	f.StringArrayVar(&fl.startupTaints, "startup-taint", nil, "KEY[=VALUE]:EFFECT of a taint the operator puts on nodes at registration (e.g. berth.dev/runtime-not-ready:NoSchedule), or a bare KEY for that key's taints of any effect, removed from this node once every platform's handler is verified live; a failed install keeps it; repeatable")
 	f.StringVar(&fl.containerdDropIn, "containerd-drop-in", "", "file holding a containerd drop-in of the operator's own (TOML; kata-deploy's containerd.userDropIn), written as "+configure.ContainerdUserDropInName+" beside berth's handler drop-in, loaded and checked by the restart like berth's own change, and removed with the last platform (containerd 2.x or a drop-in directory only)")
 	f.BoolVar(&fl.advertiseTEEKeys, "advertise-tee-keys", false, "advertise the node's TEE keys as the extended resources sev-snp.amd.com/esids and tdx.intel.com/keys (kata-deploy's names) in its status.capacity, for the TEEs of the installed platforms; without it, those it advertised before are removed")
+	f.BoolVar(&fl.forceRemove, "force-remove", false, "remove a platform (cleanup, or one dropped from the list) even while pods run on its handler on this node, or when the runtime cannot say which do; without it such a removal is refused, with an Event naming the pods, and retried when the pod restarts")
 	f.BoolVar(&fl.runOnce, "run-once", false, "exit after the run (job mode): 0 when every platform is installed and verified, 1 otherwise; no health server")
 	f.IntVar(&fl.parallel, "parallel", 4, "downloads at once")
 	f.StringSliceVar(&fl.ignore, "ignore", nil, "check IDs whose failures become warnings, so that the platform installs anyway (comma-separated, case-insensitive; \"all\" only alone), as berth check --ignore")
@@ -168,7 +179,7 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 		ContainerdConfig: fl.containerdConfig, CRIOConfig: fl.crioConfig, RuntimeUnit: fl.runtimeUnit, RuntimeSocket: fl.runtimeSocket,
 		SystemdSocket: fl.systemdSocket, ConfigVersion: fl.configVersion, KataDeployLabels: fl.kataDeployLabels,
 		VerifySandbox: fl.verifySandbox, SandboxTimeout: fl.sandboxTimeout,
-		RestartLease: fl.restartLease, MaxConcurrentRestarts: fl.maxRestarts, StartupTaints: fl.startupTaints, ContainerdDropIn: fl.containerdDropIn, AdvertiseTEEKeys: fl.advertiseTEEKeys, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
+		RestartLease: fl.restartLease, MaxConcurrentRestarts: fl.maxRestarts, StartupTaints: fl.startupTaints, ContainerdDropIn: fl.containerdDropIn, AdvertiseTEEKeys: fl.advertiseTEEKeys, ForceRemove: fl.forceRemove, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
 	}, nil
 }
 

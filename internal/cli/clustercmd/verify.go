@@ -17,6 +17,7 @@ import (
 	"berth.dev/berth/internal/host/errdefs"
 	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/cri"
+	"berth.dev/berth/internal/node/podguard"
 	"berth.dev/berth/internal/present/output"
 	"berth.dev/berth/platform"
 )
@@ -44,6 +45,11 @@ type verifyResult struct {
 	// Snapshotter is set with --snapshotter when the live handler names
 	// a snapshotter: whether containerd has it loaded and it answers.
 	Snapshotter *snapshotterResult `json:"snapshotter,omitempty"`
+	// Pods are, with --pods, the pods running on the handler on this node
+	// (ready sandboxes with it), which uninstall and config remove refuse
+	// to take it away from; PodsError is why they could not be listed.
+	Pods      []podguard.Pod `json:"pods,omitempty"`
+	PodsError string         `json:"podsError,omitempty"`
 	// Unfinished are the changes of berth's runtime configuration a
 	// killed run left under --root (its journal), each with the command
 	// that completes it: a handler of one is not proven until it ran.
@@ -88,7 +94,8 @@ type nodeResult struct {
 func newVerifyCmd(g *cli.Globals) *cobra.Command {
 	var plat, socket, kubeconfig, node, suffixFlag string
 	var timeout, sandboxTimeout time.Duration
-	var sandbox, snapshotter bool
+	var sandbox, snapshotter, pods bool
+	var podHandlers []string
 	cmd := &cobra.Command{
 		Use:   "verify --platform P",
 		Short: "Ask the running container runtime whether the platform's handler is live",
@@ -125,7 +132,11 @@ With --snapshotter it also proves the snapshotter the handler names
 snapshotter plugin, and a probe snapshot prepared and removed through it (in
 namespace berth-probe) reaches it, so that a proxy plugin whose daemon is not
 running (berth-nydus without berth-nydus-snapshotter.service) fails; exit 1
-when it does not.`,
+when it does not.
+
+With --pods it also lists the pods running on the handler on this node:
+the ready pod sandboxes the runtime runs with it (namespace/name), berth's
+own proving sandboxes aside. It does not change the exit status.`,
 		Example: `  berth verify --platform kubeadm-qemu-snp
   berth verify -p k3s-qemu-tdx --socket /run/k3s/containerd/containerd.sock -o json
   berth verify -p kubeadm-qemu-snp --sandbox --sandbox-timeout 5m
@@ -187,6 +198,21 @@ when it does not.`,
 				}
 				res.Node = nr
 			}
+			if pods {
+				// Whether or not the handler is still loaded: a sandbox
+				// outlives its handler's removal from the configuration.
+				asked := []string{handler}
+				if len(podHandlers) > 0 {
+					// A removal guard asks for exactly the handlers it
+					// takes away: a custom runtime's, not its base's.
+					asked = podHandlers
+				}
+				ps, err := ep.RunningPods(cmd.Context(), asked, timeout)
+				if err != nil {
+					res.PodsError = err.Error()
+				}
+				res.Pods = ps
+			}
 			if sandbox && res.Live {
 				sb, err := proveSandbox(cmd.Context(), g, p, ep, res, sandboxTimeout)
 				if err != nil {
@@ -234,6 +260,9 @@ when it does not.`,
 	f.StringVar(&node, "node", "", "node name for --kubeconfig (default: the host name)")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for the runtime")
 	f.BoolVar(&sandbox, "sandbox", false, "also start, stop and remove a pod sandbox with the handler (skipped where its VM cannot run)")
+	f.BoolVar(&pods, "pods", false, "also list the pods running on the handler on this node (ready sandboxes with it, over CRI)")
+	f.StringSliceVar(&podHandlers, "pods-handler", nil, "with --pods: list the pods of these handlers (on the platform's runtime) instead of the platform's own, e.g. a custom runtime's")
+	_ = f.MarkHidden("pods-handler")
 	f.BoolVar(&snapshotter, "snapshotter", false, "also prove the handler's snapshotter over containerd's introspection and a probe snapshot")
 	f.DurationVar(&sandboxTimeout, "sandbox-timeout", 2*time.Minute, "how long the sandbox may take to start")
 	cli.Positive(cmd, "timeout", "sandbox-timeout")
@@ -287,6 +316,15 @@ func writeVerify(w io.Writer, r verifyResult, qerr error) error {
 		} else {
 			fmt.Fprintf(w, "snapshotter %s: NOT proven: %s\n", sn.Name, sn.Error)
 		}
+	}
+	if r.PodsError != "" {
+		fmt.Fprintf(w, "pods on %s: unknown: %s\n", r.Handler, r.PodsError)
+	} else if r.Pods != nil {
+		fmt.Fprintf(w, "pods on %s: %d running", r.Handler, len(r.Pods))
+		if len(r.Pods) > 0 {
+			fmt.Fprintf(w, ": %s", podguard.Names(r.Pods))
+		}
+		fmt.Fprintln(w)
 	}
 	for _, u := range r.Unfinished {
 		fmt.Fprintf(w, "unfinished: %s\n  complete it: %s\n", u.Describe(), u.Command())

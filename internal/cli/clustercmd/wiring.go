@@ -32,7 +32,7 @@ func Wiring() cli.Wiring {
 		}, installcmd.Commands()...),
 		Network:       networkProbe,
 		InstalledBoot: installcmd.InstalledBoot,
-		Verify: func(ctx context.Context, g *cli.Globals, p platform.Platform, suffix configure.Suffix) error {
+		Verify: func(ctx context.Context, g *cli.Globals, p platform.Platform, suffix configure.Suffix, extra ...string) error {
 			v := newVerifyCmd(g)
 			args := []string{"--platform", p.String()}
 			if suffix != "" {
@@ -43,7 +43,7 @@ func Wiring() cli.Wiring {
 				// until the snapshotter it names answers.
 				args = append(args, "--snapshotter")
 			}
-			v.SetArgs(args)
+			v.SetArgs(append(args, extra...))
 			v.SetOut(g.Stdout())
 			v.SetErr(g.Stderr())
 			return v.ExecuteContext(ctx)

@@ -13,13 +13,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"berth.dev/berth/internal/host/hostfs"
+	"berth.dev/berth/internal/node/configure"
 	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/platform"
 )
 
 func newUninstallCmd(g *cli.Globals) *cobra.Command {
 	var fl installFlags
-	var purgeCache, keepConfig bool
+	var purgeCache, keepConfig, force bool
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove what berth install installed under the prefix, and the runtime configuration it applied",
@@ -33,12 +35,19 @@ that changed, or became a symlink, is left in place with a warning. Files
 in the prefix that berth did not create stay. A prefix (or cache) whose
 path leaves --root through a symlink is refused before anything is
 removed (exit 1). The download cache stays unless --purge-cache, which
-removes the files berth put there.`,
+removes the files berth put there.
+
+On a running system (--root / or --live) it first asks the runtime over
+CRI which pods run on the handlers of the platforms it would remove, and
+refuses (exit 1, nothing removed) while any does, naming them
+(namespace/name, up to 10 and a count), or while the runtime cannot be
+asked; --force removes anyway and says what it overrode. This holds with
+--keep-config too: the shim and guest images the pods use would go.`,
 		Example: `  sudo berth uninstall
   sudo berth uninstall --prefix /opt/berth --purge-cache --restart`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runUninstall(cmd.Context(), g, fl, purgeCache, keepConfig)
+			return runUninstall(cmd.Context(), g, fl, purgeCache, keepConfig, force)
 		},
 	}
 	addInstallPathFlags(cmd, &fl)
@@ -47,10 +56,11 @@ removes the files berth put there.`,
 	f.BoolVar(&purgeCache, "purge-cache", false, "also remove the download cache")
 	f.BoolVar(&keepConfig, "keep-config", false, "leave the runtime configuration in place")
 	f.BoolVar(&fl.restart, "restart", false, "restart the container runtime if its configuration changed")
+	f.BoolVar(&force, "force", false, "uninstall even while pods run on the platforms' handlers on this node, or when the runtime cannot say which do")
 	return cmd
 }
 
-func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCache, keepConfig bool) error {
+func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCache, keepConfig, force bool) error {
 	target, l, err := fl.targetLayout(g)
 	if err != nil {
 		return err
@@ -71,6 +81,9 @@ func runUninstall(ctx context.Context, g *cli.Globals, fl installFlags, purgeCac
 		cache = c
 	}
 	plats := st.Platforms()
+	if err := guardUninstall(ctx, g, plats, target.Suffix, force); err != nil {
+		return err
+	}
 	if !keepConfig && len(plats) > 0 {
 		if err := g.RemovePlatformConfigs(ctx, plats, target.Suffix, fl.restart); err != nil {
 			return err
@@ -206,4 +219,29 @@ func isHexDigest(s string) bool {
 		}
 	}
 	return true
+}
+
+// guardUninstall refuses the uninstall while pods run on the handlers of
+// plats (the installations' platforms) on this node (cli.GuardRemoval).
+func guardUninstall(ctx context.Context, g *cli.Globals, plats []string, suffix configure.Suffix, force bool) error {
+	if len(plats) == 0 {
+		return nil
+	}
+	var ps []platform.Platform
+	for _, s := range plats {
+		p, err := platform.Parse(s)
+		if err != nil {
+			return fmt.Errorf("the installation record names platform %q: %w", s, err)
+		}
+		ps = append(ps, p)
+	}
+	w, err := g.Writable()
+	if err != nil {
+		return err
+	}
+	st, err := configure.LoadState(w)
+	if err != nil {
+		return err
+	}
+	return g.GuardRemoval(ctx, cli.RemovalsOf(ps, suffix, st), suffix, st, force)
 }

@@ -279,12 +279,14 @@ func (a *Agent) sync(ctx context.Context, d *desired) error {
 // report it verified or wrote.
 func (a *Agent) syncOnce(ctx context.Context, d *desired) (string, error) {
 	name := a.cfg.NodeName
-	m, err := a.meta.Resource(nodes).Get(ctx, name, metav1.GetOptions{})
+	node, err := a.node(ctx, name, len(d.report.Facts.GPUs) > 0)
 	if err != nil {
-		return "", fmt.Errorf("reading node %s: %w", name, err)
+		return "", err
 	}
-	node := &corev1.Node{ObjectMeta: m.ObjectMeta}
 	report := nodereport.WithInstall(d.report, a.installStatus(node))
+	if len(d.report.Facts.GPUs) > 0 {
+		report = nodereport.WithGPUResources(report, node.Status.Allocatable)
+	}
 	if nodelabels.Differ(node.Labels, d.labels, nodelabels.Owned(node, v1alpha1.FieldManager), isOwnLabel) {
 		labels := make(map[string]any, len(d.labels))
 		for k, v := range d.labels {
@@ -308,10 +310,14 @@ func (a *Agent) syncOnce(ctx context.Context, d *desired) (string, error) {
 	case err != nil:
 		return "", fmt.Errorf("reading NodeReport %s: %w", name, err)
 	}
-	if cur != nil && reportCurrent(cur, report, node.UID) {
+	// The conditions follow from the report and those stored: a status
+	// that does not change keeps its lastTransitionTime.
+	prev := storedConditions(cur)
+	conds := nodereport.Conditions(prev, report, a.cfg.Now())
+	if cur != nil && reportCurrent(cur, report, node.UID) && nodereport.SameConditions(prev, conds) {
 		return report.ContentHash, nil
 	}
-	obj, err := reportObject(node, report)
+	obj, err := reportObject(node, report, v1alpha1.NodeReportStatus{Conditions: conds})
 	if err != nil {
 		return "", err
 	}
@@ -332,6 +338,29 @@ func (a *Agent) syncOnce(ctx context.Context, d *desired) (string, error) {
 	a.wrote("report")
 	a.cfg.Log.Info("NodeReport published", "node", name, "hash", report.ContentHash, "replaced", cur != nil)
 	return report.ContentHash, nil
+}
+
+// node reads the agent's Node: its metadata only, or with withStatus the
+// whole object, whose status carries the allocatable of the GPU device
+// plugins. Only a node with a GPU pays for the status (a real Node's image
+// list alone is kilobytes); it is still one read per cycle.
+func (a *Agent) node(ctx context.Context, name string, withStatus bool) (*corev1.Node, error) {
+	if !withStatus {
+		m, err := a.meta.Resource(nodes).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reading node %s: %w", name, err)
+		}
+		return &corev1.Node{ObjectMeta: m.ObjectMeta}, nil
+	}
+	u, err := a.dyn.Resource(nodes).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", name, err)
+	}
+	node := &corev1.Node{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, node); err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", name, err)
+	}
+	return node, nil
 }
 
 // installStatus is the node-installer's record on the node (its
@@ -385,9 +414,35 @@ func reportCurrent(cur *unstructured.Unstructured, want v1alpha1.Report, uid any
 	return false
 }
 
+// storedConditions are the conditions of the stored report (nil when
+// there is none, or they do not decode: they are then made anew).
+func storedConditions(cur *unstructured.Unstructured) []metav1.Condition {
+	if cur == nil {
+		return nil
+	}
+	raw, ok, err := unstructured.NestedSlice(cur.Object, "status", "conditions")
+	if !ok || err != nil {
+		return nil
+	}
+	var out []metav1.Condition
+	for _, item := range raw {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil
+		}
+		var c metav1.Condition
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c); err != nil {
+			return nil
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // reportObject is the apply configuration of the NodeReport: the whole
-// report, owned by its Node so that deleting the node garbage-collects it.
-func reportObject(node *corev1.Node, r v1alpha1.Report) (*unstructured.Unstructured, error) {
+// report and its status, owned by its Node so that deleting the node
+// garbage-collects it.
+func reportObject(node *corev1.Node, r v1alpha1.Report, status v1alpha1.NodeReportStatus) (*unstructured.Unstructured, error) {
 	nr := v1alpha1.NodeReport{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: v1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -398,6 +453,7 @@ func reportObject(node *corev1.Node, r v1alpha1.Report) (*unstructured.Unstructu
 			}},
 		},
 		Report: r,
+		Status: status,
 	}
 	// Through encoding/json, as the hash is computed: the unstructured
 	// converter turns empty structs (a node without TEE) into null, which

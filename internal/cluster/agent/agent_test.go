@@ -86,9 +86,15 @@ func TestReportCurrent(t *testing.T) {
 		Platforms: []v1alpha1.PlatformVerdict{{Name: "k3s-qemu", Verdict: v1alpha1.VerdictReady}}}
 	r.ContentHash = nodereport.Hash(r)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: types.UID("uid-1")}}
-	obj, err := reportObject(node, r)
+	conds := nodereport.Conditions(nil, r, time.Now())
+	obj, err := reportObject(node, r, v1alpha1.NodeReportStatus{Conditions: conds})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The conditions read back are those written: an unchanged report
+	// and unchanged conditions are not written again.
+	if got := storedConditions(obj); !nodereport.SameConditions(got, conds) {
+		t.Errorf("conditions read back %+v, written %+v", got, conds)
 	}
 	if _, ok := obj.Object["metadata"].(map[string]any)["creationTimestamp"]; ok {
 		t.Error("the apply object claims creationTimestamp")

@@ -97,6 +97,8 @@ type wireReport struct {
 		Name string `json:"name"`
 	} `json:"metadata"`
 	Report *v1alpha1.Report `json:"report"`
+	// Status holds the conditions.
+	Status *v1alpha1.NodeReportStatus `json:"status"`
 }
 
 // Decode turns the JSON of one NodeReport object into the analysis model,
@@ -128,6 +130,7 @@ func Decode(b []byte) (Node, error) {
 	if err != nil {
 		return Node{Name: name}, err
 	}
+	n.Conditions = conditionsOf(w.Status)
 	return n, nil
 }
 
@@ -273,6 +276,7 @@ func Facts(r *v1alpha1.Report) map[string]string {
 		m["gpu.vfio"] = fmt.Sprintf("%d/%d", vfio, len(f.GPUs))
 	}
 	set("berth.version", r.BerthVersion)
+	gpuFacts(r, m)
 	return m
 }
 

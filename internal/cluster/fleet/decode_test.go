@@ -44,6 +44,31 @@ func fixtureObject(t testing.TB, host, node string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}
 }
 
+// fixtureNode is the analysis model of a fixture host's report, as
+// decoded from the NodeReport object, after edit (when not nil) changed
+// the report.
+func fixtureNode(t testing.TB, host, node string, edit func(*v1alpha1.Report)) Node {
+	t.Helper()
+	u := fixtureObject(t, host, node)
+	if edit != nil {
+		var r v1alpha1.Report
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object["report"].(map[string]any), &r); err != nil {
+			t.Fatal(err)
+		}
+		edit(&r)
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Object["report"] = m
+	}
+	n, err := decodeU(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func decodeU(u *unstructured.Unstructured) (Node, error) {
 	b, err := u.MarshalJSON()
 	if err != nil {
@@ -102,24 +127,7 @@ func fleetFixture(t testing.TB) ([]Node, []Malformed) {
 	t.Helper()
 	var nodes []Node
 	add := func(host, node string, edit func(*v1alpha1.Report)) {
-		u := fixtureObject(t, host, node)
-		if edit != nil {
-			var r v1alpha1.Report
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object["report"].(map[string]any), &r); err != nil {
-				t.Fatal(err)
-			}
-			edit(&r)
-			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			u.Object["report"] = m
-		}
-		n, err := decodeU(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
+		nodes = append(nodes, fixtureNode(t, host, node, edit))
 	}
 	// The node-installer's records: installed on genoa-1 and -2, failed on
 	// genoa-3, an older release on genoa-4, TDX installed and SNP not

@@ -37,6 +37,9 @@ type Node struct {
 	// Install is what the node-installer last did on the node, one entry
 	// per platform (none when no node-installer ran there).
 	Install []Install `json:"install,omitempty"`
+	// Conditions are the report's status.conditions (none from an agent
+	// older than them).
+	Conditions []Condition `json:"conditions,omitempty"`
 }
 
 // The install states of a platform on a node (v1alpha1.InstallState).
@@ -149,12 +152,17 @@ type Analysis struct {
 	Groups    []Group           `json:"groups"`
 	Outliers  []Outlier         `json:"outliers"`
 	Splits    []Split           `json:"splits,omitempty"`
-	Malformed []Malformed       `json:"malformed,omitempty"`
+	// GPUs summarises the GPUs of each hardware class with GPU nodes.
+	GPUs      []GPUClass  `json:"gpus,omitempty"`
+	Malformed []Malformed `json:"malformed,omitempty"`
 	// InstallNodes counts the nodes whose report carries a node-installer
 	// run; Install and InstallFailures are empty when none does.
 	InstallNodes    int              `json:"installNodes,omitempty"`
 	Install         []InstallSummary `json:"install,omitempty"`
 	InstallFailures []InstallFailure `json:"installFailures,omitempty"`
+	// Conditions summarise the reports' conditions per hardware class
+	// (empty when no report has any).
+	Conditions []ClassConditions `json:"conditions,omitempty"`
 }
 
 // Summary returns the counts for platform name, and whether any node
@@ -276,7 +284,9 @@ func Analyze(nodes []Node, malformed []Malformed) *Analysis {
 	})
 
 	a.Outliers, a.Splits = consistency(nodes)
+	a.GPUs = gpuClasses(nodes)
 	a.InstallNodes, a.Install, a.InstallFailures = installs(nodes)
+	a.Conditions = conditionSummary(nodes)
 	return a
 }
 
@@ -315,15 +325,9 @@ func installs(nodes []Node) (int, []InstallSummary, []InstallFailure) {
 	}
 	out := make([]InstallSummary, 0, len(by))
 	for p, s := range by {
-		for v, c := range releases[p] {
-			s.Releases = append(s.Releases, ValueCount{Value: v, Nodes: c})
+		if rs := releases[p]; len(rs) > 0 {
+			s.Releases = valueCounts(rs)
 		}
-		slices.SortFunc(s.Releases, func(x, y ValueCount) int {
-			if c := cmp.Compare(y.Nodes, x.Nodes); c != 0 {
-				return c
-			}
-			return cmp.Compare(x.Value, y.Value)
-		})
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(x, y InstallSummary) int { return cmp.Compare(x.Platform, y.Platform) })
@@ -374,16 +378,7 @@ func consistency(nodes []Node) ([]Outlier, []Split) {
 			if len(counts) == 1 {
 				continue
 			}
-			vc := make([]ValueCount, 0, len(counts))
-			for v, c := range counts {
-				vc = append(vc, ValueCount{Value: v, Nodes: c})
-			}
-			slices.SortFunc(vc, func(x, y ValueCount) int {
-				if c := cmp.Compare(y.Nodes, x.Nodes); c != 0 {
-					return c
-				}
-				return cmp.Compare(x.Value, y.Value)
-			})
+			vc := valueCounts(counts)
 			top := vc[0]
 			if top.Nodes*2 <= len(members) {
 				splits = append(splits, Split{Class: class, Fact: fact, Values: vc})

@@ -77,7 +77,15 @@ input{font:inherit;padding:.2em .4em;margin:.4em 0}
 {{end}}</tbody>
 </table>
 
-{{if .A.InstallNodes}}<h2>Install status</h2>
+{{if .A.GPUs}}<h2>GPUs</h2>
+<p class="meta">Per hardware class, with the number of nodes in parentheses: the CC mode read from each node's GPUs, and how many GPUs its Node advertises for VMs.</p>
+<table id="gpus">
+<thead><tr><th>hardware class</th><th>nodes</th><th>CC mode</th><th>passthrough GPUs</th></tr></thead>
+<tbody>
+{{range .A.GPUs}}<tr><td>{{.Class}}</td><td>{{.Nodes}}</td><td>{{range $k, $v := .CCModes}}{{if $k}}, {{end}}{{shown $v.Value}} ({{$v.Nodes}}){{end}}</td><td>{{range $k, $v := .Passthrough}}{{if $k}}, {{end}}{{$v.Value}} ({{$v.Nodes}}){{end}}</td></tr>
+{{end}}</tbody>
+</table>
+{{end}}{{if .A.InstallNodes}}<h2>Install status</h2>
 <p class="meta">What the node-installer last did, as {{.A.InstallNodes}} of {{.A.Nodes}} nodes report it.</p>
 <table id="install">
 <thead><tr><th>platform</th><th>installed</th><th>not ready</th><th>failed</th><th>releases installed</th></tr></thead>

@@ -94,7 +94,9 @@ func WriteText(w io.Writer, a *Analysis) error {
 		}
 	}
 
+	writeGPUText(bw, a)
 	writeInstallText(bw, a)
+	writeConditionsText(bw, a)
 
 	fmt.Fprintln(bw, "\nConsistency (facts that differ from the majority of the node's hardware class):")
 	if len(a.Outliers) == 0 && len(a.Splits) == 0 {

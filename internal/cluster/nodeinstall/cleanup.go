@@ -25,6 +25,10 @@ func (n *Installer) cleanup(ctx context.Context, lk *restartLock) (*Report, erro
 		return rep, err
 	}
 	plats := st.Platforms()
+	// Nothing is removed while pods run on the handlers that would go.
+	if err := n.guard(ctx, plats, rep); err != nil {
+		return rep, err
+	}
 	if err := n.removeConfig(ctx, plats, rep, lk); err != nil {
 		return rep, err
 	}

@@ -137,12 +137,22 @@ type DispatchResult struct {
 type DispatchError struct {
 	Failed, Unfinished []string
 	Timeout            time.Duration
+	// Why holds, by failed node, the error its Job's pod last exited with
+	// (a cleanup refused while Kata pods run names them), where the
+	// dispatcher may list pods (the teardown hook's Role).
+	Why map[string]string
 }
 
 func (e *DispatchError) Error() string {
 	var parts []string
 	if len(e.Failed) > 0 {
-		parts = append(parts, "the node-installer Job failed on "+strings.Join(e.Failed, ", "))
+		failed := slices.Clone(e.Failed)
+		for i, n := range failed {
+			if w := e.Why[n]; w != "" {
+				failed[i] = n + " (" + w + ")"
+			}
+		}
+		parts = append(parts, "the node-installer Job failed on "+strings.Join(failed, ", "))
 	}
 	if len(e.Unfinished) > 0 {
 		parts = append(parts, fmt.Sprintf("not finished within %s on %s", e.Timeout, strings.Join(e.Unfinished, ", ")))
@@ -381,7 +391,7 @@ func Dispatch(ctx context.Context, dyn dynamic.Interface, opt DispatchOptions) (
 			slices.Sort(failed)
 			res.Failed = failed
 			if len(failed) > 0 {
-				return res, &DispatchError{Failed: failed}
+				return res, &DispatchError{Failed: failed, Why: jobFailures(ctx, dyn, opt.Namespace, mine, failed)}
 			}
 			opt.Log.Info("every node's Job succeeded", "nodes", len(res.Nodes), "mode", opt.Mode)
 			if opt.Delete {
@@ -399,8 +409,32 @@ func Dispatch(ctx context.Context, dyn dynamic.Interface, opt DispatchOptions) (
 			res.Failed = failed
 			left := append(unfinished, queue...)
 			slices.Sort(left)
-			return res, &DispatchError{Failed: failed, Unfinished: left, Timeout: opt.Timeout}
+			return res, &DispatchError{Failed: failed, Unfinished: left, Timeout: opt.Timeout,
+				Why: jobFailures(context.WithoutCancel(ctx), dyn, opt.Namespace, mine, failed)}
 		case <-time.After(opt.Poll):
 		}
 	}
+}
+
+// jobFailures are, by node, the errors the pods of the failed nodes' Jobs
+// (jobs: Job name by node) last exited with (lastFailure); nil where the
+// pods cannot be listed (the install dispatcher's Role has no pods).
+func jobFailures(ctx context.Context, dyn dynamic.Interface, namespace string, jobs map[string]string, failed []string) map[string]string {
+	out := map[string]string{}
+	for _, node := range failed {
+		pl, err := dyn.Resource(podsResource).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + jobs[node]})
+		if err != nil {
+			return nil
+		}
+		for _, u := range pl.Items {
+			pod := &corev1.Pod{}
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pod) != nil {
+				continue
+			}
+			if msg := lastFailure(pod, nil); msg != "" {
+				out[node] = msg
+			}
+		}
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +29,11 @@ var dispatchRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list"}},
 	{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"list", "create", "delete"}},
 }
+
+// hookJobRules are the teardown hook's RBAC in job mode: the
+// dispatcher's, and pods list, which lets it say why a node's cleanup
+// Job failed.
+var hookJobRules = append(slices.Clone(dispatchRules), rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list"}})
 
 const jobTemplateFile = "testdata/job-template.yaml"
 
@@ -160,6 +166,30 @@ func (c *jobController) finish(ctx context.Context, j *batchv1.Job, ok bool) {
 			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastProbeTime: now, LastTransitionTime: now},
 		}
 	} else {
+		// Its pod failed as a refused cleanup does: the node-installer's
+		// last log line is the termination message.
+		pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: j.Name + "-x", Namespace: c.ns, Labels: map[string]string{"batch.kubernetes.io/job-name": j.Name}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "node-installer", Image: "berth:test"}}}}
+		pu, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+		if err != nil {
+			c.t.Error(err)
+			return
+		}
+		created, err := c.dyn.Resource(podsResource).Namespace(c.ns).Create(ctx, &unstructured.Unstructured{Object: pu}, metav1.CreateOptions{})
+		if err == nil {
+			pod.ResourceVersion = created.GetResourceVersion()
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node-installer", Image: "berth:test", ImageID: "berth:test",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "Error: " + refusedOnSkip + "\n"}}}}
+			if su, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod); err == nil {
+				_, err = c.dyn.Resource(podsResource).Namespace(c.ns).UpdateStatus(ctx, &unstructured.Unstructured{Object: su}, metav1.UpdateOptions{})
+			}
+			if err != nil && ctx.Err() == nil {
+				c.t.Errorf("the failed pod's status: %v", err)
+			}
+		} else if ctx.Err() == nil && !apierrors.IsAlreadyExists(err) {
+			c.t.Errorf("creating the failed Job's pod: %v", err)
+		}
 		j.Status.Failed = 1
 		j.Status.Conditions = []batchv1.JobCondition{
 			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastProbeTime: now, LastTransitionTime: now},
@@ -279,10 +309,14 @@ func TestDispatch(t *testing.T) {
 	c = &jobController{t: t, dyn: dyn, ns: ns, fail: map[string]bool{selected[3]: true}}
 	clean := opt
 	clean.Mode, clean.Delete, clean.Parallelism = ModeCleanup, true, 3
-	res, err = dispatchWith(t, c, asDispatcher, clean)
+	res, err = dispatchWith(t, c, clientAs(t, "berth-hook-jobs-test", hookJobRules), clean)
 	var de *DispatchError
 	if !errors.As(err, &de) || !slices.Equal(de.Failed, []string{selected[3]}) || !strings.Contains(err.Error(), selected[3]) {
 		t.Fatalf("cleanup with a failing node: %v", err)
+	}
+	// The hook says why: the refusal its pod exited with.
+	if !strings.Contains(err.Error(), selected[3]+" ("+refusedOnSkip+")") {
+		t.Errorf("the failed cleanup does not say why: %v", err)
 	}
 	if len(res.Deleted) != 5 || len(res.Created) != 5 || res.MaxUnfinished != 3 || c.maxUnfinished > 3 {
 		t.Errorf("cleanup: %+v (controller saw %d unfinished)", res, c.maxUnfinished)

@@ -343,6 +343,11 @@ func (n *Installer) removeDropped(ctx context.Context, dropped []platform.Platfo
 		names[i] = p.String()
 	}
 	cfg.Log.Info("removing platforms no longer in the list", "platforms", fmt.Sprint(names))
+	// Not while their pods run: a chart change that drops a platform
+	// waits on this node until its pods are gone (or is forced).
+	if err := n.guard(ctx, names, rep); err != nil {
+		return err
+	}
 	if err := n.removeConfig(ctx, names, rep, lk); err != nil {
 		return err
 	}

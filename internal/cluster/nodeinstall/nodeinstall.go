@@ -46,6 +46,7 @@ import (
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/install"
 	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/internal/node/podguard"
 	"berth.dev/berth/platform"
 )
 
@@ -90,6 +91,10 @@ const (
 	// ReasonInstallFailed is the Event reason when installing or
 	// configuring a ready platform failed.
 	ReasonInstallFailed = "BerthInstallFailed"
+	// ReasonRemovalBlocked is the Event reason when cleanup or the removal
+	// of a dropped platform is refused because pods run on its handler
+	// (or the runtime could not say which do).
+	ReasonRemovalBlocked = "BerthRemovalBlocked"
 	// maxLabelName is the limit of a label key's name part.
 	maxLabelName = 63
 )
@@ -164,6 +169,15 @@ type Config struct {
 	// KataDeployLabels also sets kata-deploy's KataDeployLabel on a node
 	// where a platform was installed.
 	KataDeployLabels bool
+	// Pods, when set, lists the pods running on handlers in the runtime
+	// of layout l (cri.Endpoint.RunningPods): cleanup and the removal of a
+	// platform dropped from the list then refuse, before anything is
+	// removed, while a pod runs on a handler they would take away, or
+	// while the runtime cannot say (podguard). nil guards nothing.
+	Pods func(ctx context.Context, l platform.Layout, handlers []string) ([]podguard.Pod, error)
+	// ForceRemove removes a platform even while pods run on its handler
+	// (or the runtime cannot say), logging what was forced.
+	ForceRemove bool
 	// StartupTaints are removed from the Node after a run in which every
 	// platform's handler is verified live, and kept after any other.
 	StartupTaints []*StartupTaint
@@ -319,6 +333,11 @@ type Report struct {
 	TEEKeysChanged bool      `json:"teeKeysChanged,omitempty"`
 	// Events are the reasons of the Events written.
 	Events []string `json:"events,omitempty"`
+	// Blocked are the pods that kept a removal from going ahead (or,
+	// with ForceRemove, that were running when it went ahead anyway).
+	Blocked []podguard.Pod `json:"blocked,omitempty"`
+	// Forced says what ForceRemove overrode.
+	Forced string `json:"forced,omitempty"`
 }
 
 // Run runs mode once; on success the installer is ready. An install that

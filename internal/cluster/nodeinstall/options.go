@@ -21,6 +21,7 @@ import (
 	"berth.dev/berth/internal/node/cri"
 	"berth.dev/berth/internal/node/fetch"
 	"berth.dev/berth/internal/node/manifest"
+	"berth.dev/berth/internal/node/podguard"
 	"berth.dev/berth/internal/node/runtimectl"
 	"berth.dev/berth/internal/node/runtimectl/systemdbus"
 	"berth.dev/berth/platform"
@@ -81,6 +82,9 @@ type Options struct {
 	// checked by the command line.
 	Kata           map[string]configure.KataOptions
 	CustomRuntimes []configure.CustomRuntime
+	// ForceRemove is Config.ForceRemove: remove platforms even while pods
+	// run on their handlers.
+	ForceRemove bool
 	// Getenv reads the environment the defaults come from; nil reads
 	// none.
 	Getenv func(string) string
@@ -324,6 +328,14 @@ func (s *Settings) Config(h Host) (Config, error) {
 		},
 	}
 	cfg.Runtime = finder.Find
+	cfg.ForceRemove = o.ForceRemove
+	cfg.Pods = func(ctx context.Context, l platform.Layout, handlers []string) ([]podguard.Pod, error) {
+		sock := l.Socket
+		if o.RuntimeSocket != "" {
+			sock = o.RuntimeSocket
+		}
+		return cri.Endpoint{Root: h.Writable.Name(), Path: sock}.RunningPods(ctx, handlers, 10*time.Second)
+	}
 	if o.VerifySandbox {
 		cfg.Sandbox = &SandboxCheck{Timeout: o.SandboxTimeout, Socket: func(l platform.Layout) cri.Endpoint {
 			if o.RuntimeSocket != "" {

@@ -51,6 +51,11 @@ type TeardownError struct {
 	Timeout time.Duration
 	Nodes   []string
 	Pods    []string
+	// Refused are the last failures of the node-installer on the nodes
+	// not done ("node: message"): a cleanup refused while Kata pods run
+	// there names them (BerthRemovalBlocked), so that the hook's log and
+	// error say why the uninstall waits.
+	Refused []string
 	// Rollout says when the DaemonSet controller had not caught up yet.
 	Rollout string
 }
@@ -62,6 +67,9 @@ func (e *TeardownError) Error() string {
 	}
 	if len(e.Pods) > 0 {
 		parts = append(parts, "pods not ready in cleanup mode: "+strings.Join(e.Pods, ", "))
+	}
+	if len(e.Refused) > 0 {
+		parts = append(parts, "the node-installer's last run failed on "+strings.Join(e.Refused, "; "))
 	}
 	if e.Rollout != "" {
 		parts = append(parts, e.Rollout)
@@ -122,8 +130,17 @@ func Teardown(ctx context.Context, dyn dynamic.Interface, opt TeardownOptions) e
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
 	var last *TeardownError
+	said := map[string]bool{}
 	for {
 		st, err := teardownState(ctx, dyn, opt, names)
+		if err == nil {
+			for _, r := range st.Refused {
+				if !said[r] {
+					said[r] = true
+					opt.Log.Warn("cleanup failed on a node; it is retried when its pod restarts", "failure", r)
+				}
+			}
+		}
 		switch {
 		case err == nil && len(st.Nodes) == 0 && len(st.Pods) == 0 && st.Rollout == "":
 			opt.Log.Info("every node cleaned up", "daemonset", opt.Namespace+"/"+opt.DaemonSet)
@@ -230,6 +247,9 @@ func teardownState(ctx context.Context, dyn dynamic.Interface, opt TeardownOptio
 			continue
 		}
 		st.Pods = append(st.Pods, pod.Name+" on "+orNone(pod.Spec.NodeName))
+		if msg := lastFailure(pod, names); msg != "" {
+			st.Refused = append(st.Refused, orNone(pod.Spec.NodeName)+": "+msg)
+		}
 	}
 	if want := int(ds.Status.DesiredNumberScheduled); done < want && st.Rollout == "" {
 		st.Rollout = fmt.Sprintf("%d of %d pods ready in cleanup mode", done, want)
@@ -252,7 +272,39 @@ func teardownState(ctx context.Context, dyn dynamic.Interface, opt TeardownOptio
 	}
 	slices.Sort(st.Nodes)
 	slices.Sort(st.Pods)
+	slices.Sort(st.Refused)
 	return st, nil
+}
+
+// maxFailureLen bounds a failure quoted from a pod's status.
+const maxFailureLen = 1024
+
+// lastFailure is the error the node-installer container of pod (one of
+// names; nil: any) last exited with: the last line of its termination
+// message (the chart sets terminationMessagePolicy FallbackToLogsOnError,
+// so the message is the tail of its log, whose last line is the error),
+// "" when it has not failed.
+func lastFailure(pod *corev1.Pod, names []string) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if names != nil && !slices.Contains(names, cs.Name) {
+			continue
+		}
+		for _, term := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if term == nil || term.ExitCode == 0 {
+				continue
+			}
+			lines := strings.Split(strings.TrimSpace(term.Message), "\n")
+			msg := strings.TrimPrefix(strings.TrimSpace(lines[len(lines)-1]), "Error: ")
+			if msg == "" {
+				msg = fmt.Sprintf("exit %d (%s)", term.ExitCode, term.Reason)
+			}
+			if len(msg) > maxFailureLen {
+				msg = msg[:maxFailureLen] + "…"
+			}
+			return msg
+		}
+	}
+	return ""
 }
 
 func ownedBy(pod *corev1.Pod, ds *appsv1.DaemonSet) bool {

@@ -116,6 +116,19 @@ func simulateController(t *testing.T, dyn dynamic.Interface, ns string, nodes []
 			t.Fatal(err)
 		}
 		if n == skip {
+			// Its cleanup was refused: a Kata pod runs there, and the
+			// node-installer exited saying so (its log's tail is the
+			// termination message).
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pod); err != nil {
+				t.Fatal(err)
+			}
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node-installer", Image: "berth:test", ImageID: "berth:test",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+					Message: "time=... level=INFO msg=\"berth node-installer starting\"\nError: node-installer (cleanup) on " + n + ": " + refusedOnSkip + "\n"}}}}
+			if _, err := podRes.UpdateStatus(ctx, toUnstructured(t, pod), metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
 			continue
 		}
 		if _, err := dyn.Resource(nodesResource).Apply(ctx, n, applyLabelsObj(n, nil), applyAs(FieldManager)); err != nil {
@@ -131,13 +144,17 @@ func simulateController(t *testing.T, dyn dynamic.Interface, ns string, nodes []
 	}
 }
 
+// refusedOnSkip is the refusal the node that never finishes reports.
+const refusedOnSkip = "refusing to remove handler kata-qemu: 1 pod runs on handler kata-qemu on this node: shop/web-0"
+
 // TestTeardown runs the pre-delete hook's teardown against a real
 // DaemonSet in a real API server. No kubelet or DaemonSet controller
 // runs: the test plays their part (simulateController) once teardown has
 // switched the template, so what is proven is teardown's side: the patch
 // (only the node-installer container, env only), and that it waits for
 // every node's labels to go and every pod to be ready in cleanup mode,
-// naming what is left when the timeout passes.
+// naming what is left when the timeout passes, and the node-installer's
+// last failure there (a cleanup refused while Kata pods run).
 func TestTeardown(t *testing.T) {
 	testenv.Need(t)
 	dyn := dynClient(t)
@@ -187,6 +204,10 @@ func TestTeardown(t *testing.T) {
 				var te *TeardownError
 				if !errors.As(err, &te) || len(te.Nodes) != 1 || te.Nodes[0] != tc.skip || len(te.Pods) != 1 || !strings.Contains(te.Pods[0], tc.skip) {
 					t.Errorf("timeout error: %#v", err)
+				}
+				// The hook says why: the refusal, with the pod it names.
+				if !strings.Contains(err.Error(), tc.skip+": node-installer (cleanup) on "+tc.skip+": "+refusedOnSkip) {
+					t.Errorf("the timeout does not say the cleanup was refused: %v", err)
 				}
 			}
 		})

@@ -31,7 +31,8 @@ func readyFacts() *facts.Facts {
 		IOMMU: facts.IOMMU{ACPITable: "IVRS", Groups: 40},
 		GPUs: []facts.GPU{{Address: "0000:41:00.0", Vendor: "nvidia", DeviceID: "2330", ConfidentialCapable: true, VFIOBound: true, IOMMUGroup: ptr(7), GroupIsolated: ptr(true),
 			CCMode: "on", PPCIeMode: "off", VBIOS: "96.00.5e.00.01"}},
-		Memory: facts.Memory{TotalKiB: 512 << 20, AvailableKiB: 400 << 20},
+		CDISpecs: []facts.CDISpec{{Path: "/var/run/cdi/nvidia.com-pgpu.yaml", Kind: "nvidia.com/pgpu"}},
+		Memory:   facts.Memory{TotalKiB: 512 << 20, AvailableKiB: 400 << 20},
 		Storage: facts.Storage{Filesystems: []facts.Filesystem{
 			{Path: "opt/kata", Measured: "opt", SizeBytes: 400 << 30, FreeBytes: 300 << 30, Device: "nvme0n1"},
 			{Path: "opt/berth", Measured: "opt", SizeBytes: 400 << 30, FreeBytes: 300 << 30, Device: "nvme0n1"},
@@ -252,6 +253,38 @@ func TestAreas(t *testing.T) {
 			f.Runtimes.Containerd.Version = "1.7.27"
 			f.Unknown = append(f.Unknown, facts.Missing{Field: "runtimes.containerd.cdiEnabled", Reason: "unparseable: etc/containerd/config.toml:3:1: x"})
 		}, "gpu.cdi", check.Unknown, "cdiEnabled unknown"},
+		{"cdi spec for pgpu", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {}, "gpu.cdi.spec", check.Pass, "nvidia.com/pgpu (/var/run/cdi/nvidia.com-pgpu.yaml)"},
+		{"cdi spec per model", "kubeadm-qemu-none+gpu", func(f *facts.Facts) { f.CDISpecs[0].Kind = "nvidia.com/GH100_H100_PCIE" }, "gpu.cdi.spec", check.Pass, "nvidia.com/GH100_H100_PCIE"},
+		{"no cdi spec", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) { f.CDISpecs = nil }, "gpu.cdi.spec", check.Warn, "no CDI specification for NVIDIA's passthrough GPUs"},
+		{"only nvidia-ctk's cdi spec", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {
+			f.CDISpecs = []facts.CDISpec{{Path: "/etc/cdi/nvidia.yaml", Kind: "nvidia.com/gpu"}}
+		}, "gpu.cdi.spec", check.Warn, "only nvidia.com/gpu (/etc/cdi/nvidia.yaml), nvidia-ctk's"},
+		{"unreadable cdi spec", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {
+			f.CDISpecs = []facts.CDISpec{{Path: "/var/run/cdi/nvidia.com-pgpu.yaml", Error: "unparseable: /var/run/cdi/nvidia.com-pgpu.yaml: no top-level kind"}}
+		}, "gpu.cdi.spec", check.Warn, "unreadable: unparseable: /var/run/cdi/nvidia.com-pgpu.yaml"},
+		{"cdi spec without nvswitch on a ppcie board", "kubeadm-qemu-tdx+gpu", func(f *facts.Facts) {
+			f.NVSwitches = []facts.NVSwitch{{Address: "0000:05:00.0", DeviceID: "22a3", Generation: "ls10", PPCIeMode: "on"}}
+		}, "gpu.cdi.spec", check.Warn, "no nvidia.com/nvswitch"},
+		{"cdi specs unknown", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {
+			f.CDISpecs = nil
+			f.Unknown = append(f.Unknown, facts.Missing{Field: "cdiSpecs", Reason: "permission denied: var/run/cdi"})
+		}, "gpu.cdi.spec", check.Unknown, "cdiSpecs unknown"},
+		{"gpu guest: handler not configured", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {}, "gpu.guest.image", check.Pass, "not configured yet"},
+		{"gpu guest: nvidia confidential", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {
+			f.Runtimes.Containerd.Handlers = []facts.Handler{{Name: "kata-qemu-nvidia-gpu-snp", ConfigPath: "/opt/kata/c.toml", Kata: &facts.KataGuest{Hypervisor: "qemu",
+				Kernel: "/opt/kata/share/kata-containers/vmlinuz-nvidia-gpu.container", Image: "/opt/kata/share/kata-containers/kata-containers-nvidia-gpu-confidential.img"}}}
+		}, "gpu.guest.image", check.Pass, "boots vmlinuz-nvidia-gpu.container and kata-containers-nvidia-gpu-confidential.img"},
+		{"gpu guest: plain confidential image", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {
+			f.Runtimes.Containerd.Handlers = []facts.Handler{{Name: "kata-qemu-nvidia-gpu-snp", ConfigPath: "/opt/kata/c.toml", Kata: &facts.KataGuest{Hypervisor: "qemu",
+				Kernel: "/opt/kata/share/kata-containers/vmlinuz-confidential.container", Image: "/opt/kata/share/kata-containers/kata-containers-confidential.img"}}}
+		}, "gpu.guest.image", check.Fail, "without NVIDIA's driver: kernel vmlinuz-confidential.container, image kata-containers-confidential.img (from /opt/kata/c.toml)"},
+		{"gpu guest: non-confidential nvidia image on snp", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {
+			f.Runtimes.Containerd.Handlers = []facts.Handler{{Name: "kata-qemu-nvidia-gpu-snp", ConfigPath: "/opt/kata/c.toml", Kata: &facts.KataGuest{Hypervisor: "qemu",
+				Kernel: "/opt/kata/share/kata-containers/vmlinuz-nvidia-gpu.container", Image: "/opt/kata/share/kata-containers/kata-containers-nvidia-gpu.img"}}}
+		}, "gpu.guest.image", check.Warn, "boots image kata-containers-nvidia-gpu.img, not vmlinuz-nvidia-gpu.container and kata-containers-nvidia-gpu-confidential.img (Kata 4.1's qemu-nvidia-gpu-snp)"},
+		{"gpu guest: unreadable configuration", "kubeadm-qemu-snp+gpu", func(f *facts.Facts) {
+			f.Runtimes.Containerd.Handlers = []facts.Handler{{Name: "kata-qemu-nvidia-gpu-snp", ConfigPath: "/opt/kata/c.toml", Kata: &facts.KataGuest{Error: "missing: /opt/kata/c.toml"}}}
+		}, "gpu.guest.image", check.Unknown, "missing: /opt/kata/c.toml"},
 		{"snp on rome", "kubeadm-qemu-snp", func(f *facts.Facts) { f.CPU.ProductLine = "rome" }, "snp.cpu.generation", check.Fail, "Milan"},
 		{"snp pinned to another line", "kubeadm-qemu-snp-milan", func(f *facts.Facts) {}, "snp.cpu.generation", check.Fail, "pinned to milan"},
 		{"snp off in bios", "kubeadm-qemu-snp", func(f *facts.Facts) { f.CPU.Flags = []string{"svm", "sme"} }, "snp.bios.enabled", check.Fail, "BIOS"},

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -347,7 +348,122 @@ func gpuCCChecks() []check.Check {
 			}
 			return check.Ok("containerd "+v.String()+": CDI on by default", ev...)
 		},
+	}, {
+		ID:    "gpu.cdi.spec",
+		Title: "for a CDI specification of the passthrough GPUs",
+		Why: "The runtime turns a CDI device the device plugin allocates (nvidia.com/pgpu=0) into the GPU's /dev/vfio nodes " +
+			"through the CDI specification of its kind, read from /etc/cdi or /var/run/cdi; without one the container fails " +
+			"to start (\"unresolvable CDI devices\"). NVIDIA's sandbox device plugin writes nvidia.com-pgpu.yaml for the GPUs " +
+			"vfio-pci owns (and nvidia.com/nvswitch for NVSwitches); nvidia-ctk's nvidia.com/gpu is for GPUs on the nvidia driver.",
+		Parent:    "gpu.vfio",
+		Reads:     []string{"cdiSpecs", "nvswitches"},
+		Platforms: "gpu platforms (warning)",
+		Remedies:  []string{cdiSpecRemedy},
+		Applies:   check.When(check.Warning, isGPU),
+		Run: func(f *facts.Facts) check.Result {
+			var pass, other, broken []string
+			switches := false
+			for _, sp := range f.CDISpecs {
+				vendor, class, _ := strings.Cut(sp.Kind, "/")
+				switch {
+				case sp.Error != "":
+					broken = append(broken, sp.Error)
+				case vendor != "nvidia.com":
+				case class == "nvswitch":
+					switches = true
+				case class == "gpu":
+					other = append(other, sp.Kind+" ("+sp.Path+")")
+				default:
+					// nvidia.com/pgpu, or the per-model class the plugin
+					// takes from P_GPU_ALIAS.
+					pass = append(pass, sp.Kind+" ("+sp.Path+")")
+				}
+			}
+			ev := []check.Evidence{check.Ev("cdiSpecs", cdiKinds(f))}
+			needSwitches := false
+			for _, sw := range f.NVSwitches {
+				needSwitches = needSwitches || sw.Generation == "ls10"
+			}
+			switch {
+			case len(pass) == 0 && len(other) > 0:
+				return check.Warned("only "+strings.Join(other, ", ")+", nvidia-ctk's specification for GPUs on the nvidia driver: none of kind nvidia.com/pgpu for the GPUs on vfio-pci",
+					cdiSpecRemedy, ev...)
+			case len(pass) == 0 && len(broken) > 0:
+				return check.Warned("no CDI specification for NVIDIA's passthrough GPUs; unreadable: "+strings.Join(broken, "; "), cdiSpecRemedy, ev...)
+			case len(pass) == 0:
+				return check.Warned("no CDI specification for NVIDIA's passthrough GPUs (kind nvidia.com/pgpu) in /etc/cdi or /var/run/cdi", cdiSpecRemedy, ev...)
+			case needSwitches && !switches:
+				return check.Warned(strings.Join(pass, ", ")+" but no nvidia.com/nvswitch: a VM gets the GPUs of the NVSwitch board, not its NVSwitches (PPCIe needs both)",
+					cdiSpecRemedy, ev...)
+			}
+			return check.Ok(strings.Join(pass, ", "), ev...)
+		},
+	}, {
+		ID:    "gpu.guest.image",
+		Title: "for NVIDIA's guest kernel and image",
+		Why: "A GPU passed into the VM needs NVIDIA's guest driver, which only Kata's NVIDIA guest kernel (vmlinuz-nvidia-gpu) and " +
+			"image carry; kata-deploy 4.1's nvidia-gpu shims and berth's +gpu configuration boot them. A +gpu handler whose " +
+			"configuration (with its config.d drop-ins) boots the plain or confidential image starts the pod without a usable GPU.",
+		Parent:    "gpu.present",
+		ReadsFor:  runtimeReads("handlers"),
+		Platforms: "gpu platforms",
+		Remedies:  []string{"point the handler at a configuration that boots NVIDIA's guest kernel and image (as berth config and kata-deploy's nvidia-gpu shims write it), or remove the config.d drop-in that replaces them"},
+		Applies:   check.When(check.Blocking, isGPU),
+		RunFor: func(f *facts.Facts, p platform.Platform) check.Result {
+			h := platformHandler(f, p)
+			if h == nil {
+				return check.Ok("the platform's handler is not configured yet: berth config writes NVIDIA's guest kernel and image")
+			}
+			if h.Kata == nil {
+				return check.Unsure("handler " + h.Name + " names no Kata configuration (ConfigPath): cannot tell which guest it boots")
+			}
+			g := h.Kata
+			imgKey, img := "image", g.Image
+			if img == "" && g.Initrd != "" {
+				imgKey, img = "initrd", g.Initrd
+			}
+			ev := []check.Evidence{check.Ev(runtimeField(p)+".handlers."+h.Name+".kata", []string{"kernel " + orDefault(path.Base(g.Kernel), "(none)"), imgKey + " " + orDefault(path.Base(img), "(none)")})}
+			if g.Error != "" {
+				return check.Unsure("handler "+h.Name+"'s Kata configuration: "+g.Error, ev...)
+			}
+			kernel, image, _ := p.GPUGuest()
+			var bad, odd []string
+			for _, c := range []struct{ what, got, want string }{{"kernel", g.Kernel, kernel}, {imgKey, img, image}} {
+				switch base := path.Base(c.got); {
+				case c.got == "":
+					bad = append(bad, "no "+c.what)
+				case base == c.want:
+				case !strings.Contains(base, "nvidia"):
+					bad = append(bad, c.what+" "+base)
+				default:
+					odd = append(odd, c.what+" "+base)
+				}
+			}
+			want := kernel + " and " + image + " (Kata 4.1's " + p.TemplateShim() + ")"
+			remedy := "point the handler at a configuration that boots " + want + ", as berth config writes it; or remove the config.d drop-in that replaces them"
+			switch {
+			case len(bad) > 0:
+				return check.Failed("handler "+h.Name+" boots a guest without NVIDIA's driver: "+strings.Join(bad, ", ")+" (from "+h.ConfigPath+")", remedy, ev...)
+			case len(odd) > 0:
+				return check.Warned("handler "+h.Name+" boots "+strings.Join(odd, ", ")+", not "+want, remedy, ev...)
+			}
+			return check.Ok("handler "+h.Name+" boots "+kernel+" and "+image, ev...)
+		},
 	}})
+}
+
+// cdiSpecRemedy says who writes the passthrough GPUs' CDI specification.
+// Kept under the report's 256 characters.
+const cdiSpecRemedy = "deploy NVIDIA's GPU Operator with sandbox workloads: its sandbox device plugin writes /var/run/cdi/nvidia.com-pgpu.yaml " +
+	"(nvidia-ctk cdi generate writes nvidia.com/gpu, for GPUs on the nvidia driver only)"
+
+// cdiKinds renders the CDI specification files for evidence.
+func cdiKinds(f *facts.Facts) []string {
+	out := make([]string, 0, len(f.CDISpecs))
+	for _, sp := range f.CDISpecs {
+		out = append(out, sp.Path+"="+orDefault(sp.Kind, "unreadable"))
+	}
+	return out
 }
 
 // cdiRemedy turns containerd's CDI on. The key sits in the CRI plugin of

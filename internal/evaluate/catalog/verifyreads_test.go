@@ -110,7 +110,10 @@ func verifyHosts(t *testing.T) []verifyHost {
 	crio := readyTDXFacts()
 	crio.Runtimes.CRIO = &facts.ContainerRuntime{Binary: "/usr/bin/crio", Version: "1.33.2", Layout: "openshift",
 		ConfigPath: "etc/crio/crio.conf", ConfigExists: true, Socket: "run/crio/crio.sock", SocketExists: true,
-		Handlers: []facts.Handler{{Name: "kata-qemu", RuntimePath: "/opt/kata/bin/containerd-shim-kata-v2"}, {Name: "kata-qemu-tdx", RuntimePath: "/opt/kata/bin/containerd-shim-kata-v2"}}}
+		Handlers: []facts.Handler{{Name: "kata-qemu", RuntimePath: "/opt/kata/bin/containerd-shim-kata-v2"}, {Name: "kata-qemu-tdx", RuntimePath: "/opt/kata/bin/containerd-shim-kata-v2"},
+			// A GPU handler with the guest its configuration boots.
+			{Name: "kata-qemu-nvidia-gpu", RuntimePath: "/opt/kata/bin/containerd-shim-kata-v2", ConfigPath: "/opt/kata/share/defaults/kata-containers/configuration-qemu-nvidia-gpu.toml",
+				Kata: &facts.KataGuest{Hypervisor: "qemu", Kernel: "/opt/kata/share/kata-containers/vmlinuz-nvidia-gpu.container", Image: "/opt/kata/share/kata-containers/kata-containers-nvidia-gpu.img"}}}}
 	return append(out, verifyHost{"(ready snp)", readyFacts()}, verifyHost{"(ready tdx, cri-o)", crio}, verifyHost{"(plug-ins, network)", plugged})
 }
 

@@ -25,6 +25,9 @@ func runRuntimes(ctx context.Context, s *session, f *facts.Facts) {
 	f.Binaries = findBinaries(ctx, s, f.Distribution.Name)
 	f.Runtimes.Containerd = containerdFacts(s, f.Distribution.Name, f.Binaries)
 	f.Runtimes.CRIO = crioFacts(s, f.Distribution.Name, f.Binaries)
+	kataGuests(s, f.Runtimes.Containerd)
+	kataGuests(s, f.Runtimes.CRIO)
+	f.CDISpecs = cdiSpecs(s)
 }
 
 // defaultLayouts name the layout used for a runtime when the detected

@@ -38,6 +38,7 @@ type Facts struct {
 	PCI          []PCIDevice  `json:"pci,omitempty"`
 	GPUs         []GPU        `json:"gpus,omitempty"`
 	NVSwitches   []NVSwitch   `json:"nvswitches,omitempty"`
+	CDISpecs     []CDISpec    `json:"cdiSpecs,omitempty"`
 	Memory       Memory       `json:"memory"`
 	Cgroups      Cgroups      `json:"cgroups"`
 	Limits       Limits       `json:"limits"`
@@ -316,6 +317,21 @@ type NVSwitch struct {
 	PPCIeMode string `json:"ppcieMode,omitempty"`
 }
 
+// CDISpec is one Container Device Interface specification file in the
+// directories containerd and CRI-O read by default (/etc/cdi,
+// /var/run/cdi). A device plugin that hands out CDI devices (NVIDIA's
+// sandbox device plugin: nvidia.com/pgpu) writes one per device kind; a
+// runtime with CDI on refuses a container whose device has no spec.
+type CDISpec struct {
+	// Path is the file, relative to the root as every path in the facts.
+	Path string `json:"path"`
+	// Kind is the spec's "vendor/class" ("nvidia.com/pgpu").
+	Kind string `json:"kind,omitempty"`
+	// Error says why the file was not read or its kind not found, naming
+	// the line; the runtime skips such a file.
+	Error string `json:"error,omitempty"`
+}
+
 // Memory describes host memory.
 type Memory struct {
 	TotalKiB     uint64     `json:"totalKiB,omitempty"`
@@ -515,6 +531,23 @@ type Handler struct {
 	// Source is the file that defined it, or the last file that changed
 	// it when imports or drop-ins override keys.
 	Source string `json:"source,omitempty"`
+	// Kata is what the handler's Kata configuration (ConfigPath with its
+	// config.d drop-ins) boots; nil when the handler names no file.
+	Kata *KataGuest `json:"kata,omitempty"`
+}
+
+// KataGuest is the guest a Kata configuration boots: the [hypervisor.*]
+// section's kernel, image and initrd, after the drop-ins in config.d/
+// beside the file (later files win, as Kata reads them).
+type KataGuest struct {
+	// Hypervisor is the section the values came from ("qemu").
+	Hypervisor string `json:"hypervisor,omitempty"`
+	Kernel     string `json:"kernel,omitempty"`
+	Image      string `json:"image,omitempty"`
+	Initrd     string `json:"initrd,omitempty"`
+	// Error says why the configuration was not read (missing, syntax
+	// with line and column).
+	Error string `json:"error,omitempty"`
 }
 
 // Distribution is the Kubernetes distribution detected on the host.

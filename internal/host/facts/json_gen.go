@@ -36,6 +36,10 @@ func (e *jsonEnc) encFacts(v *Facts) {
 		e.key(start, "\"nvswitches\":")
 		encSlice(e, v.NVSwitches, (*jsonEnc).encNVSwitch)
 	}
+	if len(v.CDISpecs) != 0 {
+		e.key(start, "\"cdiSpecs\":")
+		encSlice(e, v.CDISpecs, (*jsonEnc).encCDISpec)
+	}
 	e.key(start, "\"memory\":")
 	e.encMemory(&v.Memory)
 	e.key(start, "\"cgroups\":")
@@ -351,6 +355,21 @@ func (e *jsonEnc) encNVSwitch(v *NVSwitch) {
 	if len(v.PPCIeMode) != 0 {
 		e.key(start, "\"ppcieMode\":")
 		e.str(string(v.PPCIeMode))
+	}
+	e.close(start)
+}
+
+func (e *jsonEnc) encCDISpec(v *CDISpec) {
+	start := e.open()
+	e.key(start, "\"path\":")
+	e.str(string(v.Path))
+	if len(v.Kind) != 0 {
+		e.key(start, "\"kind\":")
+		e.str(string(v.Kind))
+	}
+	if len(v.Error) != 0 {
+		e.key(start, "\"error\":")
+		e.str(string(v.Error))
 	}
 	e.close(start)
 }
@@ -1103,6 +1122,10 @@ func (e *jsonEnc) encHandler(v *Handler) {
 		e.key(start, "\"source\":")
 		e.str(string(v.Source))
 	}
+	if v.Kata != nil {
+		e.key(start, "\"kata\":")
+		encPtr(e, v.Kata, (*jsonEnc).encKataGuest)
+	}
 	e.close(start)
 }
 
@@ -1144,6 +1167,31 @@ func (e *jsonEnc) encEndpoint(v *Endpoint) {
 	if v.CertUntrusted {
 		e.key(start, "\"certUntrusted\":")
 		e.bool(bool(v.CertUntrusted))
+	}
+	e.close(start)
+}
+
+func (e *jsonEnc) encKataGuest(v *KataGuest) {
+	start := e.open()
+	if len(v.Hypervisor) != 0 {
+		e.key(start, "\"hypervisor\":")
+		e.str(string(v.Hypervisor))
+	}
+	if len(v.Kernel) != 0 {
+		e.key(start, "\"kernel\":")
+		e.str(string(v.Kernel))
+	}
+	if len(v.Image) != 0 {
+		e.key(start, "\"image\":")
+		e.str(string(v.Image))
+	}
+	if len(v.Initrd) != 0 {
+		e.key(start, "\"initrd\":")
+		e.str(string(v.Initrd))
+	}
+	if len(v.Error) != 0 {
+		e.key(start, "\"error\":")
+		e.str(string(v.Error))
 	}
 	e.close(start)
 }

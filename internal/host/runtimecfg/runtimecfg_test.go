@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"berth.dev/berth/internal/testkit/goldenfile"
+	"berth.dev/berth/internal/testkit/treetest"
 	"berth.dev/berth/internal/testkit/upstreamtest"
 )
 
@@ -148,16 +149,7 @@ func TestLoadContainerdImports(t *testing.T) {
 
 func TestLoadContainerdBadImport(t *testing.T) {
 	dir := t.TempDir()
-	write := func(p, s string) {
-		t.Helper()
-		p = filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(p, s string) { treetest.Write(t, dir, p, s) }
 	write("etc/containerd/config.toml", "version = 2\nimports = ['conf.d/*.toml', '/etc/containerd/missing.toml', '../../../../x.toml']\n")
 	write("etc/containerd/conf.d/a.toml", "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.kata]\nruntime_type = 'io.containerd.kata.v2'\n")
 	write("etc/containerd/conf.d/b.toml", "version = 2\n[plugins\n")

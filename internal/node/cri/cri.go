@@ -94,12 +94,11 @@ func (e Endpoint) Query(ctx context.Context, timeout time.Duration) (*Status, er
 	socket := e.String()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := e.client()
+	rs, done, err := e.runtimeService()
 	if err != nil {
-		return nil, fmt.Errorf("CRI socket %s: %w", socket, err)
+		return nil, err
 	}
-	defer conn.Close()
-	rs := runtimeapi.NewRuntimeServiceClient(conn)
+	defer done()
 	st := &Status{Handlers: map[string]Handler{}}
 	if v, err := rs.Version(ctx, &runtimeapi.VersionRequest{}); err == nil {
 		st.RuntimeName, st.RuntimeVersion = v.RuntimeName, v.RuntimeVersion

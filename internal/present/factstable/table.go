@@ -168,6 +168,9 @@ func Write(w io.Writer, f *facts.Facts) error {
 	if len(f.GPUs) == 0 {
 		t.row("GPUs", "none")
 	}
+	for _, sp := range f.CDISpecs {
+		t.row("CDI "+sp.Path, joinNonEmpty(" ", sp.Kind, sp.Error))
+	}
 
 	t.section("TEE")
 	snp := f.TEE.SNP

@@ -15,7 +15,7 @@ import (
 // TestWriteGolden renders the facts of real-machine fixture hosts: the
 // table must match its golden file and stay within 80 columns.
 func TestWriteGolden(t *testing.T) {
-	for _, host := range []string{"snp-genoa-k3s-ready"} {
+	for _, host := range []string{"snp-genoa-k3s-ready", "hgx-h100-tdx-ppcie"} {
 		t.Run(host, func(t *testing.T) {
 			root, err := hostfs.OpenDir(filepath.Join("..", "..", "..", "testdata", "hosts", host))
 			if err != nil {

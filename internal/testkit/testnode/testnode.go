@@ -436,14 +436,10 @@ func (n *Node) stop() error {
 // that a test can prove that nothing was left behind.
 func (n *Node) Sandboxes(t testing.TB, label string) []string {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+n.ContainerdSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	rs := n.runtimeService(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	list, err := runtimeapi.NewRuntimeServiceClient(conn).ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	list, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,6 +450,54 @@ func (n *Node) Sandboxes(t testing.TB, label string) []string {
 		}
 	}
 	return out
+}
+
+// runtimeService is a CRI client of the node's containerd, closed at the
+// test's end.
+func (n *Node) runtimeService(t testing.TB) runtimeapi.RuntimeServiceClient {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+n.ContainerdSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return runtimeapi.NewRuntimeServiceClient(conn)
+}
+
+// RunPod starts a pod sandbox with handler over CRI as the kubelet
+// starts a pod's (metadata namespace/name, a uid), and returns its id: a
+// pod that runs on the handler, for the tests of what must not disturb
+// it. Stop removes it with everything else.
+func (n *Node) RunPod(t testing.TB, handler, namespace, name string) string {
+	t.Helper()
+	rs := n.runtimeService(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	uid := randHex(8)
+	resp, err := rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{RuntimeHandler: handler,
+		Config: &runtimeapi.PodSandboxConfig{
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: uid},
+			Hostname: name,
+			Labels:   map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace, "io.kubernetes.pod.uid": uid},
+			Linux:    &runtimeapi.LinuxPodSandboxConfig{},
+		}})
+	if err != nil {
+		t.Fatalf("starting pod %s/%s with handler %s: %v", namespace, name, handler, err)
+	}
+	return resp.PodSandboxId
+}
+
+// PodState is the state of sandbox id over CRI ("" when it is gone).
+func (n *Node) PodState(t testing.TB, id string) string {
+	t.Helper()
+	rs := n.runtimeService(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	if err != nil {
+		return ""
+	}
+	return st.GetStatus().GetState().String()
 }
 
 // removeSandboxes stops and removes every pod sandbox through CRI, as the

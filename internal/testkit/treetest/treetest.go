@@ -121,6 +121,19 @@ func Copy(t testing.TB, src, dst string) {
 	}
 }
 
+// Write creates a file at the slash-separated path rel under dir, with
+// the directories above it: the small host trees tests build.
+func Write(t testing.TB, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Find lists the regular files under dir (relative, slash-separated) for
 // which match reports true: what a command must not leave behind.
 func Find(t testing.TB, dir string, match func(rel string) bool) []string {

@@ -43,6 +43,10 @@ Jobs (job: true) run it --run-once and end.
       - name: node-installer
         image: {{ include "berth.image" $ }}
         imagePullPolicy: {{ $.Values.image.pullPolicy }}
+        {{- /* A failed run's last log line (a cleanup refused while Kata
+        pods run, naming them) becomes the container's termination message,
+        which the uninstall hook reports. */}}
+        terminationMessagePolicy: FallbackToLogsOnError
         args:
         - node-installer
         - --root=/host
@@ -90,6 +94,9 @@ Jobs (job: true) run it --run-once and end.
         {{- end }}
         {{- if $ni.advertiseTEEKeys }}
         - --advertise-tee-keys
+        {{- end }}
+        {{- if $ni.forceRemove }}
+        - --force-remove
         {{- end }}
         {{- range include "berth.startupTaints" $ | fromJsonArray }}
         - {{ printf "--startup-taint=%s" . | quote }}
