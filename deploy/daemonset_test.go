@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	"berth.dev/berth/deploy"
@@ -262,16 +263,20 @@ func TestDaemonSetPosture(t *testing.T) {
 // and with every value set: the same roles as the base, whatever the
 // values say, except that agent.kvmProbe makes the agent privileged as
 // overlays/kvm-probe does, and hostNetwork puts every pod, and only the
-// network namespace of the host, in the node's network.
+// network namespace of the host, in the node's network; the
+// node-installer's priority class and rollout pace are the values'
+// (nodeInstaller.priorityClassName, updateStrategy), still a rolling update
+// without a surge.
 func TestChartPosture(t *testing.T) {
 	testenv.Need(t)
 	for _, tc := range []struct {
 		name, prefix, maxUnavailable string
 		args                         []string
 		kvmProbe, hostNetwork        bool
+		niPriority, niMaxUnavailable string
 	}{
-		{"default", "berth", "10%", nil, false, false},
-		{"full", "edge", "2", []string{"-f", fullValues}, true, true},
+		{"default", "berth", "10%", nil, false, false, "system-node-critical", "1"},
+		{"full", "edge", "2", []string{"-f", fullValues}, true, true, "", "25%"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := decodeObjects(t, mustRender(t, tc.args...))
@@ -291,6 +296,13 @@ func TestChartPosture(t *testing.T) {
 				pod.HostNetwork, pod.DNSPolicy = false, ""
 			}
 			agentPosture(t, agent, tc.prefix+"-agent", tc.maxUnavailable, tc.kvmProbe)
+			ipod, ru := &installer.Spec.Template.Spec, installer.Spec.UpdateStrategy.RollingUpdate
+			if ipod.PriorityClassName != tc.niPriority || ru == nil || ru.MaxUnavailable == nil || ru.MaxUnavailable.String() != tc.niMaxUnavailable {
+				t.Errorf("node-installer: priority class %q, rolling update %+v; want %q, maxUnavailable %s", ipod.PriorityClassName, ru, tc.niPriority, tc.niMaxUnavailable)
+			} else {
+				// The rest of the posture is the base's.
+				ipod.PriorityClassName, ru.MaxUnavailable = "system-node-critical", new(intstr.FromInt32(1))
+			}
 			nodeInstallerPosture(t, installer, ni)
 			teardownPosture(t, teardown, ni)
 			want := []string{"DaemonSet " + ni}

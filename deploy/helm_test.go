@@ -439,7 +439,8 @@ func TestHelmTemplate(t *testing.T) {
 		{"job", []string{"-f", fullValues, "--set", "nodeInstaller.mode=job", "--set", "nodeInstaller.job.parallelism=3", "--set", "nodeInstaller.job.timeout=45m"}},
 		// The second release of an A/B upgrade: suffixed, without its
 		// own agent (and so without the CRD the first release owns).
-		{"suffix", []string{"-f", fullValues, "--set", "installSuffix=blue", "--set", "agent.enabled=false"}},
+		// (The default class stays with the unsuffixed release.)
+		{"suffix", []string{"-f", fullValues, "--set", "installSuffix=blue", "--set", "agent.enabled=false", "--set", "runtimeClasses.createDefault=false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			goldenfile.Assert(t, filepath.Join("testdata", "helm", tc.name+".yaml"), []byte(mustRender(t, tc.args...)))
@@ -508,7 +509,51 @@ func TestChartSchema(t *testing.T) {
 			[]string{"'/image/digest'", "does not match pattern"}},
 		{"maxUnavailable zero", []string{"--set", "agent.maxUnavailable=0"},
 			[]string{"'/agent/maxUnavailable'"}},
+		{"RuntimeClass overhead not a quantity", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-snp.overhead.cpu=lots"},
+			[]string{"'/runtimeClasses/overrides/kubeadm-qemu-snp/overhead/cpu'", "does not match pattern"}},
+		{"RuntimeClass overhead of a TEE key", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-snp.overhead.sev-snp\\.amd\\.com/esids=2"},
+			[]string{"'/runtimeClasses/overrides/kubeadm-qemu-snp/overhead'", "additional properties 'sev-snp.amd.com/esids' not allowed"}},
+		{"RuntimeClass selector on berth's key", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-snp.nodeSelector.berth\\.dev/installed\\.kubeadm-qemu-snp=no"},
+			[]string{"'/runtimeClasses/overrides/kubeadm-qemu-snp/nodeSelector/berth.dev~1installed.kubeadm-qemu-snp'", "keys under berth.dev/ belong to berth"}},
+		{"RuntimeClass override of an unknown platform", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-snpp.overhead.cpu=1"},
+			[]string{"a platform name as `berth platforms` prints it"}},
+		{"default class without its platform", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.createDefault=true"},
+			[]string{"'/runtimeClasses/defaultPlatform'", "minLength"}},
+		{"default class name not a DNS name", []string{"--set", "runtimeClasses.defaultName=Kata_1"},
+			[]string{"'/runtimeClasses/defaultName'", "does not match pattern"}},
+		{"update strategy OnDelete", []string{"--set", "nodeInstaller.updateStrategy.type=OnDelete"},
+			[]string{"'/nodeInstaller/updateStrategy/type'", "value must be 'RollingUpdate'"}},
+		{"update strategy with a surge", []string{"--set", "nodeInstaller.updateStrategy.rollingUpdate.maxSurge=1"},
+			[]string{"'/nodeInstaller/updateStrategy/rollingUpdate'", "additional properties 'maxSurge' not allowed"}},
+		{"pod label the DaemonSet selects on", []string{"--set", "nodeInstaller.podLabels.app\\.kubernetes\\.io/name=x"},
+			[]string{"invalid propertyName 'app.kubernetes.io/name'"}},
+		{"pod annotation the chart sets", []string{"--set", "nodeInstaller.podAnnotations.berth\\.dev/config-checksum=x"},
+			[]string{"invalid propertyName 'berth.dev/config-checksum'"}},
+		{"priority class not a name", []string{"--set", "nodeInstaller.priorityClassName=Node Critical"},
+			[]string{"'/nodeInstaller/priorityClassName'", "does not match pattern"}},
+		{"affinity not an Affinity", []string{"--set", "agent.affinity.nodeSelector.x=y"},
+			[]string{"'/agent/affinity'", "additional properties 'nodeSelector' not allowed"}},
+		{"pull secret object without a name", []string{"--set-json", `imagePullSecrets=[{"secret":"x"}]`},
+			[]string{"'/imagePullSecrets/0'"}},
 		// The templates' own checks, for what a schema cannot say.
+		{"node affinity in job mode", []string{"--set", "nodeInstaller.mode=job", "--set-json", `nodeInstaller.affinity={"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[]}}}`},
+			[]string{"nodeInstaller.affinity.nodeAffinity: job mode pins each node's Job to its node"}},
+		{"startup taints entry without a key", []string{"--set", "nodeInstaller.startupTaints={:NoSchedule}"},
+			[]string{"'/nodeInstaller/startupTaints/0'", "does not match pattern"}},
+		{"startup taints entry without the schema", []string{"--skip-schema-validation", "--set", "nodeInstaller.startupTaints={k:Never}"},
+			[]string{`nodeInstaller.startupTaints[0] "k:Never": expected KEY[=VALUE]:EFFECT or a bare KEY`}},
+		{"pod label the DaemonSet selects on without the schema", []string{"--skip-schema-validation", "--set", "agent.podLabels.app\\.kubernetes\\.io/name=x"},
+			[]string{"agent.podLabels.app.kubernetes.io/name: the chart sets this label itself"}},
+		{"default class of a platform not listed", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.createDefault=true", "--set", "runtimeClasses.defaultPlatform=kubeadm-qemu-tdx"},
+			[]string{`runtimeClasses.defaultPlatform "kubeadm-qemu-tdx": the default RuntimeClass kata must point at one of platforms (kubeadm-qemu-snp)`}},
+		{"default class named as a platform's class", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.createDefault=true", "--set", "runtimeClasses.defaultPlatform=kubeadm-qemu-snp", "--set", "runtimeClasses.defaultName=kata-qemu-snp"},
+			[]string{`runtimeClasses.defaultName "kata-qemu-snp" is already the RuntimeClass of platform kubeadm-qemu-snp`}},
+		{"default class of a side-by-side release", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.createDefault=true", "--set", "runtimeClasses.defaultPlatform=kubeadm-qemu-snp", "--set", "installSuffix=blue"},
+			[]string{`runtimeClasses.createDefault with installSuffix "blue"`}},
+		{"RuntimeClass override of a platform not listed", []string{"--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-tdx.overhead.cpu=1"},
+			[]string{"runtimeClasses.overrides.kubeadm-qemu-tdx: kubeadm-qemu-tdx is not in platforms"}},
+		{"RuntimeClass selector on berth's key without the schema", []string{"--skip-schema-validation", "--set", "platforms={kubeadm-qemu-snp}", manifest, "--set", "runtimeClasses.overrides.kubeadm-qemu-snp.nodeSelector.berth\\.dev/x=no"},
+			[]string{"runtimeClasses.overrides.kubeadm-qemu-snp.nodeSelector.berth.dev/x: keys under berth.dev/ are berth's own"}},
 		{"two platforms of one class", []string{"--set", "platforms={k3s-qemu-tdx,kubeadm-qemu-tdx}", manifest},
 			[]string{"k3s-qemu-tdx and kubeadm-qemu-tdx are both RuntimeClass kata-qemu-tdx"}},
 		{"suffix too long for a platform's installed label", []string{"--set", "platforms={microk8s-cloud-hypervisor-none+debug+rust+devmapper}", manifest, "--set", "installSuffix=ab"},
@@ -716,13 +761,15 @@ func TestChartInstall(t *testing.T) {
 		t.Errorf("the release's agent writing another node's NodeReport: want a refusal by policy edge-agent, got %v", err)
 	}
 
-	// The release's node-installer may remove the startup taint the
-	// values configure (example.com/kata-not-ready), not the base's key.
+	// The release's node-installer may remove the startup taints the
+	// values configure (example.com/kata-not-ready and the list's keys,
+	// a bare key's of any effect), not the base's key.
 	admin := testenv.Clientset(t, env.Admin)
 	createNode(t, admin, "node-edge-ni", nil)
 	const configured = `{"key":"example.com/kata-not-ready","value":"true","effect":"NoExecute"}`
+	const listed = `{"key":"example.com/gpu-not-ready","effect":"PreferNoSchedule"}`
 	const baseKey = `{"key":"berth.dev/runtime-not-ready","effect":"NoSchedule"}`
-	if err := mergePatchNode(ctx(t), env.Admin, "node-edge-ni", `{"spec":{"taints":[`+configured+`,`+baseKey+`]}}`); err != nil {
+	if err := mergePatchNode(ctx(t), env.Admin, "node-edge-ni", `{"spec":{"taints":[`+configured+`,`+listed+`,`+baseKey+`]}}`); err != nil {
 		t.Fatal(err)
 	}
 	installer := env.AsServiceAccount(ns, "edge-node-installer", "node-edge-ni")
@@ -731,9 +778,9 @@ func TestChartInstall(t *testing.T) {
 	})
 	runAccessCases(t, []accessCase{
 		{"remove the base's startup taint", func(c context.Context) error {
-			return mergePatchNode(c, installer, "node-edge-ni", `{"spec":{"taints":[`+configured+`]}}`)
-		}, false, "may only remove the startup taint example.com/kata-not-ready from its node"},
-		{"remove the configured startup taint", func(c context.Context) error {
+			return mergePatchNode(c, installer, "node-edge-ni", `{"spec":{"taints":[`+configured+`,`+listed+`]}}`)
+		}, false, "may only remove the startup taints example.com/kata-not-ready, katacontainers.io/kata-runtime, example.com/gpu-not-ready from its node"},
+		{"remove the configured startup taints", func(c context.Context) error {
 			return mergePatchNode(c, installer, "node-edge-ni", `{"spec":{"taints":[`+baseKey+`]}}`)
 		}, true, ""},
 	})

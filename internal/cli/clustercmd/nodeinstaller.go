@@ -50,7 +50,8 @@ type nodeInstallerFlags struct {
 	healthAddr       string
 	restartLease     string
 	maxRestarts      int
-	startupTaint     string
+	startupTaints    []string
+	containerdDropIn string
 	advertiseTEEKeys bool
 	forceRemove      bool
 	runOnce          bool
@@ -81,9 +82,10 @@ DaemonSet's first rollout restarts one node's runtime at a time
 (--max-concurrent-restarts N: N nodes at a time). A platform that is not ready
 gets no files, the label berth.dev/installed.<platform>=no and a Node
 Event (BerthPlatformNotReady) naming the first failing check and its
-remedy. With --startup-taint, a run that installs every platform with its
-handler verified live then removes that taint (the operator registers
-nodes with it) from this node, and no other; a failed run keeps it. With
+remedy. With --startup-taint (repeatable), a run that installs every
+platform with its handler verified live then removes those taints (the
+operator registers nodes with them) from this node, and no other; a failed
+run keeps them. With
 --advertise-tee-keys, the node's SEV-SNP ASIDs and TDX guest KeyIDs (from
 the boot log) are advertised in its status.capacity as the extended
 resources sev-snp.amd.com/esids and tdx.intel.com/keys, for the TEEs of
@@ -138,7 +140,8 @@ rollout waits on this node.`,
 	f.StringVar(&fl.healthAddr, "health-addr", ":8081", "address serving /healthz and /readyz (empty: none)")
 	f.StringVar(&fl.restartLease, "restart-lease", "", "NAMESPACE/NAME of a coordination.k8s.io Lease held while this node restarts its runtime, so that at most one node of the cluster does at a time (empty: no lock)")
 	f.IntVar(&fl.maxRestarts, "max-concurrent-restarts", 1, "how many nodes may restart their runtime at once under --restart-lease (slots NAME, NAME-1, ... NAME-(N-1); above 1 the Role also needs list on leases)")
-	f.StringVar(&fl.startupTaint, "startup-taint", "", "KEY[=VALUE]:EFFECT of a taint the operator puts on nodes at registration (e.g. berth.dev/runtime-not-ready:NoSchedule), removed from this node once every platform's handler is verified live; a failed install keeps it (empty: none)")
+	f.StringArrayVar(&fl.startupTaints, "startup-taint", nil, "KEY[=VALUE]:EFFECT of a taint the operator puts on nodes at registration (e.g. berth.dev/runtime-not-ready:NoSchedule), or a bare KEY for that key's taints of any effect, removed from this node once every platform's handler is verified live; a failed install keeps it; repeatable")
+	f.StringVar(&fl.containerdDropIn, "containerd-drop-in", "", "file holding a containerd drop-in of the operator's own (TOML; kata-deploy's containerd.userDropIn), written as "+configure.ContainerdUserDropInName+" beside berth's handler drop-in, loaded and checked by the restart like berth's own change, and removed with the last platform (containerd 2.x or a drop-in directory only)")
 	f.BoolVar(&fl.advertiseTEEKeys, "advertise-tee-keys", false, "advertise the node's TEE keys as the extended resources sev-snp.amd.com/esids and tdx.intel.com/keys (kata-deploy's names) in its status.capacity, for the TEEs of the installed platforms; without it, those it advertised before are removed")
 	f.BoolVar(&fl.forceRemove, "force-remove", false, "remove a platform (cleanup, or one dropped from the list) even while pods run on its handler on this node, or when the runtime cannot say which do; without it such a removal is refused, with an Event naming the pods, and retried when the pod restarts")
 	f.BoolVar(&fl.runOnce, "run-once", false, "exit after the run (job mode): 0 when every platform is installed and verified, 1 otherwise; no health server")
@@ -176,7 +179,7 @@ func (fl nodeInstallerFlags) options(g *cli.Globals) (nodeinstall.Options, error
 		ContainerdConfig: fl.containerdConfig, CRIOConfig: fl.crioConfig, RuntimeUnit: fl.runtimeUnit, RuntimeSocket: fl.runtimeSocket,
 		SystemdSocket: fl.systemdSocket, ConfigVersion: fl.configVersion, KataDeployLabels: fl.kataDeployLabels,
 		VerifySandbox: fl.verifySandbox, SandboxTimeout: fl.sandboxTimeout,
-		RestartLease: fl.restartLease, MaxConcurrentRestarts: fl.maxRestarts, StartupTaint: fl.startupTaint, AdvertiseTEEKeys: fl.advertiseTEEKeys, ForceRemove: fl.forceRemove, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
+		RestartLease: fl.restartLease, MaxConcurrentRestarts: fl.maxRestarts, StartupTaints: fl.startupTaints, ContainerdDropIn: fl.containerdDropIn, AdvertiseTEEKeys: fl.advertiseTEEKeys, ForceRemove: fl.forceRemove, Parallel: fl.parallel, Ignore: fl.ignore, Getenv: g.Getenv,
 	}, nil
 }
 

@@ -50,7 +50,7 @@ func TestNodeInstallerUsage(t *testing.T) {
 		{"restart lease without namespace", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--restart-lease", "berth-restart"}, "expected NAMESPACE/NAME"},
 		{"restart concurrency without its lease", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--max-concurrent-restarts", "5"}, "needs --restart-lease"},
 		{"unknown check to ignore", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--ignore", "no.such.check"}, "no.such.check"},
-		{"startup taint without effect", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--startup-taint", "berth.dev/runtime-not-ready"}, "--startup-taint"},
+		{"startup taint with a value but no effect", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--startup-taint", "berth.dev/runtime-not-ready=true"}, "--startup-taint"},
 		{"startup taint with a bad effect", []string{"node-installer", "--node-name", "n", "-p", "kubeadm-qemu-none", "-m", "m.yaml" + pin, "--startup-taint", "berth.dev/runtime-not-ready:NoRun"}, "NoSchedule, PreferNoSchedule or NoExecute"},
 		{"teardown without its daemonset", []string{"node-installer", "teardown", "--namespace", "berth-system"}, "--daemonset"},
 		{"teardown with a daemonset and jobs", []string{"node-installer", "teardown", "--namespace", "berth-system", "--daemonset", "d", "--job-template", "j.yaml"}, "one of --daemonset and --job-template"},

@@ -22,6 +22,12 @@ func TestRuntimeClasses(t *testing.T) {
 		{"json", "runtimeclasses/two.json", []string{"runtimeclasses", "-p", "k3s-qemu-snp-genoa", "--platform", "kata-qemu-tdx", "-o", "json"}},
 		{"tee labels", "runtimeclasses/tee-labels.yaml", []string{"runtimeclasses", "-p", "Metal-QEMU-SNP", "--tee-labels"}},
 		{"install suffix", "runtimeclasses/suffix.yaml", []string{"runtimeclasses", "-p", "k3s-qemu-snp-genoa", "--install-suffix", "blue"}},
+		// kata-deploy's per-shim runtimeClass overrides and default class:
+		// the tuning wins over the platform's overhead and the NFD key
+		// stays; the default class follows its platform's.
+		{"tuning and default class", "runtimeclasses/tuning.yaml", []string{"runtimeclasses", "-p", "k3s-qemu-snp-genoa", "-p", "kata-qemu-tdx", "--nfd",
+			"--overhead", "k3s-qemu-snp-genoa:cpu=2,memory=4Gi", "--node-selector", "k3s-qemu-snp-genoa:example.com/pool=confidential",
+			"--node-selector", "kata-qemu-tdx:intel.feature.node.kubernetes.io/tdx=yes", "--default-class", "kata-qemu-tdx"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.args...)
@@ -56,6 +62,15 @@ func TestRuntimeClasses(t *testing.T) {
 		{"bad platform", []string{"runtimeclasses", "-p", "nope"}, "--platform"},
 		{"bad format", []string{"runtimeclasses", "-p", "kata-qemu", "-o", "nfd"}, "unknown output format"},
 		{"bad install suffix", []string{"runtimeclasses", "-p", "kata-qemu", "--install-suffix", "b.lue"}, `--install-suffix "b.lue"`},
+		{"overhead not a quantity", []string{"runtimeclasses", "-p", "kata-qemu", "--overhead", "kata-qemu:cpu=lots"}, `overhead cpu "lots": expected a Kubernetes quantity`},
+		{"overhead of a TEE key", []string{"runtimeclasses", "-p", "kata-qemu-snp", "--overhead", "kata-qemu-snp:sev-snp.amd.com/esids=2"}, "overhead sev-snp.amd.com/esids: expected cpu or memory"},
+		{"overhead without a platform", []string{"runtimeclasses", "-p", "kata-qemu", "--overhead", "cpu=1"}, "expected PLATFORM:KEY=VALUE"},
+		{"overhead of a platform not asked for", []string{"runtimeclasses", "-p", "kata-qemu", "--overhead", "kata-qemu-tdx:cpu=1"}, "--overhead kubeadm-qemu-tdx: not one of the --platform values"},
+		{"selector on berth's key", []string{"runtimeclasses", "-p", "kata-qemu", "--node-selector", "kata-qemu:berth.dev/installed.kubeadm-qemu-none=no"}, "keys under berth.dev/ are berth's own"},
+		{"selector not a label", []string{"runtimeclasses", "-p", "kata-qemu", "--node-selector", "kata-qemu:a b=c"}, `nodeSelector key "a b"`},
+		{"default class of a platform not asked for", []string{"runtimeclasses", "-p", "kata-qemu", "--default-class", "kata-qemu-tdx"}, "--default-class kubeadm-qemu-tdx: not one of the --platform values"},
+		{"default class named as a platform's", []string{"runtimeclasses", "-p", "kata-qemu", "--default-class", "kata-qemu", "--default-class-name", "kata-qemu"}, `default RuntimeClass name "kata-qemu" is already`},
+		{"default class with a suffix", []string{"runtimeclasses", "-p", "kata-qemu", "--default-class", "kata-qemu", "--install-suffix", "blue"}, "--default-class with --install-suffix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := runCLI(t, tc.args...)

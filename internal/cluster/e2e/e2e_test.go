@@ -26,6 +26,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -168,6 +169,24 @@ func TestHelmChartOnRealNode(t *testing.T) {
 			"systemdSocket":    sd.Socket,
 			"healthPort":       freePort(t),
 			"teardown":         map[string]any{"timeout": "4m"},
+			// kata-deploy's pod knobs (issue 41 item 4), checked on
+			// the node-installer's pod in step 1.
+			"podLabels":         map[string]string{"example.com/team": "platform"},
+			"podAnnotations":    map[string]string{"example.com/owner": "platform-team"},
+			"priorityClassName": "system-cluster-critical",
+			// kata-deploy's containerd.userDropIn, checked in step 3.
+			"containerdUserDropIn": userDropIn,
+		},
+		// kata-deploy's RuntimeClass tuning (issue 41 item 3): the
+		// platform's class with another overhead and a further selector
+		// the test node carries, and a default class that copies it.
+		"runtimeClasses": map[string]any{
+			"overrides": map[string]any{platformName: map[string]any{
+				"overhead":     tunedOverhead,
+				"nodeSelector": map[string]string{"kubernetes.io/os": "linux"},
+			}},
+			"createDefault":   true,
+			"defaultPlatform": platformName,
 		},
 	}
 	valuesFile := filepath.Join(dir, "values.yaml")
@@ -208,7 +227,9 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	t.Logf("agent: NodeReport %s and label %s=%s", n.Name, agentLabel, nodeLabels(ctx, t, cs, n.Name)[agentLabel])
 
 	installedLabel := nodeinstall.InstalledLabelPrefix + platformName
-	waitPodOnNode(ctx, t, cs, n.Name, "app.kubernetes.io/name=berth-node-installer", diag)
+	niPod := waitPodOnNode(ctx, t, cs, n.Name, "app.kubernetes.io/name=berth-node-installer", diag)
+	checkInstallerPod(ctx, t, cs, niPod)
+	checkTunedClasses(ctx, t, cs)
 	got := waitLabel(ctx, t, cs, diag, n.Name, installedLabel, "true", "no")
 	if wantReady {
 		if got != "true" {
@@ -266,6 +287,7 @@ func TestHelmChartOnRealNode(t *testing.T) {
 		t.Errorf("containerd's config %s and its directory are unchanged after the install", n.ContainerdConfig)
 	}
 	t.Logf("installed: %s", strings.ReplaceAll(before.diff(installed), "\n", "\n  "))
+	dropIn := checkUserDropIn(t, n)
 	st, err := cri.Query(ctx, n.ContainerdSocket, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -287,8 +309,8 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	t.Logf("pod %s (runtimeClassName %s): %s: %s", pod.Name, rc.Name, ev.Reason, firstLine(ev.Message))
 	if p, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
 		t.Error(err)
-	} else if p.Spec.NodeName != n.Name || p.Spec.Overhead == nil {
-		t.Errorf("pod of RuntimeClass %s: node %q, overhead %v; want %s and the class's overhead", rc.Name, p.Spec.NodeName, p.Spec.Overhead, n.Name)
+	} else if q := p.Spec.Overhead[corev1.ResourceCPU]; p.Spec.NodeName != n.Name || q.String() != tunedOverhead["cpu"] {
+		t.Errorf("pod of RuntimeClass %s: node %q, overhead %v; want %s and the class's tuned overhead %v", rc.Name, p.Spec.NodeName, p.Spec.Overhead, n.Name, tunedOverhead)
 	}
 	if data, err := os.ReadFile(marker); err != nil || len(data) == 0 {
 		t.Errorf("the shim recorded no invocation in %s (%v)", marker, err)
@@ -366,6 +388,12 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	if d := before.diff(after); d != "" {
 		t.Errorf("helm uninstall left the node changed:\n%s", d)
 	}
+	if _, err := os.Stat(dropIn); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the containerd drop-in %s left after helm uninstall (%v)", dropIn, err)
+	}
+	if _, err := cs.NodeV1().RuntimeClasses().Get(ctx, configure.DefaultRuntimeClassName, metav1.GetOptions{}); err == nil {
+		t.Errorf("the default RuntimeClass %s left after helm uninstall", configure.DefaultRuntimeClassName)
+	}
 	waitFor(ctx, t, diag, "handler "+rc.Handler+" gone from Node.status.runtimeHandlers", func() (bool, string) {
 		handlers, err = cri.NodeRuntimeHandlers(ctx, env.Kubeconfig, n.Name)
 		if err != nil {
@@ -393,6 +421,8 @@ func sideBySide(ctx context.Context, t *testing.T, h *helmRunner, cs *kubernetes
 	h.run(ctx, "install", rel, h.chart, "--namespace", namespace, "-f", valuesFile,
 		"--set", "installSuffix="+sideSuffix, "--set", "agent.enabled=false", "--set", "nodeInstaller.prefix="+prefix,
 		"--set", fmt.Sprintf("nodeInstaller.healthPort=%d", freePort(t)),
+		// The default class is the unsuffixed release's.
+		"--set", "runtimeClasses.createDefault=false",
 		"--set-json", `nodeInstaller.extraArgs=["--ignore=all","--verify-sandbox=false"]`, "--timeout", "3m")
 	waitLabel(ctx, t, cs, diag, n.Name, label+"-"+sideSuffix, "true")
 	waitFor(ctx, t, diag, "handlers "+first.Handler+" and "+handler+" in Node.status.runtimeHandlers", func() (bool, string) {
@@ -736,8 +766,10 @@ func runtimeClass(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) s
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The default class (checkTunedClasses) copies it under its own name.
+	l.Items = slices.DeleteFunc(l.Items, func(rc nodev1.RuntimeClass) bool { return rc.Name == configure.DefaultRuntimeClassName })
 	if len(l.Items) != 1 {
-		t.Fatalf("%d RuntimeClasses labelled berth.dev/platform=%s, want 1", len(l.Items), p.Name())
+		t.Fatalf("%d RuntimeClasses labelled berth.dev/platform=%s besides the default class, want 1", len(l.Items), p.Name())
 	}
 	rc := l.Items[0]
 	want := nodeinstall.InstalledLabelPrefix + p.Name()

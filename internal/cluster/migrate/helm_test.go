@@ -34,12 +34,23 @@ func TestHelmTemplate(t *testing.T) {
 		{"try-kata-tee.values.yaml"},
 		{"try-kata-nvidia-gpu.values.yaml"},
 		{"try-kata-nvidia-cpu.values.yaml"},
+		// A user's file of RuntimeClass and pod knobs (berth's own).
+		{"values.yaml", "testdata/user-tuning.values.yaml"},
 	} {
 		t.Run(strings.Join(files, "+"), func(t *testing.T) {
 			var in []Input
 			for _, f := range files {
-				in = append(in, upstream(t, f))
+				if !strings.HasPrefix(f, "testdata/") {
+					in = append(in, upstream(t, f))
+					continue
+				}
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				in = append(in, Input{Name: filepath.Base(f), Data: b})
 			}
+
 			res, err := KataDeploy(in)
 			if err != nil {
 				t.Fatal(err)
@@ -68,10 +79,32 @@ func TestHelmTemplate(t *testing.T) {
 				got = append(got, m[1])
 			}
 			want := handlers(t, res)
+			// A default class repeats its platform's handler.
 			slices.Sort(got)
+			got = slices.Compact(got)
 			slices.Sort(want)
 			if len(want) == 0 || !slices.Equal(got, want) {
 				t.Errorf("RuntimeClass handlers:\n got %v\nwant %v", got, want)
+			}
+			if files[len(files)-1] != "testdata/user-tuning.values.yaml" {
+				return
+			}
+			// Every knob of the user's file is berth's now, and renders.
+			for _, k := range res.Knobs {
+				if k.File == "user-tuning.values.yaml" && k.Outcome != Mapped && k.Outcome != Default {
+					t.Errorf("%s: %s %s", k.Path, k.Outcome, k.Why)
+				}
+			}
+			for _, want := range []string{
+				"name: kata-confidential\n", "handler: kata-qemu-tdx\n", "cpu: \"2\"\n    memory: 4096Mi\n", "example.com/pool: confidential\n",
+				"--startup-taint=katacontainers.io/kata-runtime:NoSchedule", "--startup-taint=example.com/kata-not-ready",
+				"priorityClassName: system-cluster-critical\n", "maxUnavailable: 25%\n", "team: platform\n", "example.com/owner: platform-team\n",
+				"- key: node.cloud/reserved\n", "- name: registry-credentials\n",
+				"--containerd-drop-in=/etc/berth-drop-in/containerd.toml", "max_concurrent_downloads = 8",
+			} {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("the rendered chart lacks %q", want)
+				}
 			}
 		})
 	}

@@ -39,8 +39,7 @@ func to(path string) func(*mapper, knob, map[string]shimResult) Knob {
 }
 
 const (
-	whyRCTuning = "berth's chart has no RuntimeClass overhead, nodeSelector or default-class overrides yet (issue 41, item 3)"
-	whyPlumbing = "berth's chart does not take this pod setting yet (issue 41, item 4)"
+	whyOverhead = "berth's RuntimeClasses always reserve the pod overhead (the VM's memory and CPU outside the pod's containers); set a smaller one per platform with runtimeClasses.overrides.<platform>.overhead"
 	whyJob      = "berth's job mode has no such setting: nodeInstaller.job has parallelism and one timeout for all nodes"
 )
 
@@ -73,28 +72,18 @@ func rules() []rule {
 			s, _ := k.n.v.(string)
 			return mapped(m.set("nodeInstaller.runtimeSocket", strings.TrimPrefix(s, "unix://")))
 		}},
-		{pattern: "containerd.userDropIn", do: fixed(unsupported("berth's chart has no containerd user drop-in yet (issue 41, item 4)"))},
+		{pattern: "containerd.userDropIn", do: userDropInKnob},
 		{pattern: "containerd", do: fixed(unsupported("berth takes containerd's config path only for platforms of the custom distribution (nodeInstaller.containerdConfig with custom-... platforms); the other distributions' paths are in its distribution table"))},
 		{pattern: "nodeSelector", do: to("nodeInstaller.nodeSelector")},
 		// berth's node-installer tolerates every taint by default; a file
 		// that lists kata-deploy's (none) means to keep off tainted nodes.
 		{pattern: "tolerations", explicit: true, do: to("nodeInstaller.tolerations")},
-		{pattern: "startupTaints", do: func(m *mapper, k knob, _ map[string]shimResult) Knob {
-			l, _ := k.n.v.([]any)
-			if len(l) != 1 {
-				return unsupported("berth removes one startup taint (nodeInstaller.startupTaint)")
-			}
-			s, _ := l[0].(string)
-			if key, effect, ok := strings.Cut(s, ":"); !ok || key == "" || effect == "" {
-				return unsupported("berth's startup taint is KEY[=VALUE]:EFFECT; a bare key (any effect) is not taken")
-			}
-			return mapped(m.set("nodeInstaller.startupTaint", s))
-		}},
-		{pattern: "podLabels", do: fixed(unsupported(whyPlumbing))},
-		{pattern: "podAnnotations", do: fixed(unsupported(whyPlumbing))},
-		{pattern: "affinity", do: fixed(unsupported(whyPlumbing))},
-		{pattern: "updateStrategy", do: fixed(unsupported(whyPlumbing))},
-		{pattern: "priorityClassName", do: fixed(unsupported("berth's node-installer runs as system-node-critical; " + whyPlumbing))},
+		{pattern: "startupTaints", do: startupTaintsKnob},
+		{pattern: "podLabels", do: podLabelsKnob},
+		{pattern: "podAnnotations", do: podAnnotationsKnob},
+		{pattern: "affinity", do: affinityKnob},
+		{pattern: "updateStrategy", do: updateStrategyKnob},
+		{pattern: "priorityClassName", do: to("nodeInstaller.priorityClassName")},
 		{pattern: "resources", do: to("nodeInstaller.resources")},
 		{pattern: "debug", do: func(_ *mapper, k knob, _ map[string]shimResult) Knob {
 			return mapped("platforms (each also with its +debug twin: the kata-<shim>-debug RuntimeClasses)")
@@ -105,12 +94,13 @@ func rules() []rule {
 		{pattern: "health", do: fixed(notNeeded("berth's node-installer has its own startup, readiness and liveness probes"))},
 		{pattern: "snapshotter.setup", do: fixed(notNeeded("berth installs and configures the snapshotter each platform names (its +nydus/+erofs suffix or its default)"))},
 		{pattern: "snapshotter", do: fixed(unsupported("berth configures EROFS with its own settings; merge mode, rw-layer backing and dm-verity are not values of its chart"))},
-		{pattern: "defaultShim", do: ifOn("runtimeClasses.createDefault", unsupported(whyRCTuning),
-			notNeeded("kata-deploy reads it only for the default RuntimeClass (runtimeClasses.createDefault), which is off"))},
+		{pattern: "defaultShim.amd64", do: defaultClassKnob},
+		{pattern: "defaultShim", do: fixed(notNeeded("berth installs on x86_64 (amd64) nodes only: defaultShim.amd64 names the default class's shim"))},
 		{pattern: "runtimeClasses.enabled", do: to("runtimeClasses.enabled")},
-		{pattern: "runtimeClasses.defaultName", do: ifOn("runtimeClasses.createDefault", unsupported(whyRCTuning),
-			notNeeded("no default RuntimeClass is created (runtimeClasses.createDefault is off)"))},
-		{pattern: "runtimeClasses", do: fixed(unsupported(whyRCTuning))},
+		{pattern: "runtimeClasses.createDefault", do: defaultClassKnob},
+		{pattern: "runtimeClasses.defaultName", do: defaultClassKnob},
+		{pattern: "runtimeClasses.overheadEnabled", do: fixed(unsupported(whyOverhead))},
+		{pattern: "runtimeClasses", do: fixed(unsupported("not a kata-deploy 4.1 runtimeClasses value"))},
 		{pattern: "env.installationPrefix", do: to("nodeInstaller.prefix")},
 		{pattern: "env.multiInstallSuffix", do: to("installSuffix")},
 		{pattern: "env.hostOS", do: fixed(notNeeded("berth discovers each node's operating system"))},
@@ -178,8 +168,10 @@ func shimKnob(m *mapper, k knob, shims map[string]shimResult) Knob {
 		return unsupported("berth pulls in the guest exactly when the platform's snapshotter is nydus")
 	case strings.HasPrefix(sub, "crio."):
 		return notNeeded("a CRI-O setting; kata-deploy's distributions, and these platforms, run containerd")
-	case strings.HasPrefix(sub, "runtimeClass"):
-		return unsupported(whyRCTuning)
+	case sub == "runtimeClass.overhead", sub == "runtimeClass.nodeSelector":
+		return runtimeClassKnob(m, k, sub, r)
+	case sub == "runtimeClass.overheadEnabled":
+		return unsupported(whyOverhead)
 	}
 	return unsupported("not a kata-deploy 4.1 shim setting")
 }

@@ -244,7 +244,7 @@ func (n *Installer) installReady(ctx context.Context, f *facts.Facts, ready, dro
 		},
 		Applier: install.RuntimeConfig{
 			FS:      w,
-			Options: configure.Options{Paths: cfg.Install.Paths("")},
+			Options: configure.Options{Paths: cfg.Install.Paths(""), ContainerdUserDropIn: cfg.ContainerdDropIn},
 			Kata:    cfg.Kata, Customs: cfg.CustomRuntimes, PruneCustoms: true,
 			Target: func(p platform.Platform) (configure.Target, error) {
 				if p.Distribution().UserLayout() {

@@ -178,10 +178,14 @@ type Config struct {
 	// ForceRemove removes a platform even while pods run on its handler
 	// (or the runtime cannot say), logging what was forced.
 	ForceRemove bool
-	// StartupTaint, when set, is removed from the Node after a run in
-	// which every platform's handler is verified live, and kept after any
-	// other (nil: none).
-	StartupTaint *StartupTaint
+	// StartupTaints are removed from the Node after a run in which every
+	// platform's handler is verified live, and kept after any other.
+	StartupTaints []*StartupTaint
+	// ContainerdDropIn is the operator's containerd drop-in, written
+	// beside the handlers' drop-ins of every containerd platform and
+	// removed with the last (configure.Options.ContainerdUserDropIn); nil:
+	// none.
+	ContainerdDropIn []byte
 	// AdvertiseTEEKeys advertises, in the Node's status.capacity, the
 	// number of keys of each TEE an installed platform uses
 	// (ResourceSNPKeys, ResourceTDXKeys), where the host's facts give it;

@@ -72,8 +72,8 @@ type node struct {
 	// failStarts is how many of the next starts of containerd fail, as a
 	// configuration that breaks the runtime would make them.
 	failStarts atomic.Int32
-	// startupTaint is the installers' Config.StartupTaint.
-	startupTaint *StartupTaint
+	// startupTaints are the installers' Config.StartupTaints.
+	startupTaints []*StartupTaint
 	// teeKeys is the installers' Config.AdvertiseTEEKeys (with the RBAC
 	// on the Node's status that it needs).
 	teeKeys bool
@@ -160,7 +160,7 @@ func (n *node) installer(t *testing.T, plats []platform.Platform, kataDeploy boo
 		Discover:         discover.Options{Now: time.Now},
 		Runtime:          finder.Find,
 		KataDeployLabels: kataDeploy,
-		StartupTaint:     n.startupTaint,
+		StartupTaints:    n.startupTaints,
 		AdvertiseTEEKeys: n.teeKeys,
 		RestartLease: &RestartLease{Client: dyn, Namespace: "default", Name: n.leaseName(), Holder: n.name,
 			Poll: 50 * time.Millisecond, Waiting: func(h string) { n.waitedFor = append(n.waitedFor, h) }},

@@ -70,11 +70,14 @@ type Options struct {
 	// with it (Config.Sandbox), within SandboxTimeout (0: 2 min).
 	VerifySandbox  bool
 	SandboxTimeout time.Duration
-	// StartupTaint is KEY[=VALUE]:EFFECT, the taint to remove from the
-	// Node once every platform is installed ("": none).
-	StartupTaint string
+	// StartupTaints are KEY[=VALUE]:EFFECT or KEY (any effect), the taints
+	// to remove from the Node once every platform is installed.
+	StartupTaints []string
 	// AdvertiseTEEKeys is Config.AdvertiseTEEKeys.
 	AdvertiseTEEKeys bool
+	// ContainerdDropIn is a file holding the operator's containerd
+	// drop-in (Config.ContainerdDropIn; "": none).
+	ContainerdDropIn string
 	// Kata and CustomRuntimes are Config.Kata and Config.CustomRuntimes,
 	// checked by the command line.
 	Kata           map[string]configure.KataOptions
@@ -107,8 +110,10 @@ type Settings struct {
 	Check check.Options
 	// LeaseNamespace and LeaseName name the restart Lease ("": none).
 	LeaseNamespace, LeaseName string
-	// StartupTaint is the startup taint (nil: none).
-	StartupTaint *StartupTaint
+	// StartupTaints are the startup taints.
+	StartupTaints []*StartupTaint
+	// ContainerdDropIn is the content of Options.ContainerdDropIn, checked.
+	ContainerdDropIn []byte
 	// Target is the install, defaulted and validated once
 	// (configure.NewInstall).
 	Target configure.Install
@@ -186,10 +191,22 @@ func (o Options) Check() (*Settings, error) {
 	case o.MaxConcurrentRestarts > 1 && o.RestartLease == "":
 		return nil, usage(fmt.Errorf("--max-concurrent-restarts %d needs --restart-lease, the Lease it limits", o.MaxConcurrentRestarts))
 	}
-	if o.StartupTaint != "" {
-		if s.StartupTaint, err = ParseStartupTaint(o.StartupTaint); err != nil {
+	for _, t := range o.StartupTaints {
+		st, err := ParseStartupTaint(t)
+		if err != nil {
 			return nil, usage(fmt.Errorf("--startup-taint: %w", err))
 		}
+		s.StartupTaints = append(s.StartupTaints, st)
+	}
+	if o.ContainerdDropIn != "" {
+		data, err := os.ReadFile(o.ContainerdDropIn)
+		if err != nil {
+			return nil, usage(fmt.Errorf("--containerd-drop-in: %w", err))
+		}
+		if err := configure.CheckUserDropIn("--containerd-drop-in "+o.ContainerdDropIn, data); err != nil {
+			return nil, usage(err)
+		}
+		s.ContainerdDropIn = data
 	}
 	return s, nil
 }
@@ -269,7 +286,8 @@ func (s *Settings) Config(h Host) (Config, error) {
 		Discover:         h.Discover,
 		Check:            s.Check,
 		KataDeployLabels: o.KataDeployLabels,
-		StartupTaint:     s.StartupTaint,
+		StartupTaints:    s.StartupTaints,
+		ContainerdDropIn: s.ContainerdDropIn,
 		AdvertiseTEEKeys: o.AdvertiseTEEKeys,
 		Kata:             o.Kata,
 		CustomRuntimes:   o.CustomRuntimes,

@@ -37,17 +37,27 @@ func ParseTaint(s string) (corev1.Taint, error) {
 	return corev1.Taint{Key: key, Value: value, Effect: effect}, nil
 }
 
-// StartupTaint is the taint the node-installer removes from its Node once
+// StartupTaint is a taint the node-installer removes from its Node once
 // every platform's handler is verified live.
 type StartupTaint struct {
 	// Taint is matched by key and effect, and by value when MatchValue.
 	Taint      corev1.Taint
 	MatchValue bool
+	// AnyEffect matches the key whatever the effect and value, as
+	// kata-deploy's bare-key startupTaints entries do.
+	AnyEffect bool
 }
 
-// ParseStartupTaint parses --startup-taint: a value, when given, must
-// match too.
+// ParseStartupTaint parses --startup-taint: KEY[=VALUE]:EFFECT, where a
+// value, when given, must match too, or a bare KEY, which matches that
+// key's taints of any effect.
 func ParseStartupTaint(s string) (*StartupTaint, error) {
+	if !strings.ContainsAny(s, ":=") && s != "" {
+		if errs := validation.IsQualifiedName(s); len(errs) > 0 {
+			return nil, fmt.Errorf("taint %q: key %q: %s", s, s, strings.Join(errs, "; "))
+		}
+		return &StartupTaint{Taint: corev1.Taint{Key: s}, AnyEffect: true}, nil
+	}
 	t, err := ParseTaint(s)
 	if err != nil {
 		return nil, err
@@ -57,6 +67,9 @@ func ParseStartupTaint(s string) (*StartupTaint, error) {
 
 // String is the taint as ParseStartupTaint reads it.
 func (st *StartupTaint) String() string {
+	if st.AnyEffect {
+		return st.Taint.Key
+	}
 	s := st.Taint.Key
 	if st.MatchValue {
 		s += "=" + st.Taint.Value
@@ -66,17 +79,40 @@ func (st *StartupTaint) String() string {
 
 // matches reports whether t is the startup taint.
 func (st *StartupTaint) matches(t corev1.Taint) bool {
+	if st.AnyEffect {
+		return t.Key == st.Taint.Key
+	}
 	return t.Key == st.Taint.Key && t.Effect == st.Taint.Effect && (!st.MatchValue || t.Value == st.Taint.Value)
 }
 
-// removeStartupTaint removes the configured startup taint from the node,
-// and only it: a JSON merge patch of spec.taints without it, under the
+// startupTaints are the configured startup taints, for logs and errors.
+type startupTaints []*StartupTaint
+
+func (l startupTaints) String() string {
+	s := make([]string, len(l))
+	for i, st := range l {
+		s[i] = st.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func (l startupTaints) matches(t corev1.Taint) bool {
+	for _, st := range l {
+		if st.matches(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// removeStartupTaint removes the configured startup taints from the node,
+// and only them: a JSON merge patch of spec.taints without them, under the
 // resourceVersion read (so a taint someone else added meanwhile is a
-// conflict, retried on a fresh read, not lost). A node without the taint
+// conflict, retried on a fresh read, not lost). A node without the taints
 // gets no write. It reports whether it wrote.
 func (n *Installer) removeStartupTaint(ctx context.Context) (bool, error) {
-	st := n.cfg.StartupTaint
-	if st == nil {
+	st := startupTaints(n.cfg.StartupTaints)
+	if len(st) == 0 {
 		return false, nil
 	}
 	wrote := false
@@ -112,10 +148,10 @@ func (n *Installer) removeStartupTaint(ctx context.Context) (bool, error) {
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("removing the startup taint %s from node %s: %w", st, n.cfg.NodeName, err)
+		return false, fmt.Errorf("removing the startup taints %s from node %s: %w", st, n.cfg.NodeName, err)
 	}
 	if wrote {
-		n.cfg.Log.Info("startup taint removed", "node", n.cfg.NodeName, "taint", st.String())
+		n.cfg.Log.Info("startup taints removed", "node", n.cfg.NodeName, "taints", st.String())
 	}
 	return wrote, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,7 +69,7 @@ func TestStartupTaint(t *testing.T) {
 	tainted := append([]corev1.Taint{st.Taint}, others...)
 
 	t.Run("failed install keeps it", func(t *testing.T) {
-		n := &node{name: "ni-taint-fail", root: copyFixture(t, "tdx-emr-kubeadm-ready"), dirs: critest.NewDirs(t), rel: newTestRelease(t), startupTaint: st}
+		n := &node{name: "ni-taint-fail", root: copyFixture(t, "tdx-emr-kubeadm-ready"), dirs: critest.NewDirs(t), rel: newTestRelease(t), startupTaints: []*StartupTaint{st}}
 		sock := filepath.Join(n.root, systemdbus.PrivateSocket)
 		if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
 			t.Fatal(err)
@@ -104,7 +105,7 @@ func TestStartupTaint(t *testing.T) {
 			Runtime: func(context.Context, platform.Layout) (configure.Runtime, error) {
 				return nil, os.ErrNotExist
 			},
-			StartupTaint: st,
+			StartupTaints: []*StartupTaint{st},
 		}, clientAs(t, "berth-node-installer-test", installerRules))
 		if err != nil {
 			t.Fatal(err)
@@ -123,7 +124,7 @@ func TestStartupTaint(t *testing.T) {
 
 	t.Run("installed removes only it", func(t *testing.T) {
 		n := newNode(t, "ni-taint", "tdx-emr-kubeadm-ready", "1.7.35")
-		n.startupTaint = st
+		n.startupTaints = []*StartupTaint{st}
 		setTaints(t, dyn, n.name, tainted)
 		plats := mustPlatforms(t, "kubeadm-qemu-none")
 		rep, err := n.installer(t, plats, false).Run(ctx, ModeInstall)
@@ -148,6 +149,27 @@ func TestStartupTaint(t *testing.T) {
 		}
 		if got, rv2 := nodeTaints(t, dyn, n.name); rv2 != rv || !reflect.DeepEqual(got, others) {
 			t.Errorf("rerun wrote the node (resourceVersion %s -> %s), taints %+v", rv, rv2, got)
+		}
+	})
+
+	// kata-deploy's startupTaints list: several taints, a bare key among
+	// them matching that key's taints of every effect and value.
+	t.Run("several, one a bare key", func(t *testing.T) {
+		bare, err := ParseStartupTaint("example.com/kata-not-ready")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := newNode(t, "ni-taints", "tdx-emr-kubeadm-ready", "1.7.35")
+		n.startupTaints = []*StartupTaint{st, bare}
+		setTaints(t, dyn, n.name, append(slices.Clone(tainted),
+			corev1.Taint{Key: "example.com/kata-not-ready", Effect: corev1.TaintEffectNoExecute},
+			corev1.Taint{Key: "example.com/kata-not-ready", Value: "true", Effect: corev1.TaintEffectNoSchedule}))
+		rep, err := n.installer(t, mustPlatforms(t, "kubeadm-qemu-none"), false).Run(ctx, ModeInstall)
+		if err != nil {
+			t.Fatalf("install: %v", err)
+		}
+		if got, _ := nodeTaints(t, dyn, n.name); !rep.TaintRemoved || !reflect.DeepEqual(got, others) {
+			t.Errorf("taints after the install: %+v (removed %v); want %+v", got, rep.TaintRemoved, others)
 		}
 	})
 }

@@ -14,13 +14,17 @@ func TestParseStartupTaint(t *testing.T) {
 		in    string
 		want  corev1.Taint
 		value bool
+		any   bool
 		err   string
 	}{
 		{in: "berth.dev/runtime-not-ready:NoSchedule", want: corev1.Taint{Key: "berth.dev/runtime-not-ready", Effect: corev1.TaintEffectNoSchedule}},
 		{in: "runtime-not-ready:PreferNoSchedule", want: corev1.Taint{Key: "runtime-not-ready", Effect: corev1.TaintEffectPreferNoSchedule}},
 		{in: "berth.dev/runtime-not-ready=true:NoExecute", want: corev1.Taint{Key: "berth.dev/runtime-not-ready", Value: "true", Effect: corev1.TaintEffectNoExecute}, value: true},
 		{in: "berth.dev/runtime-not-ready=:NoSchedule", want: corev1.Taint{Key: "berth.dev/runtime-not-ready", Effect: corev1.TaintEffectNoSchedule}, value: true},
-		{in: "berth.dev/runtime-not-ready", err: "expected KEY[=VALUE]:EFFECT"},
+		// kata-deploy's bare key: that key's taints of any effect.
+		{in: "berth.dev/runtime-not-ready", want: corev1.Taint{Key: "berth.dev/runtime-not-ready"}, any: true},
+		{in: "berth.dev/runtime-not-ready=true", err: "expected KEY[=VALUE]:EFFECT"},
+		{in: "bad key!", err: "key"},
 		{in: "berth.dev/runtime-not-ready:", err: "expected NoSchedule, PreferNoSchedule or NoExecute"},
 		{in: "berth.dev/runtime-not-ready:noschedule", err: "expected NoSchedule, PreferNoSchedule or NoExecute"},
 		{in: ":NoSchedule", err: "key"},
@@ -39,7 +43,7 @@ func TestParseStartupTaint(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Taint != tc.want || st.MatchValue != tc.value {
+			if st.Taint != tc.want || st.MatchValue != tc.value || st.AnyEffect != tc.any {
 				t.Errorf("ParseStartupTaint(%q) = %+v (value %v); want %+v (value %v)", tc.in, st.Taint, st.MatchValue, tc.want, tc.value)
 			}
 			if st.String() != tc.in {
@@ -47,7 +51,7 @@ func TestParseStartupTaint(t *testing.T) {
 			}
 		})
 	}
-	o := Options{NodeName: "n", Platforms: mustPlatforms(t, "kubeadm-qemu-none"), Manifest: "m.yaml" + pin, Prefix: "/opt/berth", StartupTaint: "k:NoRun"}
+	o := Options{NodeName: "n", Platforms: mustPlatforms(t, "kubeadm-qemu-none"), Manifest: "m.yaml" + pin, Prefix: "/opt/berth", StartupTaints: []string{"a:NoSchedule", "k:NoRun"}}
 	if _, err := o.Check(); err == nil || !IsUsage(err) || !strings.Contains(err.Error(), "--startup-taint") {
 		t.Errorf("Check() with a bad taint = %v; want a usage error naming --startup-taint", err)
 	}

@@ -268,11 +268,12 @@ func applyOps(fsys FS, st *State, r *Rendered) (*Result, []op, error) {
 // movedKataFiles allows one change of a platform's files between two
 // applies: its Kata configuration files coming and going under the Kata
 // directory (an operator's drop-in added or dropped moves the
-// configuration into a directory of its own, or back). It returns the
+// configuration into a directory of its own, or back), and the operator's
+// containerd drop-in (ContainerdUserDropInName) given or taken away. It returns the
 // files of before to remove; ok is false for any other change.
 func movedKataFiles(st *State, r *Rendered, before, after []OwnedFile) (gone []string, ok bool) {
 	kata := func(f OwnedFile) bool {
-		return f.Kind == Owned && r.kataRoot != "" && strings.HasPrefix(f.Path, r.kataRoot+"/")
+		return f.Kind == Owned && (r.kataRoot != "" && strings.HasPrefix(f.Path, r.kataRoot+"/") || path.Base(f.Path) == ContainerdUserDropInName)
 	}
 	for _, f := range after {
 		if !slices.Contains(before, f) && !kata(f) {

@@ -144,6 +144,10 @@ type Options struct {
 	TEELabels bool
 	// Kata is the operator's tuning of the Kata configuration.
 	Kata KataOptions
+	// ContainerdUserDropIn is the operator's own containerd drop-in
+	// (kata-deploy's containerd.userDropIn), written beside berth's
+	// (userDropInFile); nil: none.
+	ContainerdUserDropIn []byte
 }
 
 // ErrUnknownVersion is returned when the containerd config version to
@@ -206,6 +210,13 @@ func Render(p platform.Platform, t Target, opt Options) (*Rendered, error) {
 	// config before a handler names it.
 	r.Host = append(r.Host, snap...)
 	r.Host = append(r.Host, rt...)
+	if opt.ContainerdUserDropIn != nil {
+		f, err := userDropInFile(t, rt, opt.ContainerdUserDropIn)
+		if err != nil {
+			return nil, err
+		}
+		r.Host = append(r.Host, f)
+	}
 	r.RuntimeClass = RuntimeClass(p, RuntimeClassOptions{TEELabels: opt.TEELabels, Suffix: opt.Paths.Suffix, Custom: opt.Paths.Custom})
 	return r, nil
 }

@@ -36,6 +36,13 @@ type RuntimeClassOptions struct {
 	// Custom names the class and its handler after a custom runtime
 	// (kata-deploy's customRuntimes) made from p.
 	Custom string
+	// Tuning is the operator's override of the class's overhead and node
+	// selector (kata-deploy's shims.<shim>.runtimeClass); Check it first.
+	Tuning RuntimeClassTuning
+	// Name, when set, names the class instead of kata-deploy's name of the
+	// shim, with the same handler: the cluster's default class
+	// (kata-deploy's runtimeClasses.defaultName). Never with a Suffix.
+	Name string
 }
 
 // KataDeployLabel is the label kata-deploy sets to "true" on nodes where it
@@ -91,9 +98,16 @@ func RuntimeClass(p platform.Platform, opt RuntimeClassOptions) []byte {
 		}
 		fixed[p.TEE().KeyResource()] = "1"
 	}
+	// The operator's values last: they win over berth's defaults, and
+	// Check has kept them off berth's own keys and the TEE keys.
+	maps.Copy(fixed, opt.Tuning.Overhead)
+	maps.Copy(sel, opt.Tuning.NodeSelector)
 	name := opt.Suffix.RuntimeClass(p)
 	if opt.Custom != "" {
 		name = opt.Suffix.Of(opt.Custom)
+	}
+	if opt.Name != "" {
+		name = opt.Name
 	}
 	d := runtimeClassDoc{
 		APIVersion: "node.k8s.io/v1",

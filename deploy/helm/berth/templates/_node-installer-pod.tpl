@@ -13,21 +13,22 @@ Jobs (job: true) run it --run-once and end.
       {{- end }}
       serviceAccountName: {{ include "berth.nodeInstaller" $ }}
       automountServiceAccountToken: true
-      priorityClassName: system-node-critical
+      {{- with $ni.priorityClassName }}
+      priorityClassName: {{ . }}
+      {{- end }}
       {{- with $ni.nodeSelector }}
       nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $ni.affinity }}
+      affinity:
         {{- toYaml . | nindent 8 }}
       {{- end }}
       {{- with $ni.tolerations }}
       tolerations:
         {{- toYaml . | nindent 6 }}
       {{- end }}
-      {{- with $.Values.imagePullSecrets }}
-      imagePullSecrets:
-      {{- range . }}
-      - name: {{ . }}
-      {{- end }}
-      {{- end }}
+      {{- include "berth.imagePullSecrets" $ }}
       enableServiceLinks: false
       {{- if $.Values.hostNetwork }}
       hostNetwork: true
@@ -97,8 +98,11 @@ Jobs (job: true) run it --run-once and end.
         {{- if $ni.forceRemove }}
         - --force-remove
         {{- end }}
-        {{- with $ni.startupTaint }}
+        {{- range include "berth.startupTaints" $ | fromJsonArray }}
         - {{ printf "--startup-taint=%s" . | quote }}
+        {{- end }}
+        {{- if $ni.containerdUserDropIn }}
+        - --containerd-drop-in=/etc/berth-drop-in/containerd.toml
         {{- end }}
         {{- if gt (int $ni.maxConcurrentRestarts) 1 }}
         - --max-concurrent-restarts={{ int $ni.maxConcurrentRestarts }}
@@ -154,6 +158,11 @@ Jobs (job: true) run it --run-once and end.
           mountPropagation: HostToContainer
         - name: tmp
           mountPath: /tmp
+        {{- if $ni.containerdUserDropIn }}
+        - name: containerd-drop-in
+          mountPath: /etc/berth-drop-in
+          readOnly: true
+        {{- end }}
         {{- with $ni.extraVolumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -165,6 +174,16 @@ Jobs (job: true) run it --run-once and end.
       - name: tmp
         emptyDir:
           sizeLimit: 64Mi
+      {{- if $ni.containerdUserDropIn }}
+      {{- /* The operator's containerd drop-in, from the ConfigMap whose
+             checksum rolls the pods when it changes. */}}
+      - name: containerd-drop-in
+        configMap:
+          name: {{ include "berth.nodeInstaller" $ }}
+          items:
+          - key: containerdUserDropIn
+            path: containerd.toml
+      {{- end }}
       {{- with $ni.extraVolumes }}
       {{- toYaml . | nindent 6 }}
       {{- end }}
@@ -190,10 +209,12 @@ spec:
         {{- with .Values.installSuffix }}
         berth.dev/install-suffix: {{ . }}
         {{- end }}
+        {{- with include "berth.podLabels" (dict "values" .Values.nodeInstaller "name" "nodeInstaller") }}{{ . | nindent 8 }}{{ end }}
       annotations:
         # The platforms and manifest (from the ConfigMap the pod reads):
         # a change makes another configuration, whose Jobs replace these.
-        berth.dev/config-checksum: {{ toJson (dict "platforms" (join " " (include "berth.chosenPlatforms" . | fromJsonArray)) "manifest" .Values.nodeInstaller.manifest) | sha256sum }}
+        berth.dev/config-checksum: {{ include "berth.nodeInstallerConfig" . | fromJson | toJson | sha256sum }}
+        {{- with include "berth.podAnnotations" (dict "values" .Values.nodeInstaller "name" "nodeInstaller") }}{{ . | nindent 8 }}{{ end }}
     spec:
       {{- include "berth.nodeInstallerPodSpec" (dict "root" . "job" true) }}
 {{- end }}
@@ -205,12 +226,7 @@ spec:
       tolerations:
         {{- toYaml . | nindent 6 }}
       {{- end }}
-      {{- with .Values.imagePullSecrets }}
-      imagePullSecrets:
-      {{- range . }}
-      - name: {{ . }}
-      {{- end }}
-      {{- end }}
+      {{- include "berth.imagePullSecrets" . }}
       enableServiceLinks: false
       {{- if .Values.hostNetwork }}
       hostNetwork: true
