@@ -22,6 +22,8 @@ type cachedBlobs struct {
 	Args   []string    `json:"args"`
 	Loader []byte      `json:"loader"`
 	Files  []FwCfgFile `json:"files"`
+	// Platform is what edk2 2025.05+ measures besides the ACPI tables.
+	Platform *PlatformBlobs `json:"platform"`
 }
 
 // CachedACPIBlobs returns QEMU's ACPI blobs for m and QEMU's version,
@@ -42,8 +44,8 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 	if ok, err := readCache(path, &c); err != nil {
 		return nil, ver, fmt.Errorf("ACPI blob cache: %w", err)
 	} else if ok {
-		blobs := &ACPIBlobs{Loader: c.Loader, Files: c.Files}
-		if _, err := loaderAllocations(blobs.Loader); err == nil {
+		blobs := &ACPIBlobs{Loader: c.Loader, Files: c.Files, Platform: c.Platform}
+		if _, err := loaderAllocations(blobs.Loader); err == nil && c.Platform != nil {
 			return blobs, ver, nil
 		}
 	}
@@ -52,7 +54,7 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 		return nil, ver, err
 	}
 	if path != "" {
-		if err := writeCache(path, cachedBlobs{QEMU: strings.TrimSpace(string(verLine)), Args: args, Loader: blobs.Loader, Files: blobs.Files}); err != nil {
+		if err := writeCache(path, cachedBlobs{QEMU: strings.TrimSpace(string(verLine)), Args: args, Loader: blobs.Loader, Files: blobs.Files, Platform: blobs.Platform}); err != nil {
 			return blobs, ver, fmt.Errorf("%w: %w", ErrCacheWrite, err)
 		}
 	}
@@ -111,8 +113,10 @@ func qemuIdentity(ctx context.Context, qemu string) ([3]int, []byte, error) {
 }
 
 // acpiDumpVersion is part of every ACPI cache key: "chipset-v2" is the
-// dump after programChipset (the first, unnamed, read the reset state).
-const acpiDumpVersion = "chipset-v2"
+// dump after programChipset (the first, unnamed, read the reset state);
+// "chipset-v3" also holds the fw_cfg items and SMBIOS tables edk2
+// 2025.05+ measures (PlatformBlobs).
+const acpiDumpVersion = "chipset-v3"
 
 // ErrCacheWrite marks a result that is valid but could not be cached.
 var ErrCacheWrite = errors.New("ACPI blob cache not written")

@@ -22,6 +22,10 @@ type ACPIBlobs struct {
 	Loader []byte `json:"-"`
 	// Files are the allocated files in allocation order.
 	Files []FwCfgFile `json:"-"`
+	// Platform are the other fw_cfg data edk2 2025.05 and later measure
+	// (the cached fw_cfg items, the SMBIOS tables); nil in blobs read
+	// before berth knew them.
+	Platform *PlatformBlobs `json:"-"`
 }
 
 // FwCfgFile is one named fw_cfg file.
@@ -455,6 +459,9 @@ func (q *qtest) readACPI() (*ACPIBlobs, error) {
 			return nil, err
 		}
 		b.Files = append(b.Files, FwCfgFile{Name: n, Data: d})
+	}
+	if b.Platform, err = q.readPlatform(files); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
