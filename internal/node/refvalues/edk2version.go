@@ -153,3 +153,37 @@ func resolveEDK2(p EDK2Profile, image []byte) (EDK2Profile, string, error) {
 	}
 	return p, fmt.Sprintf("firmware version %s (edk2-stable%d%02d)", v.String, v.Year, v.Month), nil
 }
+
+// PCIe MMCONFIG bases of OVMF on q35 (PcdPciExpressBaseAddress): edk2
+// commit 82c1aa87f9 ("OvmfPkg/PlatformInitLib: move mmconfig to
+// 0xe0000000", first in edk2-stable202305) moved it from 0xb0000000.
+const (
+	pciExBarBefore202305 = 0xb0000000
+	pciExBarFrom202305   = 0xe0000000
+)
+
+// FirmwarePCIExBar returns the PCIe MMCONFIG base the firmware programs,
+// which QEMU's ACPI tables describe (MCFG, the DSDT's PCI resources): by
+// the release the image carries, else by the profile (the default profile
+// is edk2 2022.11, which predates the move).
+func FirmwarePCIExBar(fw Component, p EDK2Profile) (uint32, error) {
+	image, _, err := fw.readAll("firmware", maxFirmwareSize)
+	if err != nil {
+		return 0, err
+	}
+	return firmwarePCIExBar(image, p)
+}
+
+func firmwarePCIExBar(image []byte, p EDK2Profile) (uint32, error) {
+	v, err := ReadFirmwareVersion(image)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case v != nil && v.Year*100+v.Month >= 202305:
+		return pciExBarFrom202305, nil
+	case v != nil, p == EDK2Default, p == EDK2Auto:
+		return pciExBarBefore202305, nil
+	}
+	return pciExBarFrom202305, nil
+}

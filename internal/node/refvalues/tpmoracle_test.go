@@ -318,6 +318,10 @@ func TestTPMOracle(t *testing.T) {
 			// too.
 			serial := filepath.Join(t.TempDir(), "serial.log")
 			m.Extra = []string{"-bios", oracleFirmware, "-serial", "file:" + serial}
+			var err error
+			if m.PCIExBar, err = firmwarePCIExBar(readTestdata(t, strings.TrimPrefix(oracleFirmware, "testdata/")), EDK2Auto); err != nil || m.PCIExBar != pciExBarFrom202305 {
+				t.Fatalf("the sid firmware's PCIe base: %#x %v, want %#x", m.PCIExBar, err, pciExBarFrom202305)
+			}
 			raw := bootTPMLog(t, m, kpath, ipath, serial)
 			vec := filepath.Join("testdata", "tpmlog", fmt.Sprintf("sid-2026.08-qemu%d.log", major))
 			if goldenfile.Update() {
