@@ -74,13 +74,13 @@ func TestRefvaluesTDXRTMR(t *testing.T) {
 				`"1075d51908619dececf2f111ca5b3c1f7a4d93ceac5d30f5e5b313b3f47c7a8e845dd9f9d2ce40032436acb67aa41376"`,
 			},
 		},
-		{name: "edk2 2026.08 firmware: not modelled, refused", args: []string{"--firmware", rvData + "OVMF.sid-2026.08.fd", "--kernel", kernel}, wantCode: ExitUsage, wantErr: "firmware version 2026.08+ds-2 is edk2 2026.08"},
+		{name: "edk2 2026.08 firmware: fw_cfg items and SMBIOS in RTMR0", args: []string{"--firmware", rvData + "OVMF.sid-2026.08.fd", "--kernel", kernel, "-o", "json"}, wantOut: []string{`"edk2": "firmware version 2026.08+ds-2 (edk2-stable202608)"`, `"QEMU FW CFG BootMenu"`, `"SMBIOS tables"`, `"Boot0001"`}},
 		{name: "edk2 2026.08 firmware, --edk2 forces the old model", args: []string{"--firmware", rvData + "OVMF.sid-2026.08.fd", "--kernel", kernel, "--edk2", "default"}, wantOut: []string{"edk2:      given with --edk2", "RTMR2"}},
 		{name: "secure boot firmware", args: []string{"--firmware", rvData + "OVMF.inteltdx.ms.fd", "--kernel", kernel}, wantCode: ExitUsage, wantErr: "enforces Secure Boot"},
 		{name: "non-PE kernel", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", rvData + "kernel-synthetic.bin"}, wantCode: ExitUsage, wantErr: "no Linux x86 setup header"},
 		{name: "memory under firmware minimum", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--memory", "8"}, wantCode: ExitUsage, wantErr: "under the firmware's minimum"},
 		{name: "memory without kernel", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--memory", "4096"}, wantCode: ExitUsage, wantErr: "--memory needs --kernel", noCache: true},
-		{name: "bad edk2 profile", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--edk2", "2030"}, wantCode: ExitUsage, wantErr: "auto, default or 202408"},
+		{name: "bad edk2 profile", args: []string{"--firmware", rvData + "OVMF.debian12u2.fd", "--kernel", kernel, "--edk2", "2030"}, wantCode: ExitUsage, wantErr: "auto, default, 202408, 202505 or 202508"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
