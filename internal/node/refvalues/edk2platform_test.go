@@ -157,3 +157,38 @@ func TestFirmwarePCIExBar(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSMBIOSMeasured feeds SMBIOS structure tables (seeds in
+// testdata/fuzz: QEMU 7.2's and 10's tables, and cut ones) to the model:
+// it never panics, and a table it accepts ends with edk2's end-of-table
+// structure and keeps every structure's header.
+func FuzzSMBIOSMeasured(f *testing.F) {
+	anchor := readTestdata(f, "smbios-qemu7/smbios-anchor")
+	type0 := func() ([]byte, error) {
+		return []byte{0, 0x1a, 0, 0, 1, 2, 0, 0xe8, 3, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0x1c, 0, 0, 0xff, 0xff, 0, 0, 'v', 0, 'x', 0, 'd', 0, 0}, nil
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := (&PlatformBlobs{SMBIOSTables: b, SMBIOSAnchor: anchor}).SMBIOSMeasured(type0)
+		if err != nil {
+			return
+		}
+		if len(out) < 6 || !bytes.Equal(out[len(out)-6:], []byte{127, 4, 0xff, 0xfe, 0, 0}) {
+			t.Fatalf("measured table does not end with edk2's end-of-table structure: % x", out[max(0, len(out)-6):])
+		}
+	})
+}
+
+// FuzzParseTPMEventLog: seeds are the oracle's two logs and a cut one.
+func FuzzParseTPMEventLog(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		log, err := ParseTPMEventLog(b)
+		if err != nil {
+			return
+		}
+		for _, e := range log.Events {
+			if e.MRIndex > 23 && e.Type != evNoAction {
+				t.Fatalf("event %d: PCR %d accepted", e.Seq, e.MRIndex)
+			}
+		}
+	})
+}
