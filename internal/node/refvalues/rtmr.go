@@ -190,10 +190,14 @@ func bootOption0000() []byte {
 
 // bootVariables are the boot variables edk2 measures into RTMR0 when no
 // disk is bootable: BootOrder and each Boot#### it lists. Up to edk2
-// 2025.02 (berth's default profile) OVMF creates only the hidden UiApp
-// option; the 2025.05+ builds berth checked (Debian sid's 2026.08, booted
-// with a TPM, testdata/tpmlog) create a hidden "BootManagerMenuApp"
-// (Boot0000) and "EFI Firmware Setup", the UiApp (Boot0001).
+// 2025.02 (berth's default profile) OVMF creates only the hidden boot
+// manager menu option, then the UiApp. From edk2-stable202505 the boot
+// manager menu is the BootManagerMenuApp (OvmfPkgX64.dsc
+// PcdBootManagerMenuFile) and OVMF also registers the UiApp as "EFI
+// Firmware Setup" (commit d433b4c8e4), unless QEMU is given
+// opt/org.tianocore/FirmwareSetupSupport=no, which Kata does not pass;
+// Debian sid's 2026.08 build, booted with a TPM (testdata/tpmlog), measures
+// exactly these.
 func bootVariables(p EDK2Profile) []FwCfgFile {
 	if !p.measuresPlatform() {
 		return []FwCfgFile{{Name: "BootOrder", Data: []byte{0, 0}}, {Name: "Boot0000", Data: bootOption0000()}}
