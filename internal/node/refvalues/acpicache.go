@@ -39,7 +39,7 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 	args := m.Args()
 	// acpiDumpVersion names how the blobs are read: entries written by a
 	// berth that read them from another chipset state are not reused.
-	path := cachePath(dir, "acpi", acpiDumpVersion, string(verLine), args, m.pciExBar())
+	path := cachePath(dir, "acpi", acpiDumpVersion, string(verLine), args, fmt.Sprintf("pciexbar=%#x", m.pciExBar()))
 	var c cachedBlobs
 	if ok, err := readCache(path, &c); err != nil {
 		return nil, ver, fmt.Errorf("ACPI blob cache: %w", err)
