@@ -39,7 +39,7 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 	args := m.Args()
 	// acpiDumpVersion names how the blobs are read: entries written by a
 	// berth that read them from another chipset state are not reused.
-	path := cachePath(dir, "acpi", acpiDumpVersion, string(verLine), args, fmt.Sprintf("pciexbar=%#x", m.pciExBar()))
+	path := cachePath(dir, "acpi", acpiDumpVersion, string(verLine), strings.Join(args, "\x00"), fmt.Sprintf("pciexbar=%#x", m.pciExBar()))
 	var c cachedBlobs
 	if ok, err := readCache(path, &c); err != nil {
 		return nil, ver, fmt.Errorf("ACPI blob cache: %w", err)
@@ -62,8 +62,9 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 }
 
 // cachePath is the cache entry dir/sub/<SHA-256 of the key parts>.json;
-// "" when dir is "" (no cache).
-func cachePath(dir, sub string, parts ...any) string {
+// "" when dir is "" (no cache). The parts are strings so that no part of
+// a key can be left out unnoticed (a list joins with NULs first).
+func cachePath(dir, sub string, parts ...string) string {
 	if dir == "" {
 		return ""
 	}
@@ -72,12 +73,7 @@ func cachePath(dir, sub string, parts ...any) string {
 		if i > 0 {
 			h.Write([]byte{0})
 		}
-		switch v := p.(type) {
-		case string:
-			h.Write([]byte(v))
-		case []string:
-			h.Write([]byte(strings.Join(v, "\x00")))
-		}
+		h.Write([]byte(p))
 	}
 	return filepath.Join(dir, sub, hex.EncodeToString(h.Sum(nil))+".json")
 }
