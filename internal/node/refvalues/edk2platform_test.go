@@ -192,3 +192,17 @@ func FuzzParseTPMEventLog(f *testing.F) {
 		}
 	})
 }
+
+// TestLikelyCauseEDK2202505 names the causes of the events edk2 2025.05+
+// adds, not the generic ACPI one.
+func TestLikelyCauseEDK2202505(t *testing.T) {
+	for event, want := range map[string]string{
+		"QEMU FW CFG BootMenu": "fw_cfg items",
+		"SMBIOS tables":        "SMBIOS",
+		"Boot0001":             "EFI Firmware Setup",
+	} {
+		if got := likelyCause(event); !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want it to mention %q", event, got, want)
+		}
+	}
+}
