@@ -24,10 +24,31 @@ import (
 // TCG2 log to the guest; berth's RTMR events for the same QEMU arguments
 // must be those events (testdata/tpmlog/README.md).
 const (
-	oracleFirmware = "testdata/OVMF.sid-2026.08.fd"
-	oracleCmdline  = "console=ttyS0 panic=-1"
-	oracleMemMiB   = 2048
+	oracleCmdline = "console=ttyS0 panic=-1"
+	oracleMemMiB  = 2048
 )
+
+// oracleFirmware is a firmware the oracle boots, the profile `--edk2 auto`
+// must choose for it, the PCIe base it programs, and the name of its
+// committed logs (tpmlog/<name>-qemuN.log).
+type oracleFirmware struct {
+	file     string
+	profile  EDK2Profile
+	pciExBar uint32
+	name     string
+}
+
+// oracleFirmwares: Debian sid's 2026.08 (edk2 2025.08+). Debian 12's
+// 2022.11 is no oracle for a TD this way: booted with a TPM it measures
+// SecureBoot with other data, no ACPI tables and, under QEMU 10, the
+// patched kernel rather than etc/boot/kernel (all three differ from what
+// calculate-tdx-mrs and its TD path have), while 2026.08's TPM path
+// measures every shared event as its TD path does.
+func oracleFirmwares() []oracleFirmware {
+	return []oracleFirmware{
+		{"OVMF.sid-2026.08.fd", EDK2Stable202508, pciExBarFrom202305, "sid-2026.08"},
+	}
+}
 
 // tdvfPCRToRTMR is TDVF's mapping of PCRs to RTMRs (edk2
 // OvmfPkg/Library/TdxMeasurementLib TdxMeasurementMapPcrToMrIndex: PCR 0
@@ -263,9 +284,9 @@ func compareTPMOracle(t *testing.T, raw []byte, want *RTMRs, acpi *ACPIBlobs) {
 // oracleRequest computes berth's events for the oracle's QEMU arguments:
 // the ACPI and SMBIOS tables and the boot items read from the same QEMU,
 // with the TPM device attached as in the boot.
-func oracleRequest(t *testing.T, m QEMUMachine, major int, kernel, initrd []byte) (*RTMRs, *ACPIBlobs) {
+func oracleRequest(t *testing.T, of oracleFirmware, m QEMUMachine, major int, kernel, initrd []byte) (*RTMRs, *ACPIBlobs) {
 	t.Helper()
-	fw := readTestdata(t, strings.TrimPrefix(oracleFirmware, "testdata/"))
+	fw := readTestdata(t, of.file)
 	tdvf, err := ParseTDVF(fw)
 	if err != nil {
 		t.Fatal(err)
@@ -274,8 +295,8 @@ func oracleRequest(t *testing.T, m QEMUMachine, major int, kernel, initrd []byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	if profile != EDK2Stable202508 {
-		t.Fatalf("--edk2 auto chose profile %d for the sid firmware (%s), want 202508", profile, why)
+	if profile != of.profile {
+		t.Fatalf("--edk2 auto chose profile %d for %s (%s), want %d", profile, of.file, why, of.profile)
 	}
 	dm := m
 	dm.Extra = append(append([]string{}, m.Extra...), swtpm(t)...)
@@ -300,13 +321,14 @@ func oracleRequest(t *testing.T, m QEMUMachine, major int, kernel, initrd []byte
 // TestTPMOracle boots Debian sid's OVMF 2026.08 (edk2-stable202508 and
 // later) under QEMU 7.2 and 10 with a software TPM and compares the
 // firmware's own event log, event by event, with berth's RTMR events for
-// the same QEMU arguments. It also checks the boot against the log
-// committed in testdata/tpmlog (rewritten with -update).
+// the same QEMU arguments. It also checks the boot
+// against the log committed in testdata/tpmlog (rewritten with -update).
 func TestTPMOracle(t *testing.T) {
 	kernel := debianKernel(t)
 	kpath := os.Getenv("BERTH_TDX_KERNEL")
-	for _, major := range []int{7, 10} {
-		t.Run(fmt.Sprintf("qemu%d", major), func(t *testing.T) {
+	for _, c := range oracleCases() {
+		of, major := c.fw, c.major
+		t.Run(fmt.Sprintf("%s/qemu%d", of.name, major), func(t *testing.T) {
 			q := testQEMU(t, major)
 			initrd := oracleInitrd(t)
 			ipath := filepath.Join(t.TempDir(), "initrd.cpio")
@@ -317,19 +339,19 @@ func TestTPMOracle(t *testing.T) {
 			// The serial port is in the ACPI tables: the dumps have it
 			// too.
 			serial := filepath.Join(t.TempDir(), "serial.log")
-			m.Extra = []string{"-bios", oracleFirmware, "-serial", "file:" + serial}
+			m.Extra = []string{"-bios", filepath.Join("testdata", of.file), "-serial", "file:" + serial}
 			var err error
-			if m.PCIExBar, err = firmwarePCIExBar(readTestdata(t, strings.TrimPrefix(oracleFirmware, "testdata/")), EDK2Auto); err != nil || m.PCIExBar != pciExBarFrom202305 {
-				t.Fatalf("the sid firmware's PCIe base: %#x %v, want %#x", m.PCIExBar, err, pciExBarFrom202305)
+			if m.PCIExBar, err = firmwarePCIExBar(readTestdata(t, of.file), EDK2Auto); err != nil || m.PCIExBar != of.pciExBar {
+				t.Fatalf("%s's PCIe base: %#x %v, want %#x", of.file, m.PCIExBar, err, of.pciExBar)
 			}
 			raw := bootTPMLog(t, m, kpath, ipath, serial)
-			vec := filepath.Join("testdata", "tpmlog", fmt.Sprintf("sid-2026.08-qemu%d.log", major))
+			vec := filepath.Join("testdata", "tpmlog", fmt.Sprintf("%s-qemu%d.log", of.name, major))
 			if goldenfile.Update() {
 				if err := os.WriteFile(vec, raw, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			want, acpi := oracleRequest(t, m, major, kernel, initrd)
+			want, acpi := oracleRequest(t, of, m, major, kernel, initrd)
 			compareTPMOracle(t, raw, want, acpi)
 			// The committed log differs from a fresh boot in the initrd
 			// only (its init is built by the Go toolchain at hand).
@@ -359,13 +381,30 @@ func TestTPMOracle(t *testing.T) {
 	}
 }
 
+// oracleCase is one boot of TestTPMOracle.
+type oracleCase struct {
+	fw    oracleFirmware
+	major int
+}
+
+func oracleCases() []oracleCase {
+	var cs []oracleCase
+	for _, fw := range oracleFirmwares() {
+		for _, major := range []int{7, 10} {
+			cs = append(cs, oracleCase{fw, major})
+		}
+	}
+	return cs
+}
+
 // TestTPMOracleVectors checks, without tools, what the committed oracle
 // logs say on their own: the LoadOptions edk2 202508+ hands the kernel
 // put "initrd=initrd " first, as berth's EDK2Stable202508 profile has it,
-// and not where the older releases put it.
+// and the older releases put " initrd=initrd" last.
 func TestTPMOracleVectors(t *testing.T) {
-	for _, major := range []int{7, 10} {
-		raw := readTestdata(t, fmt.Sprintf("tpmlog/sid-2026.08-qemu%d.log", major))
+	for _, c := range oracleCases() {
+		major := c.major
+		raw := readTestdata(t, fmt.Sprintf("tpmlog/%s-qemu%d.log", c.fw.name, major))
 		l, err := ParseTPMEventLog(raw)
 		if err != nil {
 			t.Fatal(err)
@@ -376,9 +415,9 @@ func TestTPMOracleVectors(t *testing.T) {
 				got = append(got, e.SHA384)
 			}
 		}
-		want := sha384(utf16NUL(EDK2Stable202508.LoadOptions(oracleCmdline, true)))
+		want := sha384(utf16NUL(c.fw.profile.LoadOptions(oracleCmdline, true)))
 		if len(got) != 1 || got[0] != want {
-			t.Errorf("qemu%d: LoadOptions events %v, want one of %s", major, got, want)
+			t.Errorf("%s qemu%d: LoadOptions events %v, want one of %s", c.fw.name, major, got, want)
 		}
 		if old := sha384(utf16NUL(EDK2Default.LoadOptions(oracleCmdline, true))); old == want {
 			t.Error("the two LoadOptions orders digest the same")
