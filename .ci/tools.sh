@@ -32,6 +32,9 @@ command -v ip >/dev/null || pkgs+=(iproute2)
 # mkfs.erofs: containerd 2.1's erofs differ loads with it (TestErofsLive
 # logs what 2.2+ make of Debian 12's 1.5, which lacks --tar).
 command -v mkfs.erofs >/dev/null || pkgs+=(erofs-utils)
+# swtpm: the software TPM the edk2 event-log oracle boots the firmware with
+# (internal/node/refvalues TestTPMOracle).
+command -v swtpm >/dev/null || pkgs+=(swtpm)
 if ((${#pkgs[@]})); then
   if [ "$(id -u)" != 0 ]; then
     echo "tools.sh: need root to install: ${pkgs[*]}" >&2; exit 1

@@ -27,7 +27,7 @@ const kataQEMU = "/opt/kata/bin/qemu-system-x86_64"
 func addRTMRFlags(fl *pflag.FlagSet, f *rtmrFlags) {
 	fl.Uint64Var(&f.memory, "memory", 2048, "TDX guest memory in MiB (Kata's default_memory), for the TD HOB and ACPI tables in RTMR0")
 	fl.StringVar(&f.qemu, "qemu", "", "QEMU binary whose ACPI tables (RTMR0) and fw_cfg kernel, initrd and command line (RTMR1, RTMR2) are measured (default "+kataQEMU+", else qemu-system-x86_64 in PATH)")
-	fl.StringVar(&f.edk2, "edk2", "auto", "TDVF event-log profile: auto (from the version the firmware carries), default (edk2 2022.11-2025.02) or 202408")
+	fl.StringVar(&f.edk2, "edk2", "auto", "TDVF event-log profile: auto (from the version the firmware carries), default (edk2 2022.11-2025.02), 202408, 202505 or 202508 (and later)")
 }
 
 // tdxRTMRRequest builds the RTMR0-2 request when a kernel is given: it
@@ -56,6 +56,13 @@ func tdxRTMRRequest(cmd *cobra.Command, g *Globals, f *refvaluesFlags, in bootIn
 		}
 	}
 	m := refvalues.KataTDXMachine(qemu, f.rtmr.memory, 1, 1)
+	// QEMU describes the PCIe MMCONFIG window where the firmware puts
+	// it, which moved in edk2 2023.05.
+	if in.firmware.Given() {
+		if m.PCIExBar, err = refvalues.FirmwarePCIExBar(in.firmware, profile); err != nil {
+			return nil, err
+		}
+	}
 	blobs, ver, err := refvalues.CachedACPIBlobs(cmd.Context(), acpiCacheDir(g, f.cache, changed("cache")), m)
 	if errors.Is(err, refvalues.ErrCacheWrite) {
 		g.log.Warn("ACPI blobs not cached", "err", err)

@@ -22,6 +22,8 @@ type cachedBlobs struct {
 	Args   []string    `json:"args"`
 	Loader []byte      `json:"loader"`
 	Files  []FwCfgFile `json:"files"`
+	// Platform is what edk2 2025.05+ measures besides the ACPI tables.
+	Platform *PlatformBlobs `json:"platform"`
 }
 
 // CachedACPIBlobs returns QEMU's ACPI blobs for m and QEMU's version,
@@ -37,13 +39,13 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 	args := m.Args()
 	// acpiDumpVersion names how the blobs are read: entries written by a
 	// berth that read them from another chipset state are not reused.
-	path := cachePath(dir, "acpi", acpiDumpVersion, string(verLine), args)
+	path := cachePath(dir, "acpi", acpiDumpVersion, string(verLine), strings.Join(args, "\x00"), fmt.Sprintf("pciexbar=%#x", m.pciExBar()))
 	var c cachedBlobs
 	if ok, err := readCache(path, &c); err != nil {
 		return nil, ver, fmt.Errorf("ACPI blob cache: %w", err)
 	} else if ok {
-		blobs := &ACPIBlobs{Loader: c.Loader, Files: c.Files}
-		if _, err := loaderAllocations(blobs.Loader); err == nil {
+		blobs := &ACPIBlobs{Loader: c.Loader, Files: c.Files, Platform: c.Platform}
+		if _, err := loaderAllocations(blobs.Loader); err == nil && c.Platform != nil {
 			return blobs, ver, nil
 		}
 	}
@@ -52,7 +54,7 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 		return nil, ver, err
 	}
 	if path != "" {
-		if err := writeCache(path, cachedBlobs{QEMU: strings.TrimSpace(string(verLine)), Args: args, Loader: blobs.Loader, Files: blobs.Files}); err != nil {
+		if err := writeCache(path, cachedBlobs{QEMU: strings.TrimSpace(string(verLine)), Args: args, Loader: blobs.Loader, Files: blobs.Files, Platform: blobs.Platform}); err != nil {
 			return blobs, ver, fmt.Errorf("%w: %w", ErrCacheWrite, err)
 		}
 	}
@@ -60,8 +62,9 @@ func CachedACPIBlobs(ctx context.Context, dir string, m QEMUMachine) (*ACPIBlobs
 }
 
 // cachePath is the cache entry dir/sub/<SHA-256 of the key parts>.json;
-// "" when dir is "" (no cache).
-func cachePath(dir, sub string, parts ...any) string {
+// "" when dir is "" (no cache). The parts are strings so that no part of
+// a key can be left out unnoticed (a list joins with NULs first).
+func cachePath(dir, sub string, parts ...string) string {
 	if dir == "" {
 		return ""
 	}
@@ -70,12 +73,7 @@ func cachePath(dir, sub string, parts ...any) string {
 		if i > 0 {
 			h.Write([]byte{0})
 		}
-		switch v := p.(type) {
-		case string:
-			h.Write([]byte(v))
-		case []string:
-			h.Write([]byte(strings.Join(v, "\x00")))
-		}
+		h.Write([]byte(p))
 	}
 	return filepath.Join(dir, sub, hex.EncodeToString(h.Sum(nil))+".json")
 }
@@ -111,8 +109,10 @@ func qemuIdentity(ctx context.Context, qemu string) ([3]int, []byte, error) {
 }
 
 // acpiDumpVersion is part of every ACPI cache key: "chipset-v2" is the
-// dump after programChipset (the first, unnamed, read the reset state).
-const acpiDumpVersion = "chipset-v2"
+// dump after programChipset (the first, unnamed, read the reset state);
+// "chipset-v3" also holds the fw_cfg items and SMBIOS tables edk2
+// 2025.05+ measures (PlatformBlobs).
+const acpiDumpVersion = "chipset-v3"
 
 // ErrCacheWrite marks a result that is valid but could not be cached.
 var ErrCacheWrite = errors.New("ACPI blob cache not written")

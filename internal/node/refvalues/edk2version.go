@@ -35,8 +35,42 @@ var versionString = regexp.MustCompile(`(?:[0-9]\x00){4}\.\x00[01]\x00[0-9]\x00(
 // carries none: upstream's default PcdFirmwareVersionString is empty, and
 // Debian 12's builds leave it so.
 func ReadFirmwareVersion(image []byte) (*FirmwareVersion, error) {
+	vols, err := decompressedVolumes(image)
+	if err != nil {
+		return nil, err
+	}
 	found := map[string]bool{}
 	var first string
+	for _, out := range vols {
+		for _, loc := range versionString.FindAllIndex(out, -1) {
+			if loc[0]%2 != 0 || loc[0] < 2 || out[loc[0]-1] != 0 || out[loc[0]-2] != 0 {
+				continue // not the start of a string
+			}
+			s := utf16ASCII(out[loc[0] : loc[1]-2])
+			if !found[s] {
+				found[s] = true
+				if first == "" {
+					first = s
+				}
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+	default:
+		return nil, fmt.Errorf("the firmware carries %d different version strings (%s, ...): cannot tell its edk2 release, give --edk2", len(found), first)
+	}
+	y, _ := strconv.Atoi(first[:4])
+	m, _ := strconv.Atoi(first[5:7])
+	return &FirmwareVersion{String: first, Year: y, Month: m}, nil
+}
+
+// decompressedVolumes returns the LZMA-compressed sections of the image
+// (at most 8), decompressed.
+func decompressedVolumes(image []byte) ([][]byte, error) {
+	var vols [][]byte
 	for i, n := 0, 0; n < 8; n++ {
 		j := bytes.Index(image[i:], guidLZMA)
 		if j < 0 {
@@ -68,29 +102,9 @@ func ReadFirmwareVersion(image []byte) (*FirmwareVersion, error) {
 		if err != nil {
 			return nil, fmt.Errorf("compressed volume at offset %#x: %w", hdr, err)
 		}
-		for _, loc := range versionString.FindAllIndex(out, -1) {
-			if loc[0]%2 != 0 || loc[0] < 2 || out[loc[0]-1] != 0 || out[loc[0]-2] != 0 {
-				continue // not the start of a string
-			}
-			s := utf16ASCII(out[loc[0] : loc[1]-2])
-			if !found[s] {
-				found[s] = true
-				if first == "" {
-					first = s
-				}
-			}
-		}
+		vols = append(vols, out)
 	}
-	switch len(found) {
-	case 0:
-		return nil, nil
-	case 1:
-	default:
-		return nil, fmt.Errorf("the firmware carries %d different version strings (%s, ...): cannot tell its edk2 release, give --edk2", len(found), first)
-	}
-	y, _ := strconv.Atoi(first[:4])
-	m, _ := strconv.Atoi(first[5:7])
-	return &FirmwareVersion{String: first, Year: y, Month: m}, nil
+	return vols, nil
 }
 
 // utf16ASCII decodes UTF-16LE text known to be ASCII.
@@ -103,29 +117,17 @@ func utf16ASCII(b []byte) string {
 }
 
 // EDK2Profile returns the event-log profile of the release the version
-// names. Releases from edk2-stable202505 on measure what berth does not
-// model yet, and are refused rather than given wrong values:
-//
-//   - QEMU fw_cfg items (etc/extra-pci-roots, BootMenu, etc/boot-menu-wait,
-//     etc/reserved-memory-end, opt/ovmf/X-PciMmio64Mb, bootorder) into
-//     RTMR0 as EV_PLATFORM_CONFIG_FLAGS "QEMU FW CFG" events, from SEC
-//     (IntelTdx) or PEI (OvmfPkgX64): OvmfPkg/Library/QemuFwCfgLib/
-//     QemuFwCfgCacheInit.c, edk2 commits fb56dc78ef, 81c2c92074, 2eac71a1ee;
-//   - the SMBIOS tables into RTMR0 as EV_EFI_HANDOFF_TABLES2:
-//     MdeModulePkg/Universal/SmbiosMeasurementDxe, added to the OVMF and
-//     IntelTdx builds by commit cd76265f1a;
-//   - from edk2-stable202508, "initrd=initrd " before the command line in
-//     the LoadOptions measured into RTMR2 instead of " initrd=initrd"
-//     after it: OvmfPkg/Library/X86QemuLoadImageLib, commit a2ac0fea49.
+// names. From edk2-stable202505 on edk2 measures more into RTMR0 (the
+// fw_cfg items it caches, commits fb56dc78ef, 81c2c92074, 2eac71a1ee; the
+// SMBIOS tables, cd76265f1a), and from edk2-stable202508 it puts
+// "initrd=initrd " before the command line (a2ac0fea49).
 func (v *FirmwareVersion) EDK2Profile() (EDK2Profile, error) {
 	ym := v.Year*100 + v.Month
 	switch {
+	case ym >= 202508:
+		return EDK2Stable202508, nil
 	case ym >= 202505:
-		what := "QEMU fw_cfg items and the SMBIOS tables into RTMR0 (edk2 commits fb56dc78ef, cd76265f1a)"
-		if ym >= 202508 {
-			what += " and puts \"initrd=initrd \" before the command line measured into RTMR2 (a2ac0fea49)"
-		}
-		return 0, fmt.Errorf("firmware version %s is edk2 %d.%02d, which measures %s: berth does not model that yet and gives no RTMR values rather than wrong ones (--edk2 default forces the 2022.11-2025.02 model)", v.String, v.Year, v.Month, what)
+		return EDK2Stable202505, nil
 	case ym >= 202408 && ym < 202411:
 		return EDK2Stable202408, nil
 	}
@@ -150,4 +152,38 @@ func resolveEDK2(p EDK2Profile, image []byte) (EDK2Profile, string, error) {
 		return 0, "", err
 	}
 	return p, fmt.Sprintf("firmware version %s (edk2-stable%d%02d)", v.String, v.Year, v.Month), nil
+}
+
+// PCIe MMCONFIG bases of OVMF on q35 (PcdPciExpressBaseAddress): edk2
+// commit 82c1aa87f9 ("OvmfPkg/PlatformInitLib: move mmconfig to
+// 0xe0000000", first in edk2-stable202305) moved it from 0xb0000000.
+const (
+	pciExBarBefore202305 = 0xb0000000
+	pciExBarFrom202305   = 0xe0000000
+)
+
+// FirmwarePCIExBar returns the PCIe MMCONFIG base the firmware programs,
+// which QEMU's ACPI tables describe (MCFG, the DSDT's PCI resources): by
+// the release the image carries, else by the profile (the default profile
+// is edk2 2022.11, which predates the move).
+func FirmwarePCIExBar(fw Component, p EDK2Profile) (uint32, error) {
+	image, _, err := fw.readAll("firmware", maxFirmwareSize)
+	if err != nil {
+		return 0, err
+	}
+	return firmwarePCIExBar(image, p)
+}
+
+func firmwarePCIExBar(image []byte, p EDK2Profile) (uint32, error) {
+	v, err := ReadFirmwareVersion(image)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case v != nil && v.Year*100+v.Month >= 202305:
+		return pciExBarFrom202305, nil
+	case v != nil, p == EDK2Default, p == EDK2Auto:
+		return pciExBarBefore202305, nil
+	}
+	return pciExBarFrom202305, nil
 }

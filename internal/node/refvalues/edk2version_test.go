@@ -79,8 +79,8 @@ func TestReadFirmwareVersion(t *testing.T) {
 			switch {
 			case tc.version == "" && (err != nil || p != EDK2Default || !strings.Contains(why, "no version string")):
 				t.Errorf("no version: %v %v %q", p, err, why)
-			case tc.version != "" && (err == nil || !strings.Contains(err.Error(), "edk2 2026.08") || !strings.Contains(err.Error(), "a2ac0fea49") || !strings.Contains(err.Error(), "fb56dc78ef")):
-				t.Errorf("2026.08: %v", err)
+			case tc.version != "" && (err != nil || p != EDK2Stable202508 || !strings.Contains(why, "2026.08+ds-2") || !strings.Contains(why, "edk2-stable202608")):
+				t.Errorf("2026.08: %v %v %q", p, err, why)
 			}
 		})
 	}
@@ -120,7 +120,8 @@ func TestEDK2ProfileOfVersion(t *testing.T) {
 	}{
 		{2022, 11, EDK2Default, ""}, {2024, 5, EDK2Default, ""}, {2024, 8, EDK2Stable202408, ""},
 		{2024, 11, EDK2Default, ""}, {2025, 2, EDK2Default, ""},
-		{2025, 5, 0, "fb56dc78ef"}, {2025, 8, 0, "a2ac0fea49"}, {2026, 8, 0, "cd76265f1a"},
+		{2025, 5, EDK2Stable202505, ""}, {2025, 6, EDK2Stable202505, ""}, {2025, 8, EDK2Stable202508, ""},
+		{2026, 8, EDK2Stable202508, ""},
 	} {
 		p, err := (&FirmwareVersion{String: "x", Year: tc.y, Month: tc.m}).EDK2Profile()
 		if tc.err != "" {

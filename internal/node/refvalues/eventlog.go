@@ -151,6 +151,19 @@ func isPadding(b []byte) bool {
 // records up to the end or to padding. It refuses a malformed log with the
 // offset and field at fault and a log without SHA-384 digests.
 func ParseEventLog(b []byte) (*EventLog, error) {
+	return parseEventLog(b, 4)
+}
+
+// ParseTPMEventLog parses a TPM's TCG2 crypto-agile event log (a
+// firmware's binary_bios_measurements): as ParseEventLog, but its first
+// field is a PCR index (0-23) rather than a CC MR index. RTMR() of its
+// events means nothing; TDVF's mapping is PCRToRTMR.
+func ParseTPMEventLog(b []byte) (*EventLog, error) {
+	return parseEventLog(b, 23)
+}
+
+// parseEventLog parses a log whose index field may be at most maxIndex.
+func parseEventLog(b []byte, maxIndex uint32) (*EventLog, error) {
 	if len(b) > maxEventLogs {
 		return nil, logErr(0, "log", "%d bytes is more than the %d an event log may hold", len(b), maxEventLogs)
 	}
@@ -243,8 +256,11 @@ func ParseEventLog(b []byte) (*EventLog, error) {
 		if ev.Data, err = r.bytes(int(min(es, uint32(len(b)))), "event"); err != nil || es > uint32(len(b)) {
 			return nil, logErr(r.off-4, "eventSize", "event %d: %d bytes run past the end of the log", seq, es)
 		}
-		if ev.MRIndex > 4 && ev.Type != evNoAction {
-			return nil, logErr(start, "mrIndex", "event %d: MR index %d, expected 0 (MRTD) to 4 (RTMR3)", seq, ev.MRIndex)
+		if ev.MRIndex > maxIndex && ev.Type != evNoAction {
+			if maxIndex == 4 {
+				return nil, logErr(start, "mrIndex", "event %d: MR index %d, expected 0 (MRTD) to 4 (RTMR3)", seq, ev.MRIndex)
+			}
+			return nil, logErr(start, "pcrIndex", "event %d: PCR %d, expected 0 to %d", seq, ev.MRIndex, maxIndex)
 		}
 		log.Events = append(log.Events, ev)
 		log.Size = r.off

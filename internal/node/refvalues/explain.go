@@ -131,10 +131,14 @@ func likelyCause(event string) string {
 		return "another firmware build: the configuration volume (variable store) differs"
 	case event == "SecureBoot" || event == "PK" || event == "KEK" || event == "db" || event == "dbx":
 		return "another Secure Boot configuration: the firmware enrolls keys or ships another variable store"
+	case strings.HasPrefix(event, "QEMU FW CFG "):
+		return "other QEMU fw_cfg items (a boot menu, bootindex devices, memory hotplug, extra PCI roots) or an edk2 before 2025.05, which measures none (--edk2)"
+	case event == "SMBIOS tables":
+		return "another QEMU version or machine type (QEMU's SMBIOS names them), -smbios options, or another firmware build (OVMF's BIOS information names its vendor, version and date), or an edk2 before 2025.05, which measures none (--edk2)"
 	case event == tableLoaderFile || strings.HasPrefix(event, "etc/"):
 		return "another QEMU version or machine arguments (memory, vCPUs, devices): QEMU builds the ACPI tables"
 	case event == "BootOrder" || strings.HasPrefix(event, "Boot0"):
-		return "other boot variables: another firmware build, or a boot disk that adds a boot option"
+		return "other boot variables: another firmware build or edk2 release (2025.05 added the \"EFI Firmware Setup\" option), or a boot disk that adds a boot option"
 	case event == "separator" || event == evCallingEFIApp || event == evExitBSInvoke || event == evExitBSSuccess:
 		return "another edk2 release orders these events differently (--edk2)"
 	case strings.HasPrefix(event, "kernel (Authenticode)"):

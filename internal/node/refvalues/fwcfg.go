@@ -22,6 +22,10 @@ type ACPIBlobs struct {
 	Loader []byte `json:"-"`
 	// Files are the allocated files in allocation order.
 	Files []FwCfgFile `json:"-"`
+	// Platform are the other fw_cfg data edk2 2025.05 and later measure
+	// (the cached fw_cfg items, the SMBIOS tables); nil in blobs read
+	// before berth knew them.
+	Platform *PlatformBlobs `json:"-"`
 }
 
 // FwCfgFile is one named fw_cfg file.
@@ -74,6 +78,19 @@ type QEMUMachine struct {
 	MaxVCPUs  int
 	// Extra are further arguments, passed unchanged.
 	Extra []string
+	// PCIExBar is the PCIe MMCONFIG base the firmware programs into the
+	// q35 PCIEXBAR before it reads the ACPI tables (FirmwarePCIExBar);
+	// 0 is 0xb0000000, edk2's before edk2-stable202305.
+	PCIExBar uint32
+}
+
+// pciExBar is the PCIEXBAR value berth programs for m: the base, 256
+// buses, enabled.
+func (m QEMUMachine) pciExBar() uint32 {
+	if m.PCIExBar == 0 {
+		return mchPCIExBarValue
+	}
+	return m.PCIExBar | 1
 }
 
 // Args returns the QEMU command line the blobs are dumped with. The
@@ -127,7 +144,7 @@ func dumpACPIBlobs(ctx context.Context, m QEMUMachine, settle time.Duration) (*A
 	}
 	var blobs *ACPIBlobs
 	err := runQtest(ctx, m, m.Args(), nil, settle, func(q *qtest) (err error) {
-		blobs, err = q.dumpACPI()
+		blobs, err = q.dumpACPI(m.pciExBar())
 		return err
 	})
 	return blobs, err
@@ -380,7 +397,7 @@ func (q *qtest) pciWrite32(dev, reg, v uint32) error {
 // from a chipset at reset are not the ones the firmware measures: an
 // OVMF that ran reads exactly the tables dumped after this
 // (TestACPIBlobsAsFirmwareReads).
-func (q *qtest) programChipset() error {
+func (q *qtest) programChipset(pciExBar uint32) error {
 	id, err := q.pciRead32(0, 0)
 	if err != nil {
 		return err
@@ -407,7 +424,7 @@ func (q *qtest) programChipset() error {
 	for _, w := range []struct{ dev, reg, v uint32 }{
 		{ich9LPC, ich9RCBA, ich9RCBAValue},
 		// The enable bit is cleared before the high half is written.
-		{0, mchPCIExBarLow, 0}, {0, mchPCIExBarHigh, 0}, {0, mchPCIExBarLow, mchPCIExBarValue},
+		{0, mchPCIExBarLow, 0}, {0, mchPCIExBarHigh, 0}, {0, mchPCIExBarLow, pciExBar},
 	} {
 		if err := q.pciWrite32(w.dev, w.reg, w.v); err != nil {
 			return err
@@ -416,8 +433,8 @@ func (q *qtest) programChipset() error {
 	return nil
 }
 
-func (q *qtest) dumpACPI() (*ACPIBlobs, error) {
-	if err := q.programChipset(); err != nil {
+func (q *qtest) dumpACPI(pciExBar uint32) (*ACPIBlobs, error) {
+	if err := q.programChipset(pciExBar); err != nil {
 		return nil, err
 	}
 	return q.readACPI()
@@ -455,6 +472,9 @@ func (q *qtest) readACPI() (*ACPIBlobs, error) {
 			return nil, err
 		}
 		b.Files = append(b.Files, FwCfgFile{Name: n, Data: d})
+	}
+	if b.Platform, err = q.readPlatform(files); err != nil {
+		return nil, err
 	}
 	return b, nil
 }

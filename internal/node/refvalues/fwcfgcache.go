@@ -50,7 +50,7 @@ func CachedBootBlobs(ctx context.Context, dir string, m QEMUMachine, kernel, ini
 		args = append(args, "-initrd", "sha256:"+sha256Hex(initrd))
 	}
 	args = append(args, "-append", cmdline)
-	path := cachePath(dir, "fwcfg", string(verLine), args)
+	path := cachePath(dir, "fwcfg", string(verLine), strings.Join(args, "\x00"))
 	var c cachedBoot
 	if ok, err := readCache(path, &c); err != nil {
 		return nil, ver, fmt.Errorf("fw_cfg boot cache: %w", err)

@@ -39,9 +39,40 @@ const (
 	// EDK2Auto picks the profile from the version the firmware image
 	// carries (ReadFirmwareVersion).
 	EDK2Auto
+	// EDK2Stable202505 is edk2-stable202505 (and 202505 builds): as
+	// EDK2Default, and RTMR0 also measures the fw_cfg items edk2 caches
+	// (after the CFV) and the SMBIOS tables (after the ACPI tables).
+	EDK2Stable202505
+	// EDK2Stable202508 is edk2-stable202508 and later: as
+	// EDK2Stable202505, with "initrd=initrd " put before the command line
+	// in the LoadOptions the kernel measures into RTMR2.
+	EDK2Stable202508
 )
 
-// ParseEDK2Profile parses "auto", "default" or "202408".
+// measuresPlatform says whether the profile measures the cached fw_cfg
+// items and the SMBIOS tables.
+func (p EDK2Profile) measuresPlatform() bool {
+	return p == EDK2Stable202505 || p == EDK2Stable202508
+}
+
+// LoadOptions is the command line edk2's X86QemuLoadImageLib hands the
+// kernel (and the kernel's EFI stub measures): QEMU's -append value with
+// "initrd=initrd" added when an initrd is loaded, so that the stub finds
+// it on edk2's kernel file system. Up to edk2-stable202505 it is appended
+// (" initrd=initrd"); from edk2-stable202508 (commit a2ac0fea49) it comes
+// first ("initrd=initrd "), so that a later initrd= of the user wins.
+func (p EDK2Profile) LoadOptions(cmdline string, initrd bool) string {
+	switch {
+	case !initrd:
+		return cmdline
+	case p == EDK2Stable202508:
+		return "initrd=initrd " + cmdline
+	}
+	return cmdline + " initrd=initrd"
+}
+
+// ParseEDK2Profile parses "auto", "default", "202408", "202505" or
+// "202508".
 func ParseEDK2Profile(s string) (EDK2Profile, error) {
 	switch s {
 	case "auto":
@@ -50,8 +81,12 @@ func ParseEDK2Profile(s string) (EDK2Profile, error) {
 		return EDK2Default, nil
 	case "202408", "edk2-stable202408", "edk2-stable202408.01":
 		return EDK2Stable202408, nil
+	case "202505", "edk2-stable202505":
+		return EDK2Stable202505, nil
+	case "202508", "edk2-stable202508":
+		return EDK2Stable202508, nil
 	}
-	return 0, fmt.Errorf("unknown edk2 event-log profile %q: expected auto, default or 202408", s)
+	return 0, fmt.Errorf("unknown edk2 event-log profile %q: expected auto, default, 202408, 202505 or 202508", s)
 }
 
 // RTMRRequest holds the inputs of RTMR0-2.
@@ -133,22 +168,61 @@ func uefiVariableData(guid []byte, name string, data []byte) []byte {
 	return append(out, data...)
 }
 
-// bootOption0000 is the Boot0000 load option OVMF creates for its UiApp
-// when no disk is bootable: active, hidden, application category, named
-// "UiApp", with a device path to the UiApp file in the DXE volume.
+// Load option attributes (UEFI LOAD_OPTION_*).
+const (
+	loadOptionActive   = 1
+	loadOptionHidden   = 1 << 3
+	loadOptionCategory = 1 << 8 // application
+)
+
+// OVMF's boot-manager applications, files in its DXE volume.
+const (
+	uiAppFile          = "462caa21-7614-4503-836e-8ab6f4662331"
+	bootManagerMenuApp = "eec25bdc-67f2-4d95-b1d5-f81b2039d11d"
+)
+
+// bootOption0000 is the Boot0000 load option OVMF up to edk2 2025.02
+// creates for its UiApp when no disk is bootable: active, hidden,
+// application category, named "UiApp".
 func bootOption0000() []byte {
-	const active, hidden, app = 1, 1 << 3, 1 << 8
+	return loadOption(loadOptionActive|loadOptionHidden|loadOptionCategory, "UiApp", uiAppFile)
+}
+
+// bootVariables are the boot variables edk2 measures into RTMR0 when no
+// disk is bootable: BootOrder and each Boot#### it lists. Up to edk2
+// 2025.02 (berth's default profile) OVMF creates only the hidden boot
+// manager menu option, then the UiApp. From edk2-stable202505 the boot
+// manager menu is the BootManagerMenuApp (OvmfPkgX64.dsc
+// PcdBootManagerMenuFile) and OVMF also registers the UiApp as "EFI
+// Firmware Setup" (commit d433b4c8e4), unless QEMU is given
+// opt/org.tianocore/FirmwareSetupSupport=no, which Kata does not pass;
+// Debian sid's 2026.08 build, booted with a TPM (testdata/tpmlog), measures
+// exactly these.
+func bootVariables(p EDK2Profile) []FwCfgFile {
+	if !p.measuresPlatform() {
+		return []FwCfgFile{{Name: "BootOrder", Data: []byte{0, 0}}, {Name: "Boot0000", Data: bootOption0000()}}
+	}
+	return []FwCfgFile{
+		{Name: "BootOrder", Data: []byte{0, 0, 1, 0}},
+		{Name: "Boot0000", Data: loadOption(loadOptionActive|loadOptionHidden|loadOptionCategory, "BootManagerMenuApp", bootManagerMenuApp)},
+		{Name: "Boot0001", Data: loadOption(loadOptionActive|loadOptionCategory, "EFI Firmware Setup", uiAppFile)},
+	}
+}
+
+// loadOption is an EFI_LOAD_OPTION with a device path to file in OVMF's
+// DXE volume.
+func loadOption(attrs uint32, desc, fileGUID string) []byte {
 	fv := mustGUIDBytes("7cb8bdc9-f8eb-4f34-aaea-3ee4af6516a1")
-	file := mustGUIDBytes("462caa21-7614-4503-836e-8ab6f4662331")
+	file := mustGUIDBytes(fileGUID)
 	var path []byte
 	path = append(path, 4, 7, 20, 0) // media, PIWG firmware volume
 	path = append(path, fv...)
 	path = append(path, 4, 6, 20, 0) // media, PIWG firmware file
 	path = append(path, file...)
 	path = append(path, 0x7f, 0xff, 4, 0) // end of device path
-	out := binary.LittleEndian.AppendUint32(nil, active|hidden|app)
+	out := binary.LittleEndian.AppendUint32(nil, attrs)
 	out = binary.LittleEndian.AppendUint16(out, uint16(len(path)))
-	out = append(out, utf16NUL("UiApp")...)
+	out = append(out, utf16NUL(desc)...)
 	return append(out, path...)
 }
 
@@ -169,14 +243,10 @@ func (t *TDVF) cfvSection() ([]byte, error) {
 	return nil, fmt.Errorf("TDVF metadata has no CFV section: the firmware has no variable store to measure")
 }
 
-// DirectBootCmdline is the command line edk2 gives the kernel and measures:
-// QEMU's -append value, with " initrd=initrd" appended when an initrd is
-// loaded so that the EFI stub finds it on edk2's kernel file system.
+// DirectBootCmdline is the command line edk2 releases before 202508 give
+// the kernel (EDK2Default.LoadOptions).
 func DirectBootCmdline(cmdline string, initrd bool) string {
-	if initrd {
-		return cmdline + " initrd=initrd"
-	}
-	return cmdline
+	return EDK2Default.LoadOptions(cmdline, initrd)
 }
 
 // ComputeRTMRs replays the TDVF direct-boot event log for RTMR0-2.
@@ -238,8 +308,22 @@ func rtmr0Events(req RTMRRequest) ([]TDXEvent, error) {
 	}
 	var evs []TDXEvent
 	add := func(name string, d Digest384) { evs = append(evs, TDXEvent{RTMR: 0, Event: name, Digest: d}) }
+	var smbios []byte
+	if req.Profile.measuresPlatform() {
+		if req.ACPI.Platform == nil {
+			return nil, fmt.Errorf("edk2 2025.05 and later measure QEMU's fw_cfg items and SMBIOS tables into RTMR0, and the ACPI dump holds none (dump it again)")
+		}
+		if smbios, err = req.ACPI.Platform.SMBIOSMeasured(func() ([]byte, error) { return FirmwareSMBIOSType0(req.Firmware.Image) }); err != nil {
+			return nil, err
+		}
+	}
 	add("TD HOB", sha384(hob))
 	add("Configuration FV", sha384(cfv))
+	if req.Profile.measuresPlatform() {
+		for _, f := range req.ACPI.Platform.FwCfg {
+			add("QEMU FW CFG "+f.Name, sha384(f.Data))
+		}
+	}
 	add("SecureBoot", sha384(uefiVariableData(efiGlobalVariable, "SecureBoot", nil)))
 	add("PK", sha384(uefiVariableData(efiGlobalVariable, "PK", nil)))
 	add("KEK", sha384(uefiVariableData(efiGlobalVariable, "KEK", nil)))
@@ -250,8 +334,12 @@ func rtmr0Events(req RTMRRequest) ([]TDXEvent, error) {
 	for _, f := range req.ACPI.Files {
 		add(f.Name, sha384(f.Data))
 	}
-	add("BootOrder", sha384([]byte{0, 0}))
-	add("Boot0000", sha384(bootOption0000()))
+	if smbios != nil {
+		add("SMBIOS tables", sha384(smbios))
+	}
+	for _, v := range bootVariables(req.Profile) {
+		add(v.Name, sha384(v.Data))
+	}
 	if req.Profile == EDK2Stable202408 {
 		add("separator", separatorDigest)
 	}
@@ -320,7 +408,7 @@ func rtmr2Events(req RTMRRequest) ([]TDXEvent, error) {
 	if b := req.FwCfg; b != nil {
 		req.Cmdline, req.Initrd = b.Cmdline, b.Initrd
 	}
-	evs := []TDXEvent{{RTMR: 2, Event: "kernel command line", Digest: sha384(utf16NUL(DirectBootCmdline(req.Cmdline, len(req.Initrd) > 0)))}}
+	evs := []TDXEvent{{RTMR: 2, Event: "kernel command line", Digest: sha384(utf16NUL(req.Profile.LoadOptions(req.Cmdline, len(req.Initrd) > 0)))}}
 	if len(req.Initrd) > 0 {
 		evs = append(evs, TDXEvent{RTMR: 2, Event: "initrd", Digest: sha384(req.Initrd)})
 	}
