@@ -3,6 +3,7 @@
 package configure_test
 
 import (
+	"berth.dev/berth/internal/testkit/treetest"
 	"context"
 	"encoding/json"
 	"os"
@@ -35,13 +36,7 @@ type shimGiven struct {
 // pointing at the test shim instead of Kata's.
 func TestKataOptionsLive(t *testing.T) {
 	root := t.TempDir()
-	main := filepath.Join(root, "etc/containerd/config.toml")
-	if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(main, []byte("version = 3\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	treetest.Write(t, root, "etc/containerd/config.toml", "version = 3\n")
 	p, err := platform.Parse("kubeadm-qemu-none")
 	if err != nil {
 		t.Fatal(err)

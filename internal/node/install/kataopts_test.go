@@ -1,6 +1,7 @@
 package install
 
 import (
+	"berth.dev/berth/internal/testkit/treetest"
 	"context"
 	"os"
 	"path/filepath"
@@ -19,12 +20,7 @@ import (
 // node-installer's applier (PruneCustoms) removes one no longer named.
 func TestRuntimeConfigKataOptions(t *testing.T) {
 	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "etc/containerd"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "etc/containerd/config.toml"), []byte("version = 3\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	treetest.Write(t, root, "etc/containerd/config.toml", "version = 3\n")
 	w, err := hostfs.OpenWritable(root)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package runtimectl_test
 
 import (
+	"berth.dev/berth/internal/testkit/treetest"
 	"bytes"
 	"context"
 	"os"
@@ -19,12 +20,7 @@ import (
 func TestRemovePlatformsTakesCustomRuntimes(t *testing.T) {
 	root := t.TempDir()
 	main := filepath.Join(root, "etc/containerd/config.toml")
-	if err := os.MkdirAll(filepath.Dir(main), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(main, []byte("version = 3\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	treetest.Write(t, root, "etc/containerd/config.toml", "version = 3\n")
 	w, err := hostfs.OpenWritable(root)
 	if err != nil {
 		t.Fatal(err)
