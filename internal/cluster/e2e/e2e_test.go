@@ -29,6 +29,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -363,9 +364,9 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	// to cleanup, which removes everything and restarts containerd again.
 	// A pod runs on the handler first (the shim in its OK mode), and the
 	// cleanup refuses while it runs (issue #41 item 7): the node keeps
-	// its platform and the Node's Event names the pod. Deleting the pod
-	// lets the node-installer's next try go ahead within the same
-	// uninstall.
+	// its platform and the Node's Event names the pod. The operator's
+	// override (the node-installer's --force-remove) lets the next try
+	// go ahead within the same uninstall, the pod still running.
 	running := runOnHandler(ctx, t, cs, diag, marker, rc.Name)
 	uninstallStart := time.Now()
 	uninstalled := make(chan string, 1)
@@ -389,11 +390,12 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	if _, err := os.Stat(shim); err != nil {
 		t.Errorf("the refused cleanup removed the shim: %v", err)
 	}
-	deletePod(ctx, t, cs, "default", running)
+	forceRemoval(ctx, t, cs)
 	if msg := <-uninstalled; msg != "" {
 		t.Fatal(msg)
 	}
-	t.Logf("helm uninstall (teardown hook included, one refusal) took %s", since(uninstallStart))
+	t.Logf("helm uninstall (teardown hook included, refused, then forced) took %s", since(uninstallStart))
+	deletePod(ctx, t, cs, "default", running)
 	if r := sd.Restarts(unitName); r != 2+dropRestarts {
 		t.Errorf("containerd restarted %d times in all, want %d (install, adding and dropping a platform, the suffixed release's install and uninstall, cleanup)", r, 2+dropRestarts)
 	}
@@ -851,6 +853,34 @@ func runOnHandler(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, d
 	})
 	t.Logf("pod %s (runtimeClassName %s): sandbox ready after %s", pod.Name, class, since(start))
 	return pod.Name
+}
+
+// forceRemoval does what the chart's nodeInstaller.forceRemove does
+// (the node-installer's --force-remove) on the DaemonSet the teardown
+// hook has switched to cleanup: helm cannot upgrade a release while it
+// uninstalls it.
+func forceRemoval(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	l, err := cs.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ds := range l.Items {
+		if ds.Spec.Template.Labels["app.kubernetes.io/name"] != "berth-node-installer" {
+			continue
+		}
+		i := slices.IndexFunc(ds.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "node-installer" })
+		if i < 0 {
+			t.Fatalf("DaemonSet %s has no node-installer container", ds.Name)
+		}
+		patch := fmt.Sprintf(`[{"op":"add","path":"/spec/template/spec/containers/%d/args/-","value":%q}]`, i, nodeinstall.ForceRemoveFlag)
+		if _, err := cs.AppsV1().DaemonSets(namespace).Patch(ctx, ds.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("DaemonSet %s: the node-installer's args get %s", ds.Name, nodeinstall.ForceRemoveFlag)
+		return
+	}
+	t.Fatalf("no node-installer DaemonSet in %s", namespace)
 }
 
 func deletePod(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, ns, name string) {
