@@ -32,7 +32,10 @@ func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case serveCommand:
-			serve(os.Args[len(os.Args)-1])
+			if len(os.Args) != 4 {
+				fail(fmt.Errorf("usage: %s SOCKET CONTAINERD-ADDRESS", serveCommand))
+			}
+			serve(os.Args[2], os.Args[3])
 			return
 		case sleepCommand:
 			sleep()

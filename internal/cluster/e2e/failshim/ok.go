@@ -54,7 +54,7 @@ func okMode() bool {
 func runOK(args []string) {
 	switch {
 	case slices.Contains(args, "start"):
-		if err := start(flagValue(args, "-namespace"), flagValue(args, "-id")); err != nil {
+		if err := start(flagValue(args, "-namespace"), flagValue(args, "-id"), flagValue(args, "-address")); err != nil {
 			fail(err)
 		}
 	case slices.Contains(args, "delete"):
@@ -80,7 +80,8 @@ func flagValue(args []string, name string) string {
 
 // start listens on a socket of its own, hands it to a detached server
 // process and prints the bootstrap parameters containerd 2.x reads.
-func start(ns, id string) error {
+// address is containerd's socket: the server ends with it (serve).
+func start(ns, id, address string) error {
 	sum := sha256.Sum256([]byte(ns + "/" + id))
 	// Under /tmp: the bundle's directory is too long for a socket path.
 	sock := filepath.Join(os.TempDir(), "berth-okshim-"+hex.EncodeToString(sum[:10])+".sock")
@@ -97,7 +98,7 @@ func start(ns, id string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, serveCommand, sock)
+	cmd := exec.Command(self, serveCommand, sock, address)
 	cmd.ExtraFiles = []*os.File{f}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -111,8 +112,13 @@ func start(ns, id string) error {
 	return err
 }
 
-// serve runs the task service on the listener inherited as fd 3.
-func serve(sock string) {
+// serve runs the task service on the listener inherited as fd 3. It
+// ends, with its tasks, once the directory of containerd's socket
+// (address) is gone: a test's containerd stops without asking every shim
+// to, and no process of the test may outlive it. The directory, not the
+// socket: containerd replaces its socket when it restarts, and a pod
+// outlives that.
+func serve(sock, address string) {
 	l, err := net.FileListener(os.NewFile(3, sock))
 	if err != nil {
 		fail(err)
@@ -123,9 +129,33 @@ func serve(sock string) {
 	}
 	svc := &service{tasks: map[string]*proc{}, sock: sock}
 	taskapi.RegisterTTRPCTaskService(s, svc)
+	if address != "" {
+		go svc.watch(address)
+	}
 	if err := s.Serve(context.Background(), l); err != nil && !errors.Is(err, ttrpc.ErrServerClosed) {
 		fail(err)
 	}
+}
+
+// watch ends the server and its tasks once address's directory has
+// been gone for five seconds in a row.
+func (s *service) watch(address string) {
+	dir := filepath.Dir(address)
+	for gone := 0; gone < 5; {
+		time.Sleep(time.Second)
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			gone++
+		} else {
+			gone = 0
+		}
+	}
+	s.mu.Lock()
+	for _, p := range s.tasks {
+		_ = p.cmd.Process.Kill()
+	}
+	s.mu.Unlock()
+	os.Remove(s.sock)
+	os.Exit(0)
 }
 
 // sleep stands for the task's process until it is signalled.
