@@ -29,6 +29,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -361,9 +362,40 @@ func TestHelmChartOnRealNode(t *testing.T) {
 
 	// 6. helm uninstall: the pre-delete hook switches the node-installer
 	// to cleanup, which removes everything and restarts containerd again.
+	// A pod runs on the handler first (the shim in its OK mode), and the
+	// cleanup refuses while it runs (issue #41 item 7): the node keeps
+	// its platform and the Node's Event names the pod. The operator's
+	// override (the node-installer's --force-remove) lets the next try
+	// go ahead within the same uninstall, the pod still running.
+	running := runOnHandler(ctx, t, cs, diag, marker, rc.Name)
 	uninstallStart := time.Now()
-	h.run(ctx, "uninstall", releaseName, "--namespace", namespace, "--wait", "--timeout", "5m")
-	t.Logf("helm uninstall (teardown hook included) took %s", since(uninstallStart))
+	uninstalled := make(chan string, 1)
+	go func() {
+		out, err := h.output(ctx, "uninstall", releaseName, "--namespace", namespace, "--wait", "--timeout", "5m")
+		if err != nil {
+			out = fmt.Sprintf("helm uninstall: %v\n%s", err, out)
+		} else {
+			out = ""
+		}
+		uninstalled <- out
+	}()
+	blocked := waitNodeEvent(ctx, t, cs, diag, n.Name, nodeinstall.ReasonRemovalBlocked)
+	if !strings.Contains(blocked.Message, running) {
+		t.Errorf("Event %s: %q, want it to name the running pod %s", blocked.Reason, blocked.Message, running)
+	}
+	t.Logf("cleanup refused %s after helm uninstall began: %s: %s", since(uninstallStart), blocked.Reason, firstLine(blocked.Message))
+	if v := nodeLabels(ctx, t, cs, n.Name)[installedLabel]; v != "true" {
+		t.Errorf("%s=%q while the cleanup is refused, want true", installedLabel, v)
+	}
+	if _, err := os.Stat(shim); err != nil {
+		t.Errorf("the refused cleanup removed the shim: %v", err)
+	}
+	forceRemoval(ctx, t, cs)
+	if msg := <-uninstalled; msg != "" {
+		t.Fatal(msg)
+	}
+	t.Logf("helm uninstall (teardown hook included, refused, then forced) took %s", since(uninstallStart))
+	deletePod(ctx, t, cs, "default", running)
 	if r := sd.Restarts(unitName); r != 2+dropRestarts {
 		t.Errorf("containerd restarted %d times in all, want %d (install, adding and dropping a platform, the suffixed release's install and uninstall, cleanup)", r, 2+dropRestarts)
 	}
@@ -793,6 +825,64 @@ func kataPod(class string) *corev1.Pod {
 	}
 }
 
+// runOnHandler switches the installed shim to its OK mode (the file
+// beside its marker) and runs a pod of class on the node until its
+// sandbox is ready; it returns the pod's name.
+func runOnHandler(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, d *diagnostics, marker, class string) string {
+	t.Helper()
+	if err := os.WriteFile(marker+shimOKSuffix, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pod := kataPod(class)
+	pod.Name = "kata-e2e-running"
+	start := time.Now()
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, d, "pod "+pod.Name+" running on the handler", func() (bool, string) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReadyToStartContainers && c.Status == corev1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return p.Status.Phase == corev1.PodRunning, fmt.Sprintf("phase %s, conditions %v", p.Status.Phase, p.Status.Conditions)
+	})
+	t.Logf("pod %s (runtimeClassName %s): sandbox ready after %s", pod.Name, class, since(start))
+	return pod.Name
+}
+
+// forceRemoval does what the chart's nodeInstaller.forceRemove does
+// (the node-installer's --force-remove) on the DaemonSet the teardown
+// hook has switched to cleanup: helm cannot upgrade a release while it
+// uninstalls it.
+func forceRemoval(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	l, err := cs.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ds := range l.Items {
+		if ds.Spec.Template.Labels["app.kubernetes.io/name"] != "berth-node-installer" {
+			continue
+		}
+		i := slices.IndexFunc(ds.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == "node-installer" })
+		if i < 0 {
+			t.Fatalf("DaemonSet %s has no node-installer container", ds.Name)
+		}
+		patch := fmt.Sprintf(`[{"op":"add","path":"/spec/template/spec/containers/%d/args/-","value":%q}]`, i, nodeinstall.ForceRemoveFlag)
+		if _, err := cs.AppsV1().DaemonSets(namespace).Patch(ctx, ds.Name, types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("DaemonSet %s: the node-installer's args get %s", ds.Name, nodeinstall.ForceRemoveFlag)
+		return
+	}
+	t.Fatalf("no node-installer DaemonSet in %s", namespace)
+}
+
 func deletePod(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, ns, name string) {
 	t.Helper()
 	zero := int64(0)
@@ -897,16 +987,23 @@ type helmRunner struct {
 
 func (h *helmRunner) run(ctx context.Context, args ...string) string {
 	h.t.Helper()
+	out, err := h.output(ctx, args...)
+	if err != nil {
+		h.t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// output runs helm and returns its output and error: safe to call from
+// a goroutine other than the test's.
+func (h *helmRunner) output(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, h.bin, append(args, "--kubeconfig", h.kubeconfig)...)
 	// No state of the machine's user: helm's cache, config and data in
 	// the test's directory.
 	home := h.t.TempDir()
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		h.t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return string(out), err
 }
 
 // diagnostics prints, when the test fails, what explains it: the chart's

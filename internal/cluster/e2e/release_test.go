@@ -14,6 +14,10 @@ import (
 // shimMessage starts what failshim prints (failshim.Message).
 const shimMessage = "berth-e2e-shim: invoked by containerd"
 
+// shimOKSuffix names the file beside the shim's marker that switches it
+// to serving (failshim.OKSuffix).
+const shimOKSuffix = ".ok"
+
 // buildFailShim builds ./internal/cluster/e2e/failshim recording into marker.
 func buildFailShim(t *testing.T, dir, marker string) []byte {
 	t.Helper()
