@@ -20,8 +20,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,6 +104,12 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	helm := os.Getenv(helmEnv)
 	if helm == "" {
 		t.Fatalf("%s is not set: run `make tools` (.ci/helm.sh builds helm) and `. .ci/tools.env`", helmEnv)
+	}
+	// The node-installer keeps its state on the real root: state left by
+	// a run that was killed (or by one running now) would be met by this
+	// run's node-installer and fail it far from the cause.
+	if _, err := os.Lstat("/" + configure.StatePath); err == nil {
+		t.Fatalf("/%s exists before the test: a killed run of this test left it, another runs now, or berth configured this machine; check it is no real installation, remove /var/lib/berth and run again", configure.StatePath)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -396,6 +404,23 @@ func TestHelmChartOnRealNode(t *testing.T) {
 	}
 	t.Logf("helm uninstall (teardown hook included, refused, then forced) took %s", since(uninstallStart))
 	deletePod(ctx, t, cs, "default", running)
+	// What --force-remove costs: the handler is gone from containerd, so
+	// the kubelet cannot stop the pod's sandbox any more ("no runtime for
+	// kata-qemu is configured") and its shim keeps running. The operator
+	// would kill it by hand; so does the test, before the node stops.
+	if procs := processesUnder(prefix); len(procs) == 0 {
+		t.Errorf("no shim of the forced-away pod %s left running: the removal was not forced past a running pod", running)
+	} else {
+		t.Logf("the forced removal left the shim of %s without a runtime: %v (killed)", running, procs)
+		for _, p := range procs {
+			pid, _ := strconv.Atoi(strings.Fields(p)[0])
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		waitFor(ctx, t, diag, "the shim of "+running+" gone", func() (bool, string) {
+			procs := processesUnder(prefix)
+			return len(procs) == 0, fmt.Sprint(procs)
+		})
+	}
 	if r := sd.Restarts(unitName); r != 2+dropRestarts {
 		t.Errorf("containerd restarted %d times in all, want %d (install, adding and dropping a platform, the suffixed release's install and uninstall, cleanup)", r, 2+dropRestarts)
 	}
@@ -881,6 +906,27 @@ func forceRemoval(ctx context.Context, t *testing.T, cs *kubernetes.Clientset) {
 		return
 	}
 	t.Fatalf("no node-installer DaemonSet in %s", namespace)
+}
+
+// processesUnder lists the processes whose program (argv[0]) lies below
+// dir, as "pid argv0".
+func processesUnder(dir string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv0, _, _ := strings.Cut(string(b), "\x00")
+		if strings.HasPrefix(argv0, dir+"/") {
+			out = append(out, e.Name()+" "+argv0)
+		}
+	}
+	return out
 }
 
 func deletePod(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, ns, name string) {

@@ -212,6 +212,9 @@ func (s *service) Create(_ context.Context, r *taskapi.CreateTaskRequest) (*task
 		return nil, err
 	}
 	cmd := exec.Command(self, sleepCommand)
+	// A task never outlives its shim, killed or not: nothing of the
+	// test's stays on the machine.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// The CRI reads a container's output from the fifos it names; the
 	// child holds them open as a process would.
 	var opened []*os.File
