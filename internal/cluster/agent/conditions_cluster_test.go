@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"berth.dev/berth/internal/testkit/testenv"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -28,6 +29,7 @@ import (
 // the Ready condition keeps its lastTransitionTime across the change of
 // Installed.
 func TestKubectlWaitInstalled(t *testing.T) {
+	testenv.Need(t)
 	kubectl := filepath.Join(env.Assets, "kubectl")
 	if _, err := os.Stat(kubectl); err != nil {
 		t.Fatalf("kubectl is not in %s (%v): run `make tools`, which builds it with the control plane", env.Assets, err)
