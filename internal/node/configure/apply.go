@@ -238,7 +238,7 @@ func applyOps(fsys FS, st *State, r *Rendered) (*Result, []op, error) {
 		return nil, nil, refused("handler %s is applied for platform %s: a node carries one platform per handler; run berth config remove --platform %s first", r.Handler, prev.Platform, prev.Platform+suffixFlag(prev.Suffix))
 	}
 	if had && !slices.Equal(prev.Files, ps.Files) {
-		gone, ok := movedKataFiles(st, r, prev.Files, ps.Files)
+		gone, ok := movableFiles(st, r, prev.Files, ps.Files)
 		if !ok {
 			return nil, nil, refused("handler %s was applied with other files (%v): run berth config remove --platform %s first", r.Handler, prev.Files, prev.Platform+suffixFlag(prev.Suffix))
 		}
@@ -265,18 +265,19 @@ func applyOps(fsys FS, st *State, r *Rendered) (*Result, []op, error) {
 	return res, ops, nil
 }
 
-// movedKataFiles allows one change of a platform's files between two
-// applies: its Kata configuration files coming and going under the Kata
-// directory (an operator's drop-in added or dropped moves the
-// configuration into a directory of its own, or back), and the operator's
-// containerd drop-in (ContainerdUserDropInName) given or taken away. It returns the
-// files of before to remove; ok is false for any other change.
-func movedKataFiles(st *State, r *Rendered, before, after []OwnedFile) (gone []string, ok bool) {
-	kata := func(f OwnedFile) bool {
+// movableFiles allows the changes of a platform's files between two
+// applies that the operator's own options make: its Kata configuration
+// files coming and going under the Kata directory (a Kata drop-in added or
+// dropped moves the configuration into a directory of its own, or back),
+// and the operator's containerd drop-in (ContainerdUserDropInName) given or
+// taken away. It returns the files of before to remove; ok is false for
+// any other change.
+func movableFiles(st *State, r *Rendered, before, after []OwnedFile) (gone []string, ok bool) {
+	movable := func(f OwnedFile) bool {
 		return f.Kind == Owned && (r.kataRoot != "" && strings.HasPrefix(f.Path, r.kataRoot+"/") || path.Base(f.Path) == ContainerdUserDropInName)
 	}
 	for _, f := range after {
-		if !slices.Contains(before, f) && !kata(f) {
+		if !slices.Contains(before, f) && !movable(f) {
 			return nil, false
 		}
 	}
@@ -284,7 +285,7 @@ func movedKataFiles(st *State, r *Rendered, before, after []OwnedFile) (gone []s
 		if slices.Contains(after, f) {
 			continue
 		}
-		if !kata(f) {
+		if !movable(f) {
 			return nil, false
 		}
 		if !st.sharedBlock(f, r.Handler) {

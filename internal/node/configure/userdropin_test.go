@@ -73,7 +73,7 @@ func TestUserDropInMoves(t *testing.T) {
 		{"another file", []OwnedFile{kata, drop, imports}, []OwnedFile{kata, drop, imports, other}, nil, false},
 		{"another block", []OwnedFile{kata, drop, imports}, []OwnedFile{kata, drop}, nil, false},
 	} {
-		gone, ok := movedKataFiles(st, r, tc.prev, tc.next)
+		gone, ok := movableFiles(st, r, tc.prev, tc.next)
 		if ok != tc.ok || !slices.Equal(gone, tc.gone) {
 			t.Errorf("%s: %v, %v; want %v, %v", tc.name, gone, ok, tc.gone, tc.ok)
 		}
